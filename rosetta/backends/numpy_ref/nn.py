@@ -1,0 +1,288 @@
+"""Elementwise, dense, normalisation, embedding and loss ops of the NumPy reference.
+
+Each op has a ``*_forward(...) -> (y, cache)`` and a ``*_backward(dy, cache) -> grads`` side by
+side (the loss is the exception: ``softmax_cross_entropy_backward(cache, dloss=1.0)``). Conventions
+shared with the rest of Rosetta: channels-first activations, dense kernels in "IO" layout
+(``y = x @ w + b``), embedding tables "VE", BatchNorm on axis 1 in inference mode. Every function
+returns arrays of the input dtype: hyper-parameters (``eps``, ``rate``, ``dloss``) are cast to it,
+so float32 inputs are never silently computed in float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "relu_forward",
+    "relu_backward",
+    "dropout_mask",
+    "dropout_forward",
+    "dropout_backward",
+    "flatten_forward",
+    "flatten_backward",
+    "dense_forward",
+    "dense_backward",
+    "batchnorm_forward",
+    "batchnorm_backward",
+    "add_forward",
+    "add_backward",
+    "embedding_forward",
+    "embedding_backward",
+    "softmax_cross_entropy_forward",
+    "softmax_cross_entropy_backward",
+]
+
+
+# --------------------------------------------------------------------------- relu
+
+
+def relu_forward(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``y = max(x, 0)`` elementwise, any shape; the cache is the boolean mask ``x > 0``."""
+    mask = x > 0
+    return np.maximum(x, 0), mask  # a Python 0 does not promote: dtype kept
+
+
+def relu_backward(dy: np.ndarray, cache: np.ndarray) -> np.ndarray:
+    """``dx = dy * (x > 0)``: the gradient at ``x == 0`` is taken as 0 (as in all frameworks)."""
+    return np.where(cache, dy, 0)  # dtype of dy kept (Python 0 is a weak scalar)
+
+
+# --------------------------------------------------------------------------- dropout
+
+
+def dropout_mask(shape: tuple[int, ...], rate: float, rng: np.random.Generator) -> np.ndarray:
+    """Boolean keep-mask of ``shape``: each entry is True with probability ``1 - rate``.
+
+    Drawn as ``rng.random(shape) >= rate`` (uniforms on [0, 1)), so a seeded ``rng`` gives a
+    reproducible mask that every framework backend can be fed.
+    """
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
+    return rng.random(shape) >= rate
+
+
+@dataclass(frozen=True)
+class DropoutCache:
+    mask: np.ndarray | None  # keep-mask in x's dtype (0/1), or None in evaluation mode
+    keep: np.ndarray | None  # 0-d array 1 - rate, in x's dtype
+
+
+def dropout_forward(
+    x: np.ndarray, rate: float, mask: np.ndarray | None
+) -> tuple[np.ndarray, DropoutCache]:
+    """Inverted dropout: ``y = x * mask / (1 - rate)``; ``mask=None`` is evaluation (identity).
+
+    ``mask`` is a boolean or 0/1 keep-mask of ``x``'s shape (see ``dropout_mask``); the survivors
+    are scaled by ``1 / (1 - rate)`` so that the expectation of ``y`` equals ``x``.
+    """
+    if mask is None:
+        return x.copy(), DropoutCache(mask=None, keep=None)
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
+    if mask.shape != x.shape:
+        raise ValueError(f"dropout mask shape {mask.shape} != input shape {x.shape}")
+    m = mask.astype(x.dtype)
+    keep = np.asarray(1.0 - rate, dtype=x.dtype)  # 1 - rate rounded once to x's dtype
+    return x * m / keep, DropoutCache(mask=m, keep=keep)
+
+
+def dropout_backward(dy: np.ndarray, cache: DropoutCache) -> np.ndarray:
+    """``dx = dy * mask / (1 - rate)`` (or ``dy`` itself in evaluation mode)."""
+    if cache.mask is None:
+        return dy.copy()
+    return dy * cache.mask / cache.keep
+
+
+# --------------------------------------------------------------------------- flatten
+
+
+def flatten_forward(x: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+    """(N, C, H, W) -> (N, C*H*W) in C, H, W order (a C-order reshape); any rank >= 2 works."""
+    # (N, d1, d2, ...) -> (N, d1*d2*...)
+    return x.reshape(x.shape[0], -1), x.shape
+
+
+def flatten_backward(dy: np.ndarray, cache: tuple[int, ...]) -> np.ndarray:
+    """Restore the input shape: (N, C*H*W) -> (N, C, H, W)."""
+    return dy.reshape(cache)
+
+
+# --------------------------------------------------------------------------- dense
+
+
+@dataclass(frozen=True)
+class DenseCache:
+    x: np.ndarray  # (N, I)
+    w: np.ndarray  # (I, O)
+    has_bias: bool
+
+
+def dense_forward(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None
+) -> tuple[np.ndarray, DenseCache]:
+    """Fully connected layer ``y = x @ w + b``: x (N, I), w (I, O) ("IO" layout), b (O,) or None."""
+    if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[0]:
+        raise ValueError(f"dense: input {x.shape} does not match kernel {w.shape} (IO layout)")
+    y = x @ w  # (N, I) @ (I, O) -> (N, O)
+    if b is not None:
+        y += b
+    return y, DenseCache(x=x, w=w, has_bias=b is not None)
+
+
+def dense_backward(
+    dy: np.ndarray, cache: DenseCache
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Gradients ``(dx, dw, db)`` of shapes (N, I), (I, O), (O,) for ``dy`` (N, O)."""
+    dx = dy @ cache.w.T  # (N, O) @ (O, I) -> (N, I)
+    dw = cache.x.T @ dy  # (I, N) @ (N, O) -> (I, O)
+    db = dy.sum(axis=0) if cache.has_bias else None  # (O,)
+    return dx, dw, db
+
+
+# --------------------------------------------------------------------------- batchnorm
+
+
+def _channel_shape(x: np.ndarray) -> tuple[int, ...]:
+    """Broadcast shape of a per-channel vector against x: (1, C) or (1, C, 1, 1)."""
+    return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
+
+@dataclass(frozen=True)
+class BatchNormCache:
+    xhat: np.ndarray  # normalised input, x's shape
+    gamma: np.ndarray  # (1, C[, 1, 1])
+    std: np.ndarray  # sqrt(var + eps), (1, C[, 1, 1])
+
+
+def batchnorm_forward(
+    x: np.ndarray,
+    gamma: np.ndarray,
+    beta: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    eps: float,
+) -> tuple[np.ndarray, BatchNormCache]:
+    """Inference-mode batch normalisation per channel on axis 1 of x (N, C, H, W) or (N, C).
+
+    ``y = (x - mean) / sqrt(var + eps) * gamma + beta`` with the given running statistics
+    ``mean`` and ``var`` (C,) (buffers: no batch statistics, no gradient) and parameters
+    ``gamma``, ``beta`` (C,). Computed in exactly that order, in x's dtype.
+    """
+    if x.ndim not in (2, 4):
+        raise ValueError(f"batchnorm expects (N, C) or (N, C, H, W) input, got shape {x.shape}")
+    c = x.shape[1]
+    for name, v in (("gamma", gamma), ("beta", beta), ("mean", mean), ("var", var)):
+        if v.shape != (c,):
+            raise ValueError(f"batchnorm {name} shape {v.shape} != ({c},)")
+    shape = _channel_shape(x)
+    # each (C,) -> (1, C) or (1, C, 1, 1)
+    g, bt, mu, vr = (v.reshape(shape) for v in (gamma, beta, mean, var))
+    std = np.sqrt(vr + np.asarray(eps, dtype=vr.dtype))
+    xhat = (x - mu) / std
+    y = xhat * g + bt
+    return y, BatchNormCache(xhat=xhat, gamma=g, std=std)
+
+
+def batchnorm_backward(
+    dy: np.ndarray, cache: BatchNormCache
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients ``(dx, dgamma, dbeta)`` of inference-mode batchnorm; shapes x, (C,), (C,)."""
+    axes = (0,) + tuple(range(2, dy.ndim))  # every axis but channels
+    dx = dy * cache.gamma / cache.std
+    dgamma = (dy * cache.xhat).sum(axis=axes)  # (C,)
+    dbeta = dy.sum(axis=axes)  # (C,)
+    return dx, dgamma, dbeta
+
+
+# --------------------------------------------------------------------------- residual add
+
+
+def add_forward(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, None]:
+    """Residual add ``y = a + b`` of two tensors of the same shape (no broadcasting)."""
+    if a.shape != b.shape:
+        raise ValueError(f"add: shapes differ, {a.shape} vs {b.shape}")
+    return a + b, None
+
+
+def add_backward(dy: np.ndarray, cache: None) -> tuple[np.ndarray, np.ndarray]:
+    """``(da, db) = (dy, dy)``, as two independent arrays (safe to accumulate into in place)."""
+    return dy.copy(), dy.copy()
+
+
+# --------------------------------------------------------------------------- embedding
+
+
+@dataclass(frozen=True)
+class EmbeddingCache:
+    ids: np.ndarray  # (N, T) int
+    table_shape: tuple[int, int]  # (V, E)
+    dtype: np.dtype
+
+
+def embedding_forward(ids: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, EmbeddingCache]:
+    """Table lookup ``y[n, t] = table[ids[n, t]]``: ids int (N, T), table (V, E), y (N, T, E).
+
+    Raises ``ValueError`` naming the first offending id if any id is outside [0, V) (NumPy would
+    otherwise wrap negative ids silently), and ``TypeError`` for non-integer ids.
+    """
+    ids = np.asarray(ids)
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise TypeError(f"embedding ids must be integers, got dtype {ids.dtype}")
+    v = table.shape[0]
+    bad = (ids < 0) | (ids >= v)
+    if bad.any():
+        raise ValueError(f"embedding id {int(ids[bad][0])} is out of range [0, {v})")
+    y = table[ids]  # (N, T) -> (N, T, E)
+    return y, EmbeddingCache(ids=ids, table_shape=table.shape, dtype=table.dtype)
+
+
+def embedding_backward(dy: np.ndarray, cache: EmbeddingCache) -> np.ndarray:
+    """Dense table gradient (V, E): rows of ``dy`` (N, T, E) summed per id (repeats accumulate)."""
+    v, e = cache.table_shape
+    dtable = np.zeros((v, e), dtype=cache.dtype)
+    # (N, T) -> (N*T,) ids and (N, T, E) -> (N*T, E) rows; unbuffered add handles repeated ids
+    np.add.at(dtable, cache.ids.reshape(-1), dy.reshape(-1, e))
+    return dtable
+
+
+# --------------------------------------------------------------------------- softmax cross-entropy
+
+
+@dataclass(frozen=True)
+class SoftmaxCECache:
+    probs: np.ndarray  # softmax(logits), (N, K)
+    labels: np.ndarray  # (N,) int
+
+
+def softmax_cross_entropy_forward(
+    logits: np.ndarray, labels: np.ndarray
+) -> tuple[np.ndarray, SoftmaxCECache]:
+    """Mean softmax cross-entropy: ``mean_n(-log softmax(logits[n])[labels[n]])``.
+
+    ``logits`` (N, K) float, ``labels`` (N,) int in [0, K). Uses the stable log-sum-exp (the row
+    maximum is subtracted first). Returns the loss as a 0-d array of the logits' dtype.
+    """
+    labels = np.asarray(labels)
+    if logits.ndim != 2 or labels.shape != (logits.shape[0],):
+        raise ValueError(f"softmax CE: logits {logits.shape} / labels {labels.shape} mismatch")
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise TypeError(f"softmax CE labels must be integers, got dtype {labels.dtype}")
+    n, k = logits.shape
+    if ((labels < 0) | (labels >= k)).any():
+        raise ValueError(f"softmax CE labels must be in [0, {k})")
+    shifted = logits - logits.max(axis=1, keepdims=True)  # (N, K), row max is 0
+    lse = np.log(np.exp(shifted).sum(axis=1, keepdims=True))  # (N, 1)
+    logp = shifted - lse  # (N, K) log-softmax
+    loss = np.asarray(-logp[np.arange(n), labels].mean(), dtype=logits.dtype)  # 0-d
+    return loss, SoftmaxCECache(probs=np.exp(logp), labels=labels)
+
+
+def softmax_cross_entropy_backward(cache: SoftmaxCECache, dloss: float = 1.0) -> np.ndarray:
+    """``dlogits = (softmax(logits) - onehot(labels)) / N * dloss``, shape (N, K)."""
+    p = cache.probs
+    n = p.shape[0]
+    d = p.copy()
+    d[np.arange(n), cache.labels] -= 1
+    return d / n * np.asarray(dloss, dtype=p.dtype)

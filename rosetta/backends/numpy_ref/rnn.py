@@ -1,0 +1,146 @@
+"""GRU of the NumPy reference, in the Keras/cuDNN convention (the canonical one of Rosetta).
+
+Parameters (canonical names and layouts of the spec):
+
+- ``kernel`` (E, 3H): input weights, column blocks in gate order ``[z | r | h]``;
+- ``recurrent_kernel`` (H, 3H): recurrent weights, same gate order;
+- ``bias_input`` (3H,) and ``bias_recurrent`` (3H,): two separate biases, same gate order
+  (Keras ``reset_after=True``, cuDNN and PyTorch semantics: the reset gate multiplies the
+  *recurrent projection including its bias*, not the previous state).
+
+One step, with ``x_t`` (N, E), previous state ``h`` (N, H) and ``split`` cutting 3H into three H
+blocks::
+
+    xz, xr, xh = split(x_t @ kernel + bias_input)
+    hz, hr, hh = split(h @ recurrent_kernel + bias_recurrent)
+    z = sigmoid(xz + hz)          # update gate
+    r = sigmoid(xr + hr)          # reset gate
+    n = tanh(xh + r * hh)         # candidate state
+    h_new = z * h + (1 - z) * n
+
+The initial state is zero and the op returns the last step's state (N, H).
+
+Note for the PyTorch backend: ``torch.nn.GRU`` computes the same function with gates ordered
+``r, z, n`` and ``h' = (1 - z) * n + z * h``. Map the canonical parameters by reordering the gate
+blocks and transposing: with ``K = kernel`` and blocks ``K_z, K_r, K_h`` (each E x H),
+``weight_ih_l0 = concat([K_r, K_z, K_h], axis=1).T`` (3H, E); likewise ``weight_hh_l0`` from
+``recurrent_kernel``, and ``bias_ih_l0 = [b_r, b_z, b_h]`` from ``bias_input``, ``bias_hh_l0`` from
+``bias_recurrent``. PyTorch's ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))`` is our
+``tanh(xh + r * hh)``. Inputs here are batch-major (N, T, E) (``batch_first=True`` in PyTorch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["GRUCache", "sigmoid", "gru_forward", "gru_backward"]
+
+
+def sigmoid(a: np.ndarray) -> np.ndarray:
+    """Logistic function ``1 / (1 + exp(-a))``, overflow-free for any |a|, dtype preserved.
+
+    Uses ``e = exp(-|a|)`` (always in (0, 1]): ``1 / (1 + e)`` for a >= 0 and ``e / (1 + e)``
+    for a < 0, so no ``exp`` ever overflows, even in float32.
+    """
+    e = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1 / (1 + e), e / (1 + e))
+
+
+@dataclass(frozen=True)
+class GRUCache:
+    x: np.ndarray  # (N, T, E)
+    kernel: np.ndarray  # (E, 3H)
+    recurrent_kernel: np.ndarray  # (H, 3H)
+    hs: np.ndarray  # (T + 1, N, H): hs[0] = h0 = 0, hs[t + 1] = state after step t
+    zs: np.ndarray  # (T, N, H) update gates
+    rs: np.ndarray  # (T, N, H) reset gates
+    ns: np.ndarray  # (T, N, H) candidate states
+    hhs: np.ndarray  # (T, N, H) recurrent projection of the h block (incl. its bias)
+
+
+def gru_forward(
+    x: np.ndarray,
+    kernel: np.ndarray,
+    recurrent_kernel: np.ndarray,
+    bias_input: np.ndarray,
+    bias_recurrent: np.ndarray,
+) -> tuple[np.ndarray, GRUCache]:
+    """Run the GRU over batch-major ``x`` (N, T, E) from a zero state; return ``h_T`` (N, H).
+
+    ``kernel`` (E, 3H), ``recurrent_kernel`` (H, 3H), ``bias_input`` and ``bias_recurrent``
+    (3H,), gate blocks ordered ``[z | r | h]`` (see the module docstring for the equations).
+    """
+    n_batch, t_steps, e = x.shape
+    hsz = recurrent_kernel.shape[0]
+    if kernel.shape != (e, 3 * hsz) or recurrent_kernel.shape != (hsz, 3 * hsz):
+        raise ValueError(
+            f"gru: kernel {kernel.shape} / recurrent_kernel {recurrent_kernel.shape} do not "
+            f"match input {x.shape} (expected ({e}, 3H) and (H, 3H))"
+        )
+    if bias_input.shape != (3 * hsz,) or bias_recurrent.shape != (3 * hsz,):
+        raise ValueError(f"gru: biases must be ({3 * hsz},)")
+    # input projections for all steps at once: (N, T, E) @ (E, 3H) -> (N, T, 3H)
+    xproj = x @ kernel + bias_input
+    hs = np.zeros((t_steps + 1, n_batch, hsz), dtype=x.dtype)
+    zs = np.empty((t_steps, n_batch, hsz), dtype=x.dtype)
+    rs = np.empty_like(zs)
+    ns = np.empty_like(zs)
+    hhs = np.empty_like(zs)
+    for t in range(t_steps):
+        h = hs[t]  # (N, H)
+        hproj = h @ recurrent_kernel + bias_recurrent  # (N, H) @ (H, 3H) -> (N, 3H)
+        xp = xproj[:, t]  # (N, 3H)
+        z = sigmoid(xp[:, :hsz] + hproj[:, :hsz])
+        r = sigmoid(xp[:, hsz : 2 * hsz] + hproj[:, hsz : 2 * hsz])
+        hh = hproj[:, 2 * hsz :]
+        n = np.tanh(xp[:, 2 * hsz :] + r * hh)
+        hs[t + 1] = z * h + (1 - z) * n
+        zs[t], rs[t], ns[t], hhs[t] = z, r, n, hh
+    cache = GRUCache(
+        x=x, kernel=kernel, recurrent_kernel=recurrent_kernel, hs=hs, zs=zs, rs=rs, ns=ns, hhs=hhs
+    )
+    return hs[t_steps].copy(), cache
+
+
+def gru_backward(
+    dh_last: np.ndarray, cache: GRUCache
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Backprop through time from ``dh_last`` (N, H), the gradient of the returned state.
+
+    Returns ``(dx, dkernel, drecurrent_kernel, dbias_input, dbias_recurrent)`` with shapes
+    (N, T, E), (E, 3H), (H, 3H), (3H,), (3H,).
+    """
+    x, rk = cache.x, cache.recurrent_kernel
+    n_batch, t_steps, e = x.shape
+    hsz = rk.shape[0]
+    # gradients of the pre-activations, gate blocks [z | r | h]
+    dxproj = np.empty((n_batch, t_steps, 3 * hsz), dtype=x.dtype)  # wrt x_t @ kernel + b_in
+    drk = np.zeros_like(rk)  # (H, 3H)
+    dbr = np.zeros(3 * hsz, dtype=x.dtype)  # (3H,)
+    dh = dh_last.astype(x.dtype, copy=True)  # (N, H), gradient wrt the state h_{t+1}
+    for t in reversed(range(t_steps)):
+        h, z, r, n, hh = cache.hs[t], cache.zs[t], cache.rs[t], cache.ns[t], cache.hhs[t]
+        # h_new = z * h + (1 - z) * n
+        dz = dh * (h - n)
+        dn = dh * (1 - z)
+        dh_prev = dh * z
+        # n = tanh(a_n), a_n = xh + r * hh
+        da_n = dn * (1 - n * n)
+        dr = da_n * hh
+        dhh = da_n * r
+        # z = sigmoid(a_z), r = sigmoid(a_r)
+        da_z = dz * z * (1 - z)
+        da_r = dr * r * (1 - r)
+        dxproj[:, t] = np.concatenate([da_z, da_r, da_n], axis=1)  # (N, 3H)
+        dhproj = np.concatenate([da_z, da_r, dhh], axis=1)  # (N, 3H)
+        drk += h.T @ dhproj  # (H, N) @ (N, 3H) -> (H, 3H)
+        dbr += dhproj.sum(axis=0)
+        dh = dh_prev + dhproj @ rk.T  # (N, 3H) @ (3H, H) -> (N, H)
+    # (N, T, 3H) -> (N*T, 3H) and (N, T, E) -> (N*T, E) to contract batch and time together
+    dxproj_flat = dxproj.reshape(-1, 3 * hsz)
+    dkernel = x.reshape(-1, e).T @ dxproj_flat  # (E, N*T) @ (N*T, 3H) -> (E, 3H)
+    dbi = dxproj_flat.sum(axis=0)  # (3H,)
+    dx = dxproj @ cache.kernel.T  # (N, T, 3H) @ (3H, E) -> (N, T, E)
+    return dx, dkernel, drk, dbi, dbr

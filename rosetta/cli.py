@@ -1,0 +1,49 @@
+"""The ``rosetta`` command: ``list``, ``data``, ``bench``.
+
+Every user-facing failure is a :class:`rosetta.errors.RosettaError`; ``main`` prints its
+message as one line on stderr and exits with status 2, so no traceback reaches the user
+for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from rosetta.errors import RosettaError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the argument parser with one sub-parser per command."""
+    parser = argparse.ArgumentParser(
+        prog="rosetta",
+        description="Cross-framework deep-learning benchmark: one spec, many frameworks.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    from rosetta import cli_list
+    from rosetta.datasets import cli as data_cli
+
+    cli_list.add_parser(sub)
+    data_cli.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except RosettaError as exc:
+        print(f"rosetta: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rosetta: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,531 @@
+"""YAML -> validated ``Workload``: every malformed field fails with one line naming file and field.
+
+The YAML format (see ``models/README.md``): top-level ``name``, ``description``, ``task``,
+``dataset``, ``input``, ``layers``, optional ``blocks`` (reusable layer lists with ``$param``
+placeholders, instantiated by ``{block, name, repeat, args, first}``), optional ``defaults``
+(per-op fields filled in where an op leaves them out), ``loss``, ``optimizer``, ``profiles``,
+``tolerances``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rosetta.errors import SpecError
+from rosetta.spec import ops
+from rosetta.spec.init import Init, make_init
+from rosetta.spec.workload import (
+    SGD,
+    Adam,
+    DatasetRef,
+    InputSpec,
+    Loss,
+    Profile,
+    Tolerance,
+    Tolerances,
+    Workload,
+)
+
+TOP_LEVEL = {"name", "description", "task", "dataset", "input", "layers", "blocks", "defaults"}
+TOP_LEVEL |= {"loss", "optimizer", "profiles", "tolerances"}
+TASKS = ("train", "features")
+PROFILES = ("ci", "smoke", "full")
+DTYPES = ("float32", "float64")
+DATASET_OPTIONS: dict[str, dict[str, type | tuple]] = {
+    "cifar10": {"classes": int},
+    "imdb": {
+        "classes": int,
+        "num_words": int,
+        "maxlen": int,
+        "start_id": int,
+        "oov_id": int,
+        "index_from": int,
+        "padding": ("pre", "post"),
+    },
+    "random_images": {"seed": int, "count": int},
+}
+# op -> (required fields, names of its init entries); "name" is required for ops with params.
+OP_FIELDS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
+    "conv2d": (
+        {
+            "name": "str",
+            "out_channels": "posint",
+            "kernel": "pair",
+            "stride": "pair",
+            "padding": "quad",
+            "bias": "bool",
+        },
+        ("kernel", "bias"),
+    ),
+    "maxpool2d": ({"kernel": "pair", "stride": "pair", "padding": "quad"}, ()),
+    "relu": ({}, ()),
+    "dropout": ({"rate": "rate"}, ()),
+    "flatten": ({"order": "CHW"}, ()),
+    "dense": ({"name": "str", "units": "posint", "bias": "bool"}, ("kernel", "bias")),
+    "batchnorm": (
+        {"name": "str", "eps": "posfloat", "momentum": "rate"},
+        ("gamma", "beta", "mean", "var"),
+    ),
+    "global_avgpool": ({}, ()),
+    "embedding": ({"name": "str", "vocab": "posint", "dim": "posint"}, ("table",)),
+    "gru": (
+        {
+            "name": "str",
+            "units": "posint",
+            "gate_order": "zrh",
+            "reset_after": "true",
+            "initial_state": "zeros",
+            "output": "last",
+        },
+        ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent"),
+    ),
+}
+_PLACEHOLDER = re.compile(r"^\$(\w+)(?:\*(\d+))?$")
+
+
+def load_workload(path: str | Path) -> Workload:
+    """Parse and validate one workload spec file; raises ``SpecError`` (one line) if malformed."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"{path}: spec file not found") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise SpecError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    return _Parser(path).workload(raw)
+
+
+class _Parser:
+    """Carries the file name so every error can name it."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.where: dict[int, str] = {}  # id(node) -> the YAML field it came from
+
+    def fail(self, field: str, expected: str, got: Any = "<missing>") -> SpecError:
+        got_s = got if isinstance(got, str) and got.startswith("<") else repr(got)
+        return SpecError(f"{self.path}: field '{field}': expected {expected}, got {got_s}")
+
+    # -- scalars -----------------------------------------------------------------------------
+    def mapping(self, value: Any, field: str, allowed: set[str] | None = None) -> dict:
+        if not isinstance(value, dict):
+            raise self.fail(field, "a mapping", value)
+        if allowed is not None:
+            for key in value:
+                if key not in allowed:
+                    raise self.fail(
+                        f"{field}.{key}",
+                        f"no such field (valid: {', '.join(sorted(allowed))})",
+                        "<unknown field>",
+                    )
+        return value
+
+    def req(self, m: dict, key: str, field: str) -> Any:
+        if key not in m:
+            raise self.fail(f"{field}.{key}" if field else key, "a value", "<missing>")
+        return m[key]
+
+    def scalar(self, value: Any, kind: str, field: str) -> Any:
+        """Check ``value`` against a kind name used in ``OP_FIELDS``."""
+        is_int = isinstance(value, int) and not isinstance(value, bool)
+        is_num = (is_int or isinstance(value, float)) and not isinstance(value, bool)
+        if kind == "str":
+            if isinstance(value, str) and value:
+                return value
+            raise self.fail(field, "a non-empty string", value)
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            raise self.fail(field, "true or false", value)
+        if kind == "posint":
+            if is_int and value > 0:
+                return value
+            raise self.fail(field, "a positive integer", value)
+        if kind == "nonnegint":
+            if is_int and value >= 0:
+                return value
+            raise self.fail(field, "an integer >= 0", value)
+        if kind == "posfloat":
+            if is_num and value > 0:
+                return float(value)
+            raise self.fail(field, "a positive number", value)
+        if kind == "rate":
+            if is_num and 0 <= value < 1:
+                return float(value)
+            raise self.fail(field, "a number in [0, 1)", value)
+        if kind in ("pair", "quad"):
+            n = 2 if kind == "pair" else 4
+            ok = isinstance(value, list) and len(value) == n
+            ok = ok and all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
+            )
+            if ok and (kind == "quad" or all(v > 0 for v in value)):
+                return tuple(value)
+            what = (
+                "[h, w] of positive integers"
+                if n == 2
+                else "[top, bottom, left, right] of integers >= 0"
+            )
+            raise self.fail(field, what, value)
+        if kind == "CHW":
+            if value == "CHW":
+                return value
+            raise self.fail(
+                field, "CHW (channel-major flatten, the only order the spec allows)", value
+            )
+        if kind == "zrh":
+            if value == ["z", "r", "h"]:
+                return tuple(value)
+            raise self.fail(field, "[z, r, h] (canonical gate order; backends reorder)", value)
+        if kind == "true":
+            if value is True:
+                return value
+            raise self.fail(
+                field, "true (reset gate after the recurrent matmul, cuDNN convention)", value
+            )
+        if kind in ("zeros", "last"):
+            if value == kind:
+                return value
+            raise self.fail(field, f"{kind!r} (the only supported value)", value)
+        raise AssertionError(kind)
+
+    def init(self, value: Any, field: str) -> Init:
+        if isinstance(value, str):
+            value = {"dist": value}
+        m = self.mapping(value, field)
+        args = {k: v for k, v in m.items() if k != "dist"}
+        try:
+            return make_init(str(self.req(m, "dist", field)), **args)
+        except ValueError as exc:
+            raise self.fail(field, str(exc), value) from None
+
+    # -- layers ------------------------------------------------------------------------------
+    def layers(self, raw: Any, field: str, blocks: dict, defaults: dict, prefix: str) -> tuple:
+        if not isinstance(raw, list) or not raw:
+            raise self.fail(field, "a non-empty list of layers", raw)
+        out: list[ops.Node] = []
+        for i, item in enumerate(raw):
+            where = f"{field}[{i}]"
+            item = self.mapping(item, where)
+            if "block" in item:
+                out.extend(self.block_instance(item, where, blocks, defaults, prefix))
+            else:
+                node = self.op(item, where, blocks, defaults, prefix)
+                self.where[id(node)] = where
+                out.append(node)
+        return tuple(out)
+
+    def op(self, item: dict, field: str, blocks: dict, defaults: dict, prefix: str) -> ops.Node:
+        kind = self.req(item, "op", field)
+        if kind == "residual":
+            return self.residual(item, field, blocks, defaults, prefix)
+        if kind not in OP_FIELDS:
+            raise self.fail(f"{field}.op", f"one of {', '.join(sorted(ops.OPS))}", kind)
+        item = _merge(defaults.get(kind, {}), item)
+        fields, init_names = OP_FIELDS[kind]
+        allowed = set(fields) | {"op"} | ({"init"} if init_names else set())
+        self.mapping(item, field, allowed)
+        values = {
+            key: self.scalar(self.req(item, key, field), t, f"{field}.{key}")
+            for key, t in fields.items()
+        }
+        if "name" in values:
+            values["name"] = prefix + values["name"]
+        if init_names:
+            inits = self.mapping(self.req(item, "init", field), f"{field}.init", set(init_names))
+            needed = [n for n in init_names if not (n == "bias" and not values.get("bias", True))]
+            values["init"] = {
+                n: self.init(self.req(inits, n, f"{field}.init"), f"{field}.init.{n}")
+                for n in needed
+            }
+        if kind == "gru":
+            values["gate_order"] = tuple(values["gate_order"])
+        return ops.OPS[kind](**values)
+
+    def residual(
+        self, item: dict, field: str, blocks: dict, defaults: dict, prefix: str
+    ) -> ops.Residual:
+        self.mapping(item, field, {"op", "body", "shortcut"})
+        body = self.layers(self.req(item, "body", field), f"{field}.body", blocks, defaults, prefix)
+        shortcut: tuple = ()
+        sc = item.get("shortcut")
+        if sc is not None:
+            sc = self.mapping(sc, f"{field}.shortcut", {"when", "layers"})
+            when = self.scalar(sc.get("when", True), "bool", f"{field}.shortcut.when")
+            if when:
+                shortcut = self.layers(
+                    self.req(sc, "layers", f"{field}.shortcut"),
+                    f"{field}.shortcut.layers",
+                    blocks,
+                    defaults,
+                    prefix,
+                )
+        return ops.Residual(body=body, shortcut=shortcut)
+
+    def block_instance(
+        self, item: dict, field: str, blocks: dict, defaults: dict, prefix: str
+    ) -> list:
+        self.mapping(item, field, {"block", "name", "repeat", "args", "first"})
+        bname = self.req(item, "block", field)
+        if bname not in blocks:
+            raise self.fail(
+                f"{field}.block",
+                f"a block defined under 'blocks' ({', '.join(blocks) or 'none'})",
+                bname,
+            )
+        block = blocks[bname]
+        params = block.get("params", [])
+        name = self.scalar(self.req(item, "name", field), "str", f"{field}.name")
+        repeat = self.scalar(item.get("repeat", 1), "posint", f"{field}.repeat")
+        args = self.mapping(item.get("args", {}), f"{field}.args", set(params))
+        first = self.mapping(item.get("first", {}), f"{field}.first", set(params))
+        nodes: list = []
+        for r in range(repeat):
+            bound = {**args, **(first if r == 0 else {})}
+            missing = [p for p in params if p not in bound]
+            if missing:
+                raise self.fail(
+                    f"{field}.args.{missing[0]}", f"a value for block parameter '{missing[0]}'"
+                )
+            layers = _substitute(copy.deepcopy(block["layers"]), bound, self, f"blocks.{bname}")
+            nodes.extend(
+                self.layers(
+                    layers,
+                    f"{field}(blocks.{bname}, repeat {r})",
+                    blocks,
+                    defaults,
+                    f"{prefix}{name}.{r}.",
+                )
+            )
+        return nodes
+
+    # -- whole file --------------------------------------------------------------------------
+    def workload(self, raw: Any) -> Workload:
+        m = self.mapping(raw, "<top level>", TOP_LEVEL)
+        name = self.scalar(self.req(m, "name", ""), "str", "name")
+        if name != self.path.stem:
+            raise self.fail("name", f"the file's stem {self.path.stem!r}", name)
+        task = self.req(m, "task", "")
+        if task not in TASKS:
+            raise self.fail("task", f"one of {TASKS}", task)
+        dataset = self.dataset(self.req(m, "dataset", ""))
+        inp = self.mapping(self.req(m, "input", ""), "input", {"shape", "dtype"})
+        shape = self.req(inp, "shape", "input")
+        if not (
+            isinstance(shape, list) and shape and all(isinstance(d, int) and d > 0 for d in shape)
+        ):
+            raise self.fail("input.shape", "a list of positive integers", shape)
+        dtype = self.req(inp, "dtype", "input")
+        if dtype not in ("float32", "int32"):
+            raise self.fail("input.dtype", "float32 or int32", dtype)
+        blocks = self.mapping(m.get("blocks", {}), "blocks")
+        for bname, block in blocks.items():
+            self.mapping(block, f"blocks.{bname}", {"params", "layers"})
+            self.req(block, "layers", f"blocks.{bname}")
+        defaults = self.mapping(m.get("defaults", {}), "defaults", set(OP_FIELDS))
+        graph = self.layers(self.req(m, "layers", ""), "layers", blocks, defaults, "")
+        input_spec = InputSpec(tuple(shape), dtype)
+        self.check_graph(graph, input_spec.shape)
+        loss = optimizer = None
+        if task == "train":
+            loss_m = self.mapping(self.req(m, "loss", ""), "loss", {"op", "reduction"})
+            if loss_m.get("op") != "softmax_cross_entropy" or loss_m.get("reduction") != "mean":
+                raise self.fail("loss", "{op: softmax_cross_entropy, reduction: mean}", loss_m)
+            loss = Loss()
+            optimizer = self.optimizer(self.req(m, "optimizer", ""))
+        workload = Workload(
+            name=name,
+            description=str(m.get("description", "")),
+            task=task,
+            dataset=dataset,
+            input=input_spec,
+            graph=graph,
+            loss=loss,
+            optimizer=optimizer,
+            profiles=self.profiles(self.req(m, "profiles", ""), task),
+            tolerances=self.tolerances(self.req(m, "tolerances", ""), task),
+            source=self.path,
+        )
+        self.check_consistency(workload)
+        return workload
+
+    def dataset(self, raw: Any) -> DatasetRef:
+        m = self.mapping(raw, "dataset")
+        dname = self.req(m, "name", "dataset")
+        if dname not in DATASET_OPTIONS:
+            raise self.fail("dataset.name", f"one of {', '.join(DATASET_OPTIONS)}", dname)
+        kinds = DATASET_OPTIONS[dname]
+        self.mapping(m, "dataset", set(kinds) | {"name"})
+        for key, kind in kinds.items():
+            value = self.req(m, key, "dataset")
+            if isinstance(kind, tuple):
+                if value not in kind:
+                    raise self.fail(f"dataset.{key}", f"one of {kind}", value)
+            else:
+                self.scalar(value, "nonnegint", f"dataset.{key}")
+        return DatasetRef(dname, tuple(sorted((k, v) for k, v in m.items() if k != "name")))
+
+    def optimizer(self, raw: Any) -> SGD | Adam:
+        m = self.mapping(raw, "optimizer")
+        kind = self.req(m, "op", "optimizer")
+        if kind == "sgd":
+            self.mapping(m, "optimizer", {"op", "lr", "momentum", "nesterov"})
+            return SGD(
+                lr=self.scalar(self.req(m, "lr", "optimizer"), "posfloat", "optimizer.lr"),
+                momentum=self.scalar(m.get("momentum", 0.0), "rate", "optimizer.momentum"),
+                nesterov=self.scalar(m.get("nesterov", False), "bool", "optimizer.nesterov"),
+            )
+        if kind == "adam":
+            self.mapping(m, "optimizer", {"op", "lr", "beta1", "beta2", "eps"})
+            return Adam(
+                **{
+                    k: self.scalar(
+                        self.req(m, k, "optimizer"),
+                        "rate" if k.startswith("beta") else "posfloat",
+                        f"optimizer.{k}",
+                    )
+                    for k in ("lr", "beta1", "beta2", "eps")
+                }
+            )
+        raise self.fail("optimizer.op", "sgd or adam", kind)
+
+    def profiles(self, raw: Any, task: str) -> dict[str, Profile]:
+        m = self.mapping(raw, "profiles", set(PROFILES))
+        keys = ("batch_size", "epochs", "train_samples", "test_samples")
+        if task == "features":
+            keys = ("batch_size", "batches", "warmup_batches")
+        out = {}
+        for pname in PROFILES:
+            p = self.mapping(self.req(m, pname, "profiles"), f"profiles.{pname}", set(keys))
+            vals = {
+                k: self.scalar(
+                    self.req(p, k, f"profiles.{pname}"),
+                    "nonnegint" if k == "warmup_batches" else "posint",
+                    f"profiles.{pname}.{k}",
+                )
+                for k in keys
+            }
+            prof = Profile(name=pname, **vals)
+            if task == "train" and prof.train_samples < prof.batch_size:
+                raise self.fail(
+                    f"profiles.{pname}.train_samples",
+                    f">= batch_size ({prof.batch_size})",
+                    prof.train_samples,
+                )
+            out[pname] = prof
+        return out
+
+    def tolerances(self, raw: Any, task: str) -> dict[str, Tolerances]:
+        m = self.mapping(raw, "tolerances", set(DTYPES))
+        kinds = ("forward", "loss", "grads", "params") if task == "train" else ("forward",)
+        out = {}
+        for dtype in DTYPES:
+            d = self.mapping(self.req(m, dtype, "tolerances"), f"tolerances.{dtype}", set(kinds))
+            tols = {}
+            for kind in kinds:
+                field = f"tolerances.{dtype}.{kind}"
+                t = self.mapping(
+                    self.req(d, kind, f"tolerances.{dtype}"), field, {"rtol", "atol", "scale"}
+                )
+                scale = t.get("scale", "element")
+                if scale not in ("element", "max"):
+                    raise self.fail(f"{field}.scale", "element or max", scale)
+                tols[kind] = Tolerance(
+                    rtol=self.scalar(self.req(t, "rtol", field), "posfloat", f"{field}.rtol"),
+                    atol=self.scalar(self.req(t, "atol", field), "posfloat", f"{field}.atol"),
+                    scale=scale,
+                )
+            out[dtype] = Tolerances(**tols)
+        return out
+
+    # -- cross-field checks ------------------------------------------------------------------
+    def check_graph(self, graph: tuple, in_shape: tuple) -> None:
+        """Shape inference with errors that name the offending layer."""
+        names: set[str] = set()
+        self._check(graph, in_shape, "layers", names)
+
+    def _check(self, nodes: tuple, shape: tuple, field: str, names: set[str]) -> tuple:
+        for i, node in enumerate(nodes):
+            where = self.where.get(id(node), f"{field}[{i}]")
+            label = getattr(node, "name", type(node).__name__.lower())
+            if isinstance(node, ops.Residual):
+                main = self._check(node.body, shape, f"{where}.body", names)
+                side = self._check(node.shortcut, shape, f"{where}.shortcut.layers", names)
+                if main != side:
+                    raise self.fail(
+                        where,
+                        f"residual branches of equal shape (body {main})",
+                        f"<shortcut {side}>",
+                    )
+                shape = main
+                continue
+            if hasattr(node, "name"):
+                if node.name in names:
+                    raise self.fail(f"{where}.name", "a name unique in the model", node.name)
+                names.add(node.name)
+            try:
+                shape = node.out_shape(shape)
+            except ValueError as exc:
+                raise self.fail(where, f"an input that fits layer {label!r}", f"<{exc}>") from None
+        return shape
+
+    def check_consistency(self, w: Workload) -> None:
+        out = w.output_shape
+        classes = w.dataset.get("classes")
+        if w.task == "train" and out != (classes,):
+            raise self.fail(
+                "layers", f"logits of shape ({classes},) for {classes} classes", f"<{out}>"
+            )
+        if w.dataset.name == "imdb":
+            if w.input.shape != (w.dataset.get("maxlen"),) or w.input.dtype != "int32":
+                raise self.fail(
+                    "input",
+                    f"shape [{w.dataset.get('maxlen')}] int32 (dataset.maxlen)",
+                    [list(w.input.shape), w.input.dtype],
+                )
+            emb = w.graph[0]
+            if not isinstance(emb, ops.Embedding) or emb.vocab < int(w.dataset.get("num_words")):
+                raise self.fail(
+                    "layers[0]",
+                    f"an embedding with vocab >= dataset.num_words ({w.dataset.get('num_words')})",
+                    getattr(emb, "vocab", type(emb).__name__),
+                )
+
+
+def _merge(base: dict, over: dict) -> dict:
+    """``over`` on top of ``base``; nested mappings merge key by key."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _substitute(value: Any, bound: dict, parser: _Parser, field: str) -> Any:
+    """Replace ``$param`` and ``$param*k`` strings by the bound values, recursively."""
+    if isinstance(value, dict):
+        return {k: _substitute(v, bound, parser, field) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, bound, parser, field) for v in value]
+    if isinstance(value, str) and value.startswith("$"):
+        match = _PLACEHOLDER.match(value)
+        if not match or match.group(1) not in bound:
+            raise parser.fail(
+                field, f"a placeholder naming a block parameter ({', '.join(bound)})", value
+            )
+        v = bound[match.group(1)]
+        if match.group(2):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise parser.fail(field, f"an integer for {match.group(1)} (used as {value})", v)
+            v = v * int(match.group(2))
+        return v
+    return value

@@ -1,0 +1,385 @@
+"""The ops of the neutral spec, as frozen dataclasses, with their shape, parameter and FLOP rules.
+
+One class per op. Shapes are per sample (no batch axis) in the canonical layout: images are
+channels-first ``(C, H, W)``, token sequences ``(T,)``, embedded sequences ``(T, E)``. Each op
+answers three questions, all from data alone:
+
+- ``out_shape(in_shape)``: shape inference (raises ``ValueError`` when the input does not fit);
+- ``param_specs(in_shape)``: the parameters it owns, with canonical names, layouts and inits;
+- ``flops(in_shape)``: forward FLOPs per sample (see ``rosetta.spec.counts`` for the convention).
+
+Canonical parameter layouts (backends convert only at their ``set_params/get_params`` boundary):
+conv2d kernel ``OIHW``; dense kernel ``IO`` (rows in the producer's ``C, H, W`` flatten order);
+embedding table ``VE``; GRU kernel ``E,3H`` and recurrent kernel ``H,3H`` with gate blocks
+``z | r | h``, two biases ``3H`` each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rosetta.spec.init import Init
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One named tensor of a model: a trainable parameter or a buffer (BatchNorm statistics)."""
+
+    name: str  # canonical name, "<layer>.<role>", e.g. "conv1.kernel", "layer2.0.bn1.mean"
+    shape: Shape
+    layout: str  # axis letters, e.g. "OIHW", "IO", "O", "VE", "E3H"
+    init: Init
+    trainable: bool = True  # False for buffers (not counted as parameters, no gradient)
+    fan_in: int = 1  # for variance-scaling initialisers
+    fan_out: int = 1
+
+
+def _conv_out(size: int, k: int, s: int, lo: int, hi: int) -> int:
+    return (size + lo + hi - k) // s + 1
+
+
+def _need_rank(op: str, in_shape: Shape, rank: int, what: str) -> None:
+    if len(in_shape) != rank:
+        raise ValueError(f"{op} expects a {what} input, got shape {in_shape}")
+
+
+@dataclass(frozen=True)
+class Conv2D:
+    """2-D cross-correlation with explicit zero padding ``(top, bottom, left, right)``."""
+
+    name: str
+    out_channels: int
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int, int, int]
+    bias: bool
+    init: dict[str, Init]
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        _need_rank("conv2d", in_shape, 3, "(C, H, W)")
+        _, h, w = in_shape
+        t, b, left, right = self.padding
+        ho = _conv_out(h, self.kernel[0], self.stride[0], t, b)
+        wo = _conv_out(w, self.kernel[1], self.stride[1], left, right)
+        if ho < 1 or wo < 1:
+            raise ValueError(
+                f"conv2d {self.name}: kernel {self.kernel} does not fit input {in_shape}"
+            )
+        return (self.out_channels, ho, wo)
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        c = in_shape[0]
+        kh, kw = self.kernel
+        specs = [
+            ParamSpec(
+                f"{self.name}.kernel",
+                (self.out_channels, c, kh, kw),
+                "OIHW",
+                self.init["kernel"],
+                fan_in=c * kh * kw,
+                fan_out=self.out_channels * kh * kw,
+            )
+        ]
+        if self.bias:
+            specs.append(
+                ParamSpec(f"{self.name}.bias", (self.out_channels,), "O", self.init["bias"])
+            )
+        return specs
+
+    def flops(self, in_shape: Shape) -> int:
+        o, ho, wo = self.out_shape(in_shape)
+        macs = o * ho * wo * in_shape[0] * self.kernel[0] * self.kernel[1]
+        return 2 * macs + (o * ho * wo if self.bias else 0)
+
+
+@dataclass(frozen=True)
+class MaxPool2D:
+    """Max pooling; padded cells count as -inf (never selected)."""
+
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int, int, int]
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        _need_rank("maxpool2d", in_shape, 3, "(C, H, W)")
+        c, h, w = in_shape
+        t, b, left, right = self.padding
+        if max(t, b) >= self.kernel[0] or max(left, right) >= self.kernel[1]:
+            raise ValueError(f"maxpool2d padding {self.padding} must be smaller than the kernel")
+        ho = _conv_out(h, self.kernel[0], self.stride[0], t, b)
+        wo = _conv_out(w, self.kernel[1], self.stride[1], left, right)
+        if ho < 1 or wo < 1:
+            raise ValueError(f"maxpool2d kernel {self.kernel} does not fit input {in_shape}")
+        return (c, ho, wo)
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shape: Shape) -> int:
+        c, ho, wo = self.out_shape(in_shape)
+        return c * ho * wo * (self.kernel[0] * self.kernel[1] - 1)  # comparisons
+
+
+@dataclass(frozen=True)
+class ReLU:
+    """max(x, 0), elementwise."""
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        return in_shape
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shape: Shape) -> int:
+        return _numel(in_shape)
+
+
+@dataclass(frozen=True)
+class Dropout:
+    """Inverted dropout: at training, keep with probability 1 - rate and scale by 1/(1 - rate);
+    identity at evaluation (and in the equivalence gate, where masks cannot be shared)."""
+
+    rate: float
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        return in_shape
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shape: Shape) -> int:
+        return 0  # forward FLOPs are counted in inference mode
+
+
+@dataclass(frozen=True)
+class Flatten:
+    """(C, H, W) -> (C*H*W,) in channel-major order (the only order the spec allows: ``CHW``)."""
+
+    order: str = "CHW"
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        return (_numel(in_shape),)
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shape: Shape) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
+class Dense:
+    """y = x @ kernel + bias with kernel ``(in, out)``."""
+
+    name: str
+    units: int
+    bias: bool
+    init: dict[str, Init]
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        _need_rank("dense", in_shape, 1, "flat (features,)")
+        return (self.units,)
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        (n_in,) = in_shape
+        specs = [
+            ParamSpec(
+                f"{self.name}.kernel",
+                (n_in, self.units),
+                "IO",
+                self.init["kernel"],
+                fan_in=n_in,
+                fan_out=self.units,
+            )
+        ]
+        if self.bias:
+            specs.append(ParamSpec(f"{self.name}.bias", (self.units,), "O", self.init["bias"]))
+        return specs
+
+    def flops(self, in_shape: Shape) -> int:
+        return 2 * in_shape[0] * self.units + (self.units if self.bias else 0)
+
+
+@dataclass(frozen=True)
+class BatchNorm:
+    """Inference-mode batch normalisation over axis 0 of the per-sample shape (channels):
+    y = (x - mean) / sqrt(var + eps) * gamma + beta. ``momentum`` is PyTorch's convention
+    (new = (1 - m) * old + m * batch), recorded for frameworks; inference never uses it."""
+
+    name: str
+    eps: float
+    momentum: float
+    init: dict[str, Init]
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        if len(in_shape) not in (1, 3):
+            raise ValueError(f"batchnorm expects (C,) or (C, H, W) input, got shape {in_shape}")
+        return in_shape
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        c = in_shape[0]
+        return [
+            ParamSpec(f"{self.name}.gamma", (c,), "C", self.init["gamma"]),
+            ParamSpec(f"{self.name}.beta", (c,), "C", self.init["beta"]),
+            ParamSpec(f"{self.name}.mean", (c,), "C", self.init["mean"], trainable=False),
+            ParamSpec(f"{self.name}.var", (c,), "C", self.init["var"], trainable=False),
+        ]
+
+    def flops(self, in_shape: Shape) -> int:
+        return 2 * _numel(in_shape)  # folded into one scale and one shift per element
+
+
+@dataclass(frozen=True)
+class GlobalAvgPool:
+    """(C, H, W) -> (C,): mean over the spatial axes."""
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        _need_rank("global_avgpool", in_shape, 3, "(C, H, W)")
+        return (in_shape[0],)
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shape: Shape) -> int:
+        return _numel(in_shape)
+
+
+@dataclass(frozen=True)
+class Embedding:
+    """Token ids (T,) -> vectors (T, dim) by table lookup; id 0 (padding) is an ordinary row."""
+
+    name: str
+    vocab: int
+    dim: int
+    init: dict[str, Init]
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        _need_rank("embedding", in_shape, 1, "token-id (T,)")
+        return (in_shape[0], self.dim)
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return [
+            ParamSpec(
+                f"{self.name}.table",
+                (self.vocab, self.dim),
+                "VE",
+                self.init["table"],
+                fan_in=self.vocab,
+                fan_out=self.dim,
+            )
+        ]
+
+    def flops(self, in_shape: Shape) -> int:
+        return 0  # a lookup
+
+
+@dataclass(frozen=True)
+class GRU:
+    """GRU over (T, E), zero initial state, returning the last step's state (H,).
+
+    Gate order ``z, r, h`` and ``reset_after=True`` (Keras/cuDNN convention; see
+    ``models/gru.yaml`` for the equations). The spec format admits no other convention, so a
+    backend never has to guess."""
+
+    name: str
+    units: int
+    gate_order: tuple[str, str, str]
+    reset_after: bool
+    initial_state: str
+    output: str
+    init: dict[str, Init]
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        _need_rank("gru", in_shape, 2, "sequence (T, E)")
+        return (self.units,)
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        _, e = in_shape
+        h = self.units
+        return [
+            ParamSpec(
+                f"{self.name}.kernel",
+                (e, 3 * h),
+                "E,3H",
+                self.init["kernel"],
+                fan_in=e,
+                fan_out=3 * h,
+            ),
+            ParamSpec(
+                f"{self.name}.recurrent_kernel",
+                (h, 3 * h),
+                "H,3H",
+                self.init["recurrent_kernel"],
+                fan_in=h,
+                fan_out=3 * h,
+            ),
+            ParamSpec(f"{self.name}.bias_input", (3 * h,), "3H", self.init["bias_input"]),
+            ParamSpec(f"{self.name}.bias_recurrent", (3 * h,), "3H", self.init["bias_recurrent"]),
+        ]
+
+    def flops(self, in_shape: Shape) -> int:
+        t, e = in_shape
+        h = self.units
+        matmuls = 2 * (e + h) * 3 * h + 2 * 3 * h  # x@W + h@U + both biases
+        # z, r: add + sigmoid (2H each); n: r*hh, add, tanh (3H); h': 1-z, two products, add (4H)
+        elementwise = 3 * h + 2 * h + 2 * h + 3 * h + 4 * h
+        return t * (matmuls + elementwise)
+
+
+@dataclass(frozen=True)
+class Residual:
+    """y = body(x) + shortcut(x); an empty shortcut is the identity."""
+
+    body: tuple[Node, ...]
+    shortcut: tuple[Node, ...] = ()
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        from rosetta.spec.graph import infer_shape
+
+        main = infer_shape(self.body, in_shape)
+        side = infer_shape(self.shortcut, in_shape)
+        if main != side:
+            raise ValueError(
+                f"residual branches disagree: body gives {main}, shortcut gives {side}"
+                + ("" if self.shortcut else " (identity shortcut: add a projection)")
+            )
+        return main
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        from rosetta.spec.graph import collect_params
+
+        return collect_params(self.body, in_shape) + collect_params(self.shortcut, in_shape)
+
+    def flops(self, in_shape: Shape) -> int:
+        from rosetta.spec.graph import count_flops
+
+        out = self.out_shape(in_shape)
+        return count_flops(self.body, in_shape) + count_flops(self.shortcut, in_shape) + _numel(out)
+
+
+Node = Conv2D | MaxPool2D | ReLU | Dropout | Flatten | Dense | BatchNorm | GlobalAvgPool
+Node = Node | Embedding | GRU | Residual
+
+#: op name in the YAML -> class; the loader and every backend dispatch on these.
+OPS: dict[str, type] = {
+    "conv2d": Conv2D,
+    "maxpool2d": MaxPool2D,
+    "relu": ReLU,
+    "dropout": Dropout,
+    "flatten": Flatten,
+    "dense": Dense,
+    "batchnorm": BatchNorm,
+    "global_avgpool": GlobalAvgPool,
+    "embedding": Embedding,
+    "gru": GRU,
+    "residual": Residual,
+}
+
+
+def _numel(shape: Shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

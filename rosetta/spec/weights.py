@@ -1,0 +1,88 @@
+"""Canonical weights: drawn once in NumPy from (workload, seed), saved and loaded by canonical name.
+
+Every backend starts from these numbers. Each tensor has its own generator seeded from
+``(seed, crc32(name))``, so adding a layer never changes the draws of the others. The file
+format is a plain ``.npz`` (no pickles: loaded with ``allow_pickle=False``) holding one array per
+canonical name plus ``__meta__``, a JSON string naming the workload, seed and dtype.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from rosetta.errors import RosettaError
+from rosetta.spec.init import sample
+from rosetta.spec.workload import Workload
+
+Params = dict[str, np.ndarray]
+_META = "__meta__"
+
+
+def canonical_weights(workload: Workload, seed: int = 0, dtype: str = "float32") -> Params:
+    """All parameters and buffers of ``workload`` drawn from ``seed``, by canonical name."""
+    params: Params = {}
+    for spec in workload.param_specs:
+        rng = np.random.default_rng([seed, zlib.crc32(spec.name.encode())])
+        values = sample(spec.init, spec.shape, spec.fan_in, spec.fan_out, rng)
+        params[spec.name] = np.ascontiguousarray(values, dtype=dtype)
+    return params
+
+
+def save_weights(
+    path: str | Path, workload: Workload, params: Params, seed: int | None = None
+) -> Path:
+    """Write ``params`` to ``path`` (.npz) atomically, after checking them against the spec."""
+    check_weights(workload, params)
+    path = Path(path)
+    meta = {
+        "workload": workload.name,
+        "seed": seed,
+        "dtype": str(next(iter(params.values())).dtype),
+    }
+    tmp = path.with_name(path.name + ".partial")
+    with open(tmp, "wb") as fh:
+        np.savez(fh, **params, **{_META: np.array(json.dumps(meta))})
+    os.replace(tmp, path)
+    return path
+
+
+def load_weights(path: str | Path, workload: Workload) -> Params:
+    """Read a weights file written by ``save_weights`` and check it against ``workload``."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except FileNotFoundError:
+        raise RosettaError(f"{path}: weights file not found") from None
+    except (ValueError, OSError, EOFError) as exc:
+        raise RosettaError(f"{path}: not a readable weights .npz ({exc}); re-create it") from None
+    meta = json.loads(str(arrays.pop(_META))) if _META in arrays else {}
+    if meta.get("workload", workload.name) != workload.name:
+        raise RosettaError(
+            f"{path}: holds weights of workload {meta['workload']!r}, not {workload.name!r}"
+        )
+    check_weights(workload, arrays, source=str(path))
+    return arrays
+
+
+def check_weights(workload: Workload, params: Params, source: str = "weights") -> None:
+    """Raise if names or shapes of ``params`` differ from the workload's parameter table."""
+    expected = {p.name: p.shape for p in workload.param_specs}
+    missing = sorted(set(expected) - set(params))
+    extra = sorted(set(params) - set(expected))
+    if missing or extra:
+        raise RosettaError(
+            f"{source}: parameter names differ from workload {workload.name!r}: "
+            f"missing {missing[:3]}{'...' if len(missing) > 3 else ''}, "
+            f"unexpected {extra[:3]}{'...' if len(extra) > 3 else ''}"
+        )
+    for name, shape in expected.items():
+        if tuple(params[name].shape) != shape:
+            raise RosettaError(
+                f"{source}: {name} has shape {tuple(params[name].shape)}, expected {shape}"
+            )
