@@ -23,11 +23,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    from rosetta import cli_list
+    from rosetta import cli_bench, cli_list
     from rosetta.datasets import cli as data_cli
 
     cli_list.add_parser(sub)
     data_cli.add_parser(sub)
+    cli_bench.add_parser(sub)
     return parser
 
 

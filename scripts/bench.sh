@@ -1,12 +1,9 @@
 #!/usr/bin/env bash
-# The main job: set up .venv if needed, then show what the benchmark can run and on which data.
-# (The timed matrix of backends x workloads joins here as the framework backends land.)
+# The main job: set up .venv if needed, list what can run, then run the benchmark matrix.
+# Arguments go to `rosetta bench` (default: every backend x workload, profile ci), e.g.
+#   bash scripts/bench.sh --profile smoke --backends numpy_ref
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh all,dev
-rosetta=.venv/bin/rosetta
-"$rosetta" list --details
-if ! "$rosetta" data info >/dev/null 2>&1; then
-    "$rosetta" data synth
-fi
-"$rosetta" data info
+.venv/bin/rosetta list --details
+exec .venv/bin/rosetta bench "$@"

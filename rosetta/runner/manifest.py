@@ -1,0 +1,66 @@
+"""The environment manifest stored with every record: what ran, where, with which settings."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "ROSETTA_THREADS")
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux /proc/cpuinfo; platform.processor() elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_revision() -> str:
+    """The suite's git commit (with ``-dirty`` if the tree has changes), or ``unknown``."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        rev = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (rev + ("-dirty" if dirty else "")) if rev else "unknown"
+
+
+def blas_info() -> str:
+    """NumPy's BLAS build, one line (e.g. ``scipy-openblas 0.3.29``)."""
+    try:
+        cfg = np.show_config(mode="dicts")
+        blas = cfg.get("Build Dependencies", {}).get("blas", {})
+        return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+    except Exception:  # noqa: BLE001 - best effort: older NumPy has no dicts mode
+        return "unknown"
+
+
+def environment() -> dict:
+    """Machine and software facts common to every backend (backends add their own)."""
+    return {
+        "os": f"{platform.system()} {platform.release()}",
+        "machine": platform.machine(),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "blas": blas_info(),
+        "thread_env": {k: os.environ[k] for k in THREAD_VARS if k in os.environ},
+        "git_revision": git_revision(),
+    }
