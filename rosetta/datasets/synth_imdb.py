@@ -6,13 +6,16 @@ Each review:
   20..800 tokens, like the real reviews (median ~175, long tail);
 - draws background words from a Zipf-Mandelbrot law over ranks 1..88000 (so, with the
   default vocabulary of 30000 and ``index_from=3``, ~6% of tokens map to out-of-vocabulary);
-- replaces each token, with a per-review probability in [0.02, 0.08], by a sentiment word:
-  from its own class's 150-word list with probability 0.85, else from the other class's
+- replaces each token, with a per-review probability in [0.03, 0.10], by a sentiment word:
+  from its own class's 30-word list with probability 0.85, else from the other class's
   list. Sentiment words have ranks in 20..8000 (inside the vocabulary) and are spread
   uniformly through the review, so the last 150 tokens carry them too.
 
 Labels are exactly balanced and shuffled. Reviews with few sentiment words are genuinely
-ambiguous, so a bag-of-words model lands well above chance but below 100%.
+ambiguous, so a bag-of-words model lands well above chance but below 100%. Sized so that the
+spec's GRU (Adam 1e-3, batch 64) leaves chance within its ``smoke`` profile: measured with a
+PyTorch copy on 2,048 reviews, test accuracy 0.75 after 64 steps and 0.85 after 128 (with
+150-word lists and rates 0.02-0.08 it memorised background words instead: 0.54 / 0.63).
 
 Split ``s`` (1 = train, 2 = test) is drawn from ``default_rng([seed, STREAM, s])``; the zip
 entries carry a fixed timestamp, so the same seed gives the same bytes.
@@ -33,17 +36,17 @@ from rosetta.datasets.imdb import SYNTHETIC_ARRAY
 from rosetta.datasets.paths import atomic_write, ensure_writable_dir, resolve_data_dir
 from rosetta.errors import DataError
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 VOCAB = 88000
 _STREAM = 0x1DB
-_N_SENTIMENT = 150
-_RATE = (0.02, 0.08)  # per-review probability that a token is a sentiment word
+_N_SENTIMENT = 30
+_RATE = (0.03, 0.10)  # per-review probability that a token is a sentiment word
 _OWN = 0.85  # probability that a sentiment word belongs to the review's class
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
 def sentiment_words(seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The negative-class and positive-class word ranks (150 each, disjoint)."""
+    """The negative-class and positive-class word ranks (30 each, disjoint)."""
     rng = np.random.default_rng([seed, _STREAM])
     words = rng.choice(np.arange(20, 8001), size=2 * _N_SENTIMENT, replace=False)
     return words[:_N_SENTIMENT], words[_N_SENTIMENT:]
