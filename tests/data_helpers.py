@@ -6,13 +6,11 @@ directory (removed at exit); tests that modify files copy them to their own ``tm
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import io
 import os
 import pickle
 import shutil
-import sys
 import tarfile
 import tempfile
 import zipfile
@@ -22,7 +20,6 @@ import numpy as np
 
 from rosetta.datasets import write_synthetic_cifar10, write_synthetic_imdb
 from rosetta.datasets.checksums import sidecar_path, write_sidecar
-from rosetta.errors import RosettaError
 
 _ROOT = Path(tempfile.mkdtemp(prefix="rosetta-data-tests-"))
 atexit.register(shutil.rmtree, _ROOT, True)
@@ -133,24 +130,10 @@ def evil_pickle(marker: Path, protocol: int = 2) -> bytes:
 
 
 def run_cli(argv: list[str]) -> int:
-    """Run the ``rosetta`` CLI in-process: the real ``rosetta.cli.main`` if importable,
-    else an equivalent minimal main around :func:`rosetta.datasets.cli.add_parser`."""
-    try:
-        from rosetta.cli import main
-    except ImportError:  # the main CLI is another module's responsibility
-        main = None
-    if main is not None:
-        return main(argv)
-    from rosetta.datasets import cli as data_cli
+    """Run the ``rosetta`` CLI in-process (the real ``rosetta.cli.main``); return its status."""
+    from rosetta.cli import main
 
-    parser = argparse.ArgumentParser(prog="rosetta")
-    data_cli.add_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except RosettaError as exc:
-        print(f"rosetta: error: {exc}", file=sys.stderr)
-        return 2
+    return main(argv)
 
 
 def softmax_regression_accuracy(

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from rosetta import backends
+from rosetta.datasets import iterate_batches
 from rosetta.errors import RosettaError
 from rosetta.runner import clock, manifest, records
 from rosetta.runner.data import feature_batch, load_cell_data
@@ -84,8 +85,6 @@ def run_cell(
 
 
 def _train(model, w: Workload, prof: Profile, data, seed: int) -> dict:
-    from rosetta.datasets import iterate_batches
-
     steps: list[float] = []
     losses: list[float] = []
     start = clock.now_ns()

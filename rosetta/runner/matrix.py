@@ -16,8 +16,7 @@ from pathlib import Path
 
 from rosetta import backends
 from rosetta.runner import records
-
-THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "ROSETTA_THREADS")
+from rosetta.runner.manifest import THREAD_VARS
 
 
 def cell_command(
@@ -73,7 +72,7 @@ def run_matrix(
     """Run every cell not yet recorded for ``run_id``; return the paths of all its records."""
     env = dict(os.environ)
     threads = threads or os.cpu_count() or 1
-    env.update({k: str(threads) for k in THREAD_ENV})
+    env.update({k: str(threads) for k in THREAD_VARS})
     paths = []
     for workload in workload_names:
         for backend in backend_names:

@@ -359,8 +359,10 @@ class Residual:
         return count_flops(self.body, in_shape) + count_flops(self.shortcut, in_shape) + _numel(out)
 
 
-Node = Conv2D | MaxPool2D | ReLU | Dropout | Flatten | Dense | BatchNorm | GlobalAvgPool
-Node = Node | Embedding | GRU | Residual
+Node = (
+    Conv2D | MaxPool2D | ReLU | Dropout | Flatten | Dense | BatchNorm | GlobalAvgPool | Embedding
+    | GRU | Residual
+)  # fmt: skip
 
 #: op name in the YAML -> class; the loader and every backend dispatch on these.
 OPS: dict[str, type] = {
