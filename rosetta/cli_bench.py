@@ -102,7 +102,8 @@ def summary(recs: list[dict]) -> str:
         f"{'step s (median [95% CI])':>27} {'e2e s':>8} {'result':>22}"
     )
     lines = [head, "-" * len(head)]
-    for r in recs:
+    order = {name: i for i, name in enumerate(backends.names())}  # the reference first
+    for r in sorted(recs, key=lambda r: (r["workload"], order.get(r["backend"], len(order)))):
         if r["status"] != "ok":
             lines.append(
                 f"{r['workload']:<9} {r['backend']:<11} {r['status']:<8} -- {r.get('error', '')}"

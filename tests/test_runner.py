@@ -152,3 +152,29 @@ def test_bench_rejects_bad_names_before_running_anything(tmp_path, capsys, args,
     err = capsys.readouterr().err.strip()
     assert err.startswith("rosetta: error: ") and message in err and "\n" not in err
     assert not any(tmp_path.iterdir())
+
+
+def test_interrupted_bench_keeps_records_and_says_how_to_resume(
+    tmp_path, small_data, monkeypatch, capsys
+):
+    import subprocess
+
+    from rosetta.cli import main
+
+    real_run = subprocess.run
+    calls = []
+
+    def interrupt_second_cell(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", interrupt_second_cell)
+    code = main(["bench", "--backends", "numpy_ref", "--workloads", "gru,cnn", "--run-id", "i",
+                 "--data-dir", str(small_data), "--results-dir", str(tmp_path)])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert "interrupted; the records written so far are kept" in err and "--run-id i" in err
+    # gru (first) was recorded; cnn (interrupted) left no record, partial or otherwise
+    assert sorted(p.name for p in (tmp_path / "i").iterdir()) == ["numpy_ref__gru.json"]
