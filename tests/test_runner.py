@@ -90,7 +90,9 @@ def test_matrix_records_skips_failures_and_timeouts_and_resumes(tmp_path, small_
     )
     recs = {(r["backend"], r["workload"]): r for r in records.read_records(out / "r")}
     assert recs[("numpy_ref", "cnn")]["status"] == "failed"
-    assert "cifar-10" in recs[("numpy_ref", "cnn")]["error"].lower()
+    error = recs[("numpy_ref", "cnn")]["error"]
+    assert "cifar-10-python.tar.gz" in error and "rosetta data synth" in error
+    assert not error.startswith("rosetta: error")
     assert recs[("torch", "cnn")]["status"] == "skipped"
     assert recs[("numpy_ref", "resnet50")]["status"] == "timeout"
     # resuming the same run id keeps every record and runs nothing again

@@ -132,4 +132,4 @@ def _write(
 
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
+    return lines[-1].removeprefix("rosetta: error: ") if lines else ""
