@@ -1,4 +1,4 @@
-"""The ``rosetta`` command: ``list``, ``data``, ``bench``.
+"""The ``rosetta`` command: ``list``, ``data``, ``bench``, ``env``.
 
 Every user-facing failure is a :class:`rosetta.errors.RosettaError`; ``main`` prints its
 message as one line on stderr and exits with status 2, so no traceback reaches the user
@@ -23,12 +23,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    from rosetta import cli_bench, cli_list
+    from rosetta import cli_bench, cli_env, cli_list
     from rosetta.datasets import cli as data_cli
 
     cli_list.add_parser(sub)
     data_cli.add_parser(sub)
     cli_bench.add_parser(sub)
+    cli_env.add_parser(sub)
     return parser
 
 

@@ -78,3 +78,15 @@ def test_malformed_spec_is_one_line_on_stderr_with_exit_2(tmp_path):
         [sys.executable, "-m", "rosetta.cli", "list", "--bogus"], capture_output=True, text=True
     )
     assert out.returncode == 2 and "unrecognized arguments: --bogus" in out.stderr
+
+
+def test_env_prints_the_manifest_as_json(capsys):
+    import json
+
+    import numpy as np
+
+    assert main(["env"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert env["numpy"] == np.__version__ and env["cpu_count"] >= 1
+    assert set(env["backends"]) == set(backends.names())
+    assert env["backends"]["numpy_ref"] == {"numpy": np.__version__}
