@@ -31,6 +31,24 @@ class RemoteFile:
     algorithm: str  # "md5" | "sha256"
     digest: str
     size: int | None = None
+    dataset: str = ""  # the name `rosetta data --dataset` knows it by
+
+    @property
+    def how_to_get(self) -> str:
+        """The fix for a missing file: the commands that make it, or where to get it by hand."""
+        return (
+            f"run `rosetta data synth --dataset {self.dataset}` (synthetic) or `rosetta data fetch "
+            f"--dataset {self.dataset}`, or place {self.filename} (from {self.url}) "
+            "in the data directory by hand"
+        )
+
+    @property
+    def fix_corrupt(self) -> str:
+        """The fix for a corrupt, modified or unverifiable file."""
+        return (
+            f"delete it and run `rosetta data fetch --dataset {self.dataset}` or "
+            f"`rosetta data synth --dataset {self.dataset} --force`"
+        )
 
 
 CIFAR10_ARCHIVE = RemoteFile(
@@ -39,6 +57,7 @@ CIFAR10_ARCHIVE = RemoteFile(
     algorithm="md5",
     digest="c58f30108f718f92721af3b95e74349a",
     size=170_498_071,
+    dataset="cifar10",
 )
 
 IMDB_ARCHIVE = RemoteFile(
@@ -47,6 +66,7 @@ IMDB_ARCHIVE = RemoteFile(
     algorithm="sha256",
     digest="69664113be75683a8fe16e3ed0ab59fda8886cb3cd7ada244f7d9544e4676b9f",
     size=None,
+    dataset="imdb",
 )
 
 CIFAR10_FOLDER = "cifar-10-batches-py"

@@ -46,15 +46,8 @@ LABEL_NAMES = (
 SYNTHETIC_KEY = b"rosetta_synthetic"
 LAYOUTS = ("NCHW", "NHWC")
 
-HOW_TO_GET = (
-    "run `rosetta data synth --dataset cifar10` (synthetic) or `rosetta data fetch "
-    f"--dataset cifar10`, or place {CIFAR10_ARCHIVE.filename} (from {CIFAR10_ARCHIVE.url}) "
-    "in the data directory by hand"
-)
-FIX_CORRUPT = (
-    "delete it and run `rosetta data fetch --dataset cifar10` or "
-    "`rosetta data synth --dataset cifar10 --force`"
-)
+HOW_TO_GET = CIFAR10_ARCHIVE.how_to_get
+FIX_CORRUPT = CIFAR10_ARCHIVE.fix_corrupt
 
 
 @dataclass(frozen=True, eq=False)  # arrays: compare fields explicitly

@@ -34,15 +34,8 @@ ARRAYS = ("x_train", "y_train", "x_test", "y_test")
 SYNTHETIC_ARRAY = "rosetta_synthetic"
 PADDINGS = ("pre", "post")
 
-HOW_TO_GET = (
-    "run `rosetta data synth --dataset imdb` (synthetic) or `rosetta data fetch --dataset "
-    f"imdb`, or place {IMDB_ARCHIVE.filename} (from {IMDB_ARCHIVE.url}) in the data "
-    "directory by hand"
-)
-FIX_CORRUPT = (
-    "delete it and run `rosetta data fetch --dataset imdb` or "
-    "`rosetta data synth --dataset imdb --force`"
-)
+HOW_TO_GET = IMDB_ARCHIVE.how_to_get
+FIX_CORRUPT = IMDB_ARCHIVE.fix_corrupt
 
 
 @dataclass(frozen=True, eq=False)  # arrays: compare fields explicitly
