@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from rosetta import backends
+from rosetta.backends.base import DEVICE_CHOICES
 from rosetta.errors import RosettaError
 from rosetta.runner import records
 from rosetta.runner.matrix import run_matrix
@@ -30,6 +31,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--data-dir", default=None, help="data folder (default $ROSETTA_DATA_DIR or data/)"
     )
     p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu | cuda | auto (auto: CUDA where the backend sees a GPU; default cpu)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None, help="CPU threads per cell (default all)")
     p.add_argument(
@@ -54,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     workload_list = _select(args.workloads, workload_names(), "workload")
     if args.profile not in PROFILES:
         raise RosettaError(f"unknown profile {args.profile!r}; valid: {', '.join(PROFILES)}")
+    if args.device not in DEVICE_CHOICES:
+        raise RosettaError(f"unknown device {args.device!r}; valid: {', '.join(DEVICE_CHOICES)}")
     _ensure_data(workload_list, args.data_dir)
     run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S")
     print(f"run {run_id}: profile {args.profile}, records in {args.results_dir / run_id}")
@@ -66,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
             results_dir=args.results_dir,
             data_dir=args.data_dir,
             dtype=args.dtype,
+            device=args.device,
             seed=args.seed,
             threads=args.threads,
             timeout_s=args.timeout,

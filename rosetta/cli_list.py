@@ -19,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the workload and backend tables."""
-    print("Workloads (models/*.yaml):")
+    print("Workloads (rosetta/models/*.yaml):")
     for name in workload_names():
         w = get_workload(name)
         line = f"  {name:<10} {w.task:<9} {w.dataset.name:<14} {w.description}"

@@ -33,7 +33,7 @@ def _loss(model, x, y) -> float:
     """Forward-only loss (the evaluation-mode logits through the reference cross-entropy)."""
     from rosetta.backends.numpy_ref import nn
 
-    return float(nn.softmax_cross_entropy_forward(model.predict(x), y)[0])
+    return float(nn.softmax_cross_entropy_forward(model.predict_numpy(x), y)[0])
 
 
 def _fd_check(model, x, y, n_coords: int, rng: np.random.Generator) -> None:
@@ -91,10 +91,10 @@ def test_cnn_trains_on_learnable_images():
     rng = np.random.default_rng(0)
     model = numpy_ref.build(w, canonical_weights(w, 0), seed=0)
     x, y = _images(16, rng)  # one small batch, fitted repeatedly: the loss must fall
-    losses = [model.train_step(x, y) for _ in range(30)]  # measured: 2.31 -> 0.73
+    losses = [float(model.train_step((x, y))) for _ in range(30)]  # measured: 2.31 -> 0.73
     assert np.isfinite(losses).all()
     assert np.mean(losses[-3:]) < 0.6 * np.mean(losses[:3]), losses
-    assert np.mean(model.predict(x).argmax(axis=1) == y) > 0.5  # chance is 0.1
+    assert np.mean(model.predict_numpy(x).argmax(axis=1) == y) > 0.5  # chance is 0.1
 
 
 def test_gru_trains_on_learnable_sequences():
@@ -103,19 +103,21 @@ def test_gru_trains_on_learnable_sequences():
     model = numpy_ref.build(w, canonical_weights(w, 0), seed=0)
     x, y = _reviews(512, rng, t=60)
     losses = [
-        model.train_step(x[i : i + 64], y[i : i + 64]) for _ in range(3) for i in range(0, 512, 64)
+        model.train_step((x[i : i + 64], y[i : i + 64]))
+        for _ in range(3)
+        for i in range(0, 512, 64)
     ]
     assert np.mean(losses[-4:]) < 0.7 * np.mean(losses[:4]), losses
     x_test, y_test = _reviews(256, np.random.default_rng(1), t=60)
-    assert np.mean(model.predict(x_test).argmax(axis=1) == y_test) > 0.8  # chance is 0.5
+    assert np.mean(model.predict_numpy(x_test).argmax(axis=1) == y_test) > 0.8  # chance is 0.5
 
 
 def test_resnet50_extracts_2048_features_and_float32_agrees_with_float64():
     w = get_workload("resnet50")
     params = canonical_weights(w, 0)
     x = np.random.default_rng(0).uniform(0, 1, size=(2, 3, 64, 64)).astype(np.float32)
-    f32 = numpy_ref.build(w, params, dtype="float32").predict(x)
-    f64 = numpy_ref.build(w, params, dtype="float64").predict(x)
+    f32 = numpy_ref.build(w, params, dtype="float32").predict_numpy(x)
+    f64 = numpy_ref.build(w, params, dtype="float64").predict_numpy(x)
     assert f32.shape == (2, 2048) and f32.dtype == np.float32
     assert np.isfinite(f32).all() and (f32 >= 0).all()  # averages of ReLU outputs
     assert f32.std() > 0.01  # not collapsed
@@ -134,19 +136,16 @@ def test_float32_matches_float64_within_the_spec_tolerances(name):
     m32 = numpy_ref.build(w, params, dtype="float32")
     m64 = numpy_ref.build(w, params, dtype="float64")
     tol = w.tolerances["float32"]
-    tol.forward.check(m32.predict(x), m64.predict(x), f"{name} forward")
+    tol.forward.check(m32.predict_numpy(x), m64.predict_numpy(x), f"{name} forward")
     l32, g32 = m32.loss_and_grads(x, y)
     l64, g64 = m64.loss_and_grads(x, y)
     tol.loss.check(l32, l64, f"{name} loss")
     for k in g64:
         assert g32[k].dtype == np.float32
         tol.grads.check(g32[k], g64[k], f"{name} grad {k}")
-    # k = 3 optimiser steps (dropout off is not possible in train_step, so compare the update rule
-    # through loss_and_grads + the same optimiser on both precisions)
+    # k = 3 deterministic optimiser steps (dropout off) on both precisions
     for m in (m32, m64):
-        for _ in range(3):
-            _, g = m.loss_and_grads(x, y)
-            m.optimizer.step(m.params, g)
+        m.deterministic_steps(x, y, 3)
     p32, p64 = m32.get_params(), m64.get_params()
     for k in w.param_specs:
         if k.trainable:
@@ -159,11 +158,13 @@ def test_dropout_only_in_training_and_params_roundtrip():
     params = canonical_weights(w, 0)
     model = numpy_ref.build(w, params, seed=0)
     x, y = _images(4, np.random.default_rng(0))
-    np.testing.assert_array_equal(model.predict(x), model.predict(x))  # eval: deterministic
+    np.testing.assert_array_equal(
+        model.predict_numpy(x), model.predict_numpy(x)
+    )  # eval: deterministic
     loss_eval, _ = model.loss_and_grads(x, y)
     assert model.loss_and_grads(x, y)[0] == loss_eval
     before = model.get_params()
-    loss_train = model.train_step(x, y)  # dropout on: a different loss than the eval pass
+    loss_train = float(model.train_step((x, y)))  # dropout on: a different loss than the eval pass
     assert loss_train != loss_eval
     after = model.get_params()
     assert set(after) == set(params)

@@ -10,6 +10,7 @@ import pytest
 from rosetta.errors import RosettaError
 from rosetta.runner import clock, records
 from rosetta.runner.cell import run_cell
+from rosetta.runner.config import CellConfig
 from rosetta.runner.matrix import run_matrix
 
 
@@ -47,7 +48,7 @@ def test_records_are_append_only(tmp_path):
 
 
 def test_gru_cell_end_to_end_on_synthetic_data(small_data):
-    rec = run_cell("numpy_ref", "gru", "ci", data_dir=small_data)
+    rec = run_cell(CellConfig("numpy_ref", "gru", "ci", data_dir=str(small_data)))
     assert rec["status"] == "ok" and rec["equivalence"]["equivalent"]
     c, m = rec["clocks"], rec["metrics"]
     assert m["steps"] == 512 // 64  # complete batches only

@@ -1,10 +1,19 @@
 """One cell: (backend, workload, profile) measured end to end in the current process.
 
-The clocks follow METHODOLOGY.md: *cold start* = backend import + build + first step;
-*steady state* = every later step, each timed alone with a device sync before the clock is
-read; *end to end* = the whole training run including the data loader (or, for feature
-extraction, the timed batches), plus test accuracy. The equivalence gate runs before any step
-and outside every clock. Run as ``python -m rosetta.runner.cell ...`` it writes one JSON record.
+The clocks follow METHODOLOGY.md:
+
+- *cold start* = backend import + build + the first step (compilation, autotune land here);
+- *end to end* = the whole training run as a user's loop runs it: native batches from the
+  backend's own loader, the loss left on the device and read back once per epoch; for feature
+  extraction, the timed batches;
+- *steady state* = the per-step distribution, sampled in the same run: every ``sample_every``-th
+  step after the first is bracketed by a device sync and timed alone. With ``sample_every = 1``
+  every step is synced; on a CPU backend that costs nothing (its steps are synchronous), while on
+  an asynchronous device it makes the end-to-end figure include one sync per step, so GPU runs
+  use a larger ``sample_every`` and let the other steps flow.
+
+The equivalence gate (forward, loss, gradients, 3 optimiser steps) runs before any step and
+outside every clock. Run as ``python -m rosetta.runner.cell --config JSON`` it writes one record.
 """
 
 from __future__ import annotations
@@ -18,168 +27,181 @@ from pathlib import Path
 import numpy as np
 
 from rosetta import backends
-from rosetta.datasets import iterate_batches
+from rosetta.backends.base import resolve_device
+from rosetta.datasets import epoch_order
 from rosetta.errors import RosettaError
 from rosetta.runner import clock, manifest, records
-from rosetta.runner.data import feature_batch, load_cell_data
+from rosetta.runner.config import CellConfig
+from rosetta.runner.data import feature_images, load_cell_data
 from rosetta.runner.gate import run_gate
 from rosetta.spec import canonical_weights, get_workload
 from rosetta.spec.workload import Profile, Workload
 
-GATE_BATCH = 4  # samples in the equivalence gate's fixed batch (2 for the 224x224 features)
+GATE_BATCH = 4  # samples in the equivalence gate's fixed batch (2 for the features)
 
 
-def run_cell(
-    backend: str,
-    workload: str,
-    profile: str,
-    *,
-    data_dir: str | Path | None = None,
-    dtype: str = "float32",
-    device: str = "cpu",
-    seed: int = 0,
-) -> dict:
+def run_cell(config: CellConfig) -> dict:
     """Measure one cell and return its record (a JSON-ready dict, status ``ok``)."""
-    w = get_workload(workload)
-    prof = w.profile(profile)
-    data = load_cell_data(w, prof, data_dir)
-    params = canonical_weights(w, seed)
+    spec = get_workload(config.workload)
+    prof = spec.profile(config.profile)
+    w = prof.workload_for(spec)  # features: the profile's input size, same parameters
+    data = load_cell_data(w, prof, config.data_dir)
+    params = canonical_weights(w, config.seed)
 
     t0 = clock.now_ns()
-    mod = backends.load(backend)
-    model = mod.build(w, params, dtype=dtype, device=device, seed=seed)
+    mod = backends.load(config.backend)
+    import_s = (clock.now_ns() - t0) / 1e9
+    device = resolve_device(mod, config.device)
+    model = mod.build(w, params, dtype=config.dtype, device=device, seed=config.seed)
     model.sync()
     build_s = (clock.now_ns() - t0) / 1e9
 
     if w.task == "train":
-        gate = run_gate(model, w, params, data.x_test[:GATE_BATCH], data.y_test[:GATE_BATCH], dtype)
-        model.set_params(params)  # the gate must leave nothing behind
-        result = _train(model, w, prof, data, seed)
+        xg, yg = data.x_test[:GATE_BATCH], data.y_test[:GATE_BATCH]
+        gate = run_gate(model, w, params, xg, yg, config.dtype)
+        model.set_params(params)  # the gate leaves nothing behind (weights, optimiser state)
+        result = _train(model, prof, data, config)
     else:
-        gate = run_gate(model, w, params, feature_batch(w, 0, 2), None, dtype)
+        gate = run_gate(model, w, params, feature_images(w, 0, 2), None, config.dtype)
         result = _features(model, w, prof)
-    result["clocks"]["cold_start_s"] = build_s + result["clocks"].pop("first_step_s")
-    result["clocks"]["import_build_s"] = build_s
+    clocks = result["clocks"]
+    clocks["import_s"] = import_s
+    clocks["import_build_s"] = build_s
+    clocks["cold_start_s"] = build_s + clocks.pop("first_step_s")
 
-    env = manifest.environment()
+    env = manifest.environment(device)
     env.update(
         backend_versions=mod.versions(),
-        layout=getattr(mod, "LAYOUT", {}),
-        precision=dtype,
+        fast_path=model.manifest(),
+        precision=config.dtype,
         device=device,
         data_source=data.source,
         data_checksum=data.checksum,
-        seed=seed,
-        profile=profile,
+        seed=config.seed,
+        profile=config.profile,
+        input_shape=list(w.input.shape),
     )
+    peak_device = getattr(model, "peak_device_memory_bytes", lambda: None)()
     return records.make_record(
-        backend=backend,
-        workload=workload,
-        profile=profile,
+        backend=config.backend,
+        workload=config.workload,
+        profile=config.profile,
         status="ok",
+        config=config.as_dict(),
         equivalence=gate.as_dict(),
         manifest=env,
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        peak_device_memory_mb=None if peak_device is None else peak_device / 2**20,
         **result,
     )
 
 
-def _train(model, w: Workload, prof: Profile, data, seed: int) -> dict:
+def _train(model, prof: Profile, data, config: CellConfig) -> dict:
     steps: list[float] = []
     losses: list[float] = []
+    first_s = None
+    step = 0
     start = clock.now_ns()
     for epoch in range(prof.epochs):
-        batches = iterate_batches(
-            data.x_train, data.y_train, prof.batch_size, shuffle=True, seed=seed, epoch=epoch
-        )
-        for xb, yb in batches:
-            loss, secs = clock.timed(lambda xb=xb, yb=yb: model.train_step(xb, yb), model.sync)
-            steps.append(secs)
-            losses.append(float(loss))
+        order = epoch_order(len(data.y_train), shuffle=True, seed=config.seed, epoch=epoch)
+        pending = []  # this epoch's losses, still native: read back once, at the epoch's end
+        for batch in model.loader(data.x_train, data.y_train, order, prof.batch_size):
+            if first_s is None or step % config.sample_every == 0:
+                model.sync()
+                loss, secs = clock.timed(lambda b=batch: model.train_step(b), model.sync)
+                if first_s is None:
+                    first_s = secs  # the cold start's first step
+                else:
+                    steps.append(secs)
+            else:
+                loss = model.train_step(batch)
+            pending.append(loss)
+            step += 1
+        model.sync(pending[-1] if pending else None)
+        losses.extend(float(model.to_numpy(v)) for v in pending)
     train_s = (clock.now_ns() - start) / 1e9
     correct = total = 0
-    for xb, yb in iterate_batches(data.x_test, data.y_test, prof.batch_size):
-        correct += int(np.sum(np.argmax(model.predict(xb), axis=1) == yb))
+    n_test = len(data.y_test)
+    order = np.arange(n_test)
+    for b, batch in enumerate(model.loader(data.x_test, data.y_test, order, prof.batch_size)):
+        pred = model.to_numpy(model.predict(batch)).argmax(axis=1)
+        yb = data.y_test[b * prof.batch_size : (b + 1) * prof.batch_size]
+        correct += int(np.sum(pred == yb))
         total += len(yb)
-    steady = steps[1:] or steps
+    steady = steps or [first_s]
     stats = clock.summarize(steady)
     return {
         "clocks": {
-            "first_step_s": steps[0],
+            "first_step_s": first_s,
             "steady": stats.as_dict(),
             "steady_raw_s": steady,
+            "sample_every": config.sample_every,
             "end_to_end_s": train_s,
             "throughput_samples_per_s": prof.batch_size / stats.median,
         },
         "metrics": {
-            "test_accuracy": correct / total if total else float("nan"),
+            "test_accuracy": correct / total if total else None,
             "test_samples": total,
-            "steps": len(steps),
+            "steps": step,
             "loss_first": losses[0],
             "loss_last": losses[-1],
+            "losses": losses,
         },
     }
 
 
 def _features(model, w: Workload, prof: Profile) -> dict:
     bs = prof.batch_size
-    first_s = 0.0
-    for i in range(prof.warmup_batches):  # the first warm batch is the cold start's first step
-        x = feature_batch(w, i, bs)
-        _, secs = clock.timed(lambda x=x: model.predict(x), model.sync)
-        first_s = first_s or secs
+    n_warm = prof.warmup_batches
+    x = feature_images(w, 0, (n_warm + prof.batches) * bs)  # made before any clock
+    batches = iter(model.loader(x, None, np.arange(len(x)), bs))
+    first_s = None
+    for _ in range(n_warm):  # the first warm batch is the cold start's first step
+        out, secs = clock.timed(lambda: model.predict(next(batches)), model.sync)
+        first_s = secs if first_s is None else first_s
     steps: list[float] = []
+    out = None
     start = clock.now_ns()
-    for i in range(prof.warmup_batches, prof.warmup_batches + prof.batches):
-        x = feature_batch(w, i, bs)  # generated outside the step's clock, inside end to end
-        feats, secs = clock.timed(lambda x=x: model.predict(x), model.sync)
+    for _ in range(prof.batches):
+        model.sync()
+        out, secs = clock.timed(lambda: model.predict(next(batches)), model.sync)
         steps.append(secs)
+    model.sync(out)
     total_s = (clock.now_ns() - start) / 1e9
     stats = clock.summarize(steps)
     return {
         "clocks": {
-            "first_step_s": first_s,
+            "first_step_s": first_s if first_s is not None else steps[0],
             "steady": stats.as_dict(),
             "steady_raw_s": steps,
+            "sample_every": 1,
             "end_to_end_s": total_s,
             "throughput_samples_per_s": bs / stats.median,
         },
         "metrics": {
             "time_per_1000_images_s": total_s / (prof.batches * bs) * 1000,
             "images": prof.batches * bs,
-            "feature_dim": int(np.asarray(feats).shape[1]),
+            "image_size": int(w.input.shape[1]),
+            "feature_dim": int(model.to_numpy(out).shape[1]),
         },
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rosetta.runner.cell``: run one cell and write its record to ``--out``."""
+    """``python -m rosetta.runner.cell --config JSON``: run one cell, write its record."""
     p = argparse.ArgumentParser(prog="python -m rosetta.runner.cell")
-    p.add_argument("--backend", required=True)
-    p.add_argument("--workload", required=True)
-    p.add_argument("--profile", default="ci")
-    p.add_argument("--data-dir", default=None)
-    p.add_argument("--dtype", default="float32")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--run-id", required=True)
-    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--config", required=True, help="a CellConfig as JSON")
     args = p.parse_args(argv)
     started = time.time()
     try:
-        record = run_cell(
-            args.backend,
-            args.workload,
-            args.profile,
-            data_dir=args.data_dir,
-            dtype=args.dtype,
-            seed=args.seed,
-        )
+        config = CellConfig.from_json(args.config)
+        record = run_cell(config)
     except RosettaError as exc:
         print(f"rosetta: error: {exc}", file=sys.stderr)
         return 2
-    record["run_id"] = args.run_id
+    record["run_id"] = config.run_id
     record["wall_s"] = time.time() - started
-    records.write_record(args.out, record)
+    records.write_record(Path(config.out), record)
     return 0
 
 

@@ -53,8 +53,18 @@ def load_cell_data(workload: Workload, profile: Profile, data_dir: str | Path | 
     )
 
 
-def feature_batch(workload: Workload, index: int, batch_size: int) -> np.ndarray:
-    """Random-image batch ``index`` (seed from the spec), canonical NCHW, float32."""
+def feature_images(workload: Workload, start: int, count: int) -> np.ndarray:
+    """``count`` random images from image ``start`` on (spec seed, input size), NCHW float32.
+
+    Image ``i`` is image ``i % 32`` of random batch ``i // 32`` (``datasets.random_image_batch``),
+    so the set is the same whatever batch size reads it."""
     seed = int(workload.dataset.get("seed", 0))
     size = workload.input.shape[1]
-    return datasets.random_image_batch(index, batch_size=batch_size, seed=seed, size=size)
+    per = 32
+    first, last = start // per, (start + count - 1) // per
+    blocks = [
+        datasets.random_image_batch(i, batch_size=per, seed=seed, size=size)
+        for i in range(first, last + 1)
+    ]
+    x = np.concatenate(blocks) if len(blocks) > 1 else blocks[0]
+    return x[start - first * per : start - first * per + count]

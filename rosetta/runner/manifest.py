@@ -51,9 +51,30 @@ def blas_info() -> str:
         return "unknown"
 
 
-def environment() -> dict:
-    """Machine and software facts common to every backend (backends add their own)."""
+def gpu_info() -> dict:
+    """GPU model, driver and CUDA driver version from ``nvidia-smi`` ({} where there is none).
+
+    Framework-side facts (CUDA runtime, cuDNN, TF32) come from each backend's manifest."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    rows = [r.split(", ") for r in out.stdout.strip().splitlines() if r.strip()]
+    if out.returncode != 0 or not rows:
+        return {}
     return {
+        "gpus": [{"name": r[0], "driver": r[1], "memory": r[2]} for r in rows if len(r) == 3],
+    }
+
+
+def environment(device: str = "cpu") -> dict:
+    """Machine and software facts common to every backend (backends add their own)."""
+    env = {
         "os": f"{platform.system()} {platform.release()}",
         "machine": platform.machine(),
         "cpu": cpu_model(),
@@ -63,4 +84,8 @@ def environment() -> dict:
         "blas": blas_info(),
         "thread_env": {k: os.environ[k] for k in THREAD_VARS if k in os.environ},
         "git_revision": git_revision(),
+        "load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
+    if device == "cuda":
+        env["gpu"] = gpu_info()
+    return env

@@ -16,43 +16,13 @@ from pathlib import Path
 
 from rosetta import backends
 from rosetta.runner import records
+from rosetta.runner.config import CellConfig
 from rosetta.runner.manifest import THREAD_VARS
 
 
-def cell_command(
-    backend: str,
-    workload: str,
-    profile: str,
-    run_id: str,
-    out: Path,
-    *,
-    data_dir: str | None,
-    dtype: str,
-    seed: int,
-) -> list[str]:
+def cell_command(config: CellConfig) -> list[str]:
     """The command that runs one cell in a fresh Python process."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "rosetta.runner.cell",
-        "--backend",
-        backend,
-        "--workload",
-        workload,
-        "--profile",
-        profile,
-        "--run-id",
-        run_id,
-        "--out",
-        str(out),
-        "--dtype",
-        dtype,
-        "--seed",
-        str(seed),
-    ]
-    if data_dir:
-        cmd += ["--data-dir", str(data_dir)]
-    return cmd
+    return [sys.executable, "-m", "rosetta.runner.cell", "--config", config.to_json()]
 
 
 def run_matrix(
@@ -64,6 +34,7 @@ def run_matrix(
     results_dir: Path,
     data_dir: str | None = None,
     dtype: str = "float32",
+    device: str = "cpu",
     seed: int = 0,
     threads: int | None = None,
     timeout_s: float = 1800.0,
@@ -88,9 +59,19 @@ def run_matrix(
                 echo(f"  {label}: skipped ({st.reason})")
                 continue
             echo(f"  {label}: running ...")
-            cmd = cell_command(
-                backend, workload, profile, run_id, path, data_dir=data_dir, dtype=dtype, seed=seed
+            config = CellConfig(
+                backend=backend,
+                workload=workload,
+                profile=profile,
+                run_id=run_id,
+                out=str(path),
+                data_dir=None if data_dir is None else str(data_dir),
+                dtype=dtype,
+                device=device,
+                seed=seed,
+                threads=threads,
             )
+            cmd = cell_command(config)
             try:
                 proc = subprocess.run(
                     cmd, env=env, capture_output=True, text=True, timeout=timeout_s

@@ -1,7 +1,7 @@
 """The framework-neutral workload spec: parse, validate, infer shapes, count, make weights.
 
 Imports nothing but the standard library, NumPy and PyYAML (a test enforces it). Workloads are
-found by convention: every ``models/<name>.yaml`` is the workload ``<name>``.
+found by convention: every ``rosetta/models/<name>.yaml`` is the workload ``<name>``.
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ __all__ = [
 
 
 def models_dir() -> Path:
-    """Folder of the workload specs: ``$ROSETTA_MODELS`` or the repository's ``models/``."""
+    """Folder of the specs: ``$ROSETTA_MODELS``, else ``rosetta/models/`` (package data)."""
     env = os.environ.get("ROSETTA_MODELS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "models"
+    return Path(env) if env else Path(__file__).resolve().parents[1] / "models"
 
 
 def workload_names() -> list[str]:
-    """Names of all workloads, from ``models/*.yaml``, sorted."""
+    """Names of all workloads, from ``rosetta/models/*.yaml``, sorted."""
     return sorted(p.stem for p in models_dir().glob("*.yaml"))
 
 

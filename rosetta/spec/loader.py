@@ -1,6 +1,6 @@
 """YAML -> validated ``Workload``: every malformed field fails with one line naming file and field.
 
-The YAML format (see ``models/README.md``): top-level ``name``, ``description``, ``task``,
+The YAML format (see ``rosetta/models/README.md``): top-level ``name``, ``description``, ``task``,
 ``dataset``, ``input``, ``layers``, optional ``blocks`` (reusable layer lists with ``$param``
 placeholders, instantiated by ``{block, name, repeat, args, first}``), optional ``defaults``
 (per-op fields filled in where an op leaves them out), ``loss``, ``optimizer``, ``profiles``,
@@ -399,11 +399,15 @@ class _Parser:
     def profiles(self, raw: Any, task: str) -> dict[str, Profile]:
         m = self.mapping(raw, "profiles", set(PROFILES))
         keys = ("batch_size", "epochs", "train_samples", "test_samples")
+        optional: tuple[str, ...] = ()
         if task == "features":
             keys = ("batch_size", "batches", "warmup_batches")
+            optional = ("image_size",)
         out = {}
         for pname in PROFILES:
-            p = self.mapping(self.req(m, pname, "profiles"), f"profiles.{pname}", set(keys))
+            p = self.mapping(
+                self.req(m, pname, "profiles"), f"profiles.{pname}", set(keys) | set(optional)
+            )
             vals = {
                 k: self.scalar(
                     self.req(p, k, f"profiles.{pname}"),
@@ -412,6 +416,13 @@ class _Parser:
                 )
                 for k in keys
             }
+            vals.update(
+                {
+                    k: self.scalar(p[k], "posint", f"profiles.{pname}.{k}")
+                    for k in optional
+                    if k in p
+                }
+            )
             prof = Profile(name=pname, **vals)
             if task == "train" and prof.train_samples < prof.batch_size:
                 raise self.fail(

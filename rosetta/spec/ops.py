@@ -280,7 +280,7 @@ class GRU:
     """GRU over (T, E), zero initial state, returning the last step's state (H,).
 
     Gate order ``z, r, h`` and ``reset_after=True`` (Keras/cuDNN convention; see
-    ``models/gru.yaml`` for the equations). The spec format admits no other convention, so a
+    ``rosetta/models/gru.yaml`` for the equations). The spec format admits no other convention, so a
     backend never has to guess."""
 
     name: str

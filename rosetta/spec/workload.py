@@ -1,8 +1,8 @@
-"""A parsed, validated workload: what ``models/<name>.yaml`` declares, as frozen dataclasses."""
+"""A parsed, validated workload: what ``rosetta/models/<name>.yaml`` declares, as dataclasses."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -78,6 +78,11 @@ class Profile:
     test_samples: int = 0
     batches: int = 0
     warmup_batches: int = 0
+    image_size: int = 0  # features: input height = width (0: the spec's); the model is unchanged
+
+    def workload_for(self, workload: Workload) -> Workload:
+        """``workload`` at this profile's input size (global pooling keeps every parameter)."""
+        return workload.at_image_size(self.image_size)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -173,6 +178,18 @@ class Workload:
     def flops_per_sample(self, input_shape: Shape | None = None) -> int:
         """Forward FLOPs per sample, at the spec's input shape or another spatial size."""
         return count_flops(self.graph, input_shape or self.input.shape)
+
+    def at_image_size(self, size: int) -> Workload:
+        """The same model on ``size x size`` images (feature workloads end in a global pooling,
+        so every parameter keeps its shape); ``size`` 0 or the spec's own returns ``self``."""
+        if len(self.input.shape) != 3 or size in (0, self.input.shape[1]):
+            return self
+        changed = replace(
+            self, input=InputSpec((self.input.shape[0], size, size), self.input.dtype)
+        )
+        if changed.param_specs != self.param_specs:
+            raise ValueError(f"workload {self.name!r} changes its parameters at {size}x{size}")
+        return changed
 
     def profile(self, name: str) -> Profile:
         """The named profile; raises ``KeyError`` listing the valid names."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rosetta.backends.base import Params
-from rosetta.backends.numpy_ref.model import ReferenceModel
+from rosetta.backends.base import PARAM_FREE_OPS, Params, unsupported
+from rosetta.backends.numpy_ref.model import LOWERINGS, ReferenceModel, _Ctx
 from rosetta.errors import BackendError
 from rosetta.spec.workload import Workload
 
@@ -30,6 +30,11 @@ def versions() -> dict[str, str]:
     return {"numpy": np.__version__}
 
 
+def cuda_available() -> bool:
+    """NumPy never sees a GPU."""
+    return False
+
+
 def build(
     workload: Workload,
     params: Params,
@@ -42,3 +47,21 @@ def build(
     if device != "cpu":
         raise BackendError(f"backend 'numpy_ref' runs on the CPU only, not {device!r}")
     return ReferenceModel(workload, params, dtype=dtype, seed=seed)
+
+
+def run_op(
+    op: object,
+    x: np.ndarray,
+    *,
+    dtype: str = "float32",
+    device: str = "cpu",
+    seed: int = 0,
+    training: bool = False,
+) -> np.ndarray:
+    """One parameter-free op of the spec through the reference's lowering table."""
+    lower = LOWERINGS.get(type(op))
+    if lower is None or not isinstance(op, PARAM_FREE_OPS):
+        raise unsupported(NAME, op)
+    ctx = _Ctx({}, training=training, rng=np.random.default_rng(seed))
+    y, _ = lower(op, np.asarray(x, dtype=dtype), ctx)
+    return y

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rosetta.backends.base import Model, Params
+from rosetta.backends.base import Batch, Model, Params, threads_setting, unsupported
 from rosetta.backends.numpy_ref import conv, nn, optim, rnn
 from rosetta.errors import BackendError
 from rosetta.spec import ops
+from rosetta.spec.graph import walk
 from rosetta.spec.workload import SGD, Adam, Workload
 
 Backward = Callable[[np.ndarray], "np.ndarray | None"]
@@ -176,7 +177,7 @@ def run(nodes: tuple, x: np.ndarray, ctx: _Ctx) -> tuple[np.ndarray, list[Backwa
     for node in nodes:
         lower = LOWERINGS.get(type(node))
         if lower is None:
-            raise BackendError(f"backend 'numpy_ref' cannot lower op {type(node).__name__}")
+            raise unsupported("numpy_ref", node)
         x, back = lower(node, x, ctx)
         tape.append(back)
     return x, tape
@@ -190,9 +191,13 @@ def backward(tape: list[Backward], dy: np.ndarray) -> np.ndarray | None:
 
 
 class ReferenceModel(Model):
-    """A workload interpreted in NumPy: the trusted answer for every other backend."""
+    """A workload interpreted in NumPy: the trusted answer for every other backend.
+
+    Its native values are NumPy arrays, so both faces of the contract are the same here: a
+    native batch is a tuple of canonical arrays and ``to_numpy`` is ``np.asarray``."""
 
     backend = "numpy_ref"
+    device = "cpu"
 
     def __init__(self, workload: Workload, params: Params, dtype: str = "float32", seed: int = 0):
         if dtype not in ("float32", "float64"):
@@ -200,16 +205,40 @@ class ReferenceModel(Model):
         self.workload = workload
         self.dtype = dtype
         self.rng = np.random.default_rng(seed)  # dropout masks, one draw per training step
+        self.trainable = [p.name for p in workload.param_specs if p.trainable]
+        for node, _, _ in walk(workload.graph, workload.input.shape):
+            if type(node) not in LOWERINGS:
+                raise unsupported(self.backend, node)
         self.params: Params = {}
         self.set_params(params)
-        self.optimizer = _make_optimizer(workload)
-        self.trainable = [p.name for p in workload.param_specs if p.trainable]
 
+    # -- timed face ----------------------------------------------------------------------------
+    def loader(self, x, y, order, batch_size):
+        for b in range(len(order) // batch_size):
+            idx = order[b * batch_size : (b + 1) * batch_size]
+            xb = self._input(np.take(x, idx, axis=0))
+            yield (xb,) if y is None else (xb, np.take(y, idx, axis=0).astype(np.int64))
+
+    def train_step(self, batch: Batch) -> np.ndarray:
+        loss, grads = self._loss_and_grads(batch[0], batch[1], training=True)
+        self.optimizer.step(self.params, grads)
+        return np.asarray(loss)
+
+    def predict(self, batch: Batch) -> np.ndarray:
+        ctx = _Ctx(self.params, training=False, rng=self.rng)
+        out, _ = run(self.workload.graph, self._input(batch[0]), ctx)
+        return out
+
+    def to_numpy(self, value) -> np.ndarray:
+        return np.asarray(value)
+
+    # -- NumPy face ----------------------------------------------------------------------------
     def set_params(self, params: Params) -> None:
         from rosetta.spec.weights import check_weights
 
         check_weights(self.workload, params)
         self.params = {k: np.array(v, dtype=self.dtype) for k, v in params.items()}
+        self.optimizer = _make_optimizer(self.workload)
 
     def get_params(self) -> Params:
         return {k: v.copy() for k, v in self.params.items()}
@@ -218,11 +247,6 @@ class ReferenceModel(Model):
         if self.workload.input.dtype == "int32":
             return np.asarray(x, dtype=np.int64)
         return np.asarray(x, dtype=self.dtype)
-
-    def predict(self, x: np.ndarray) -> np.ndarray:
-        ctx = _Ctx(self.params, training=False, rng=self.rng)
-        out, _ = run(self.workload.graph, self._input(x), ctx)
-        return out
 
     def _loss_and_grads(self, x: np.ndarray, y: np.ndarray, training: bool) -> tuple[float, Params]:
         if self.workload.task != "train":
@@ -238,10 +262,28 @@ class ReferenceModel(Model):
     def loss_and_grads(self, x: np.ndarray, y: np.ndarray) -> tuple[float, Params]:
         return self._loss_and_grads(x, y, training=False)
 
-    def train_step(self, x: np.ndarray, y: np.ndarray) -> float:
-        loss, grads = self._loss_and_grads(x, y, training=True)
-        self.optimizer.step(self.params, grads)
-        return loss
+    def deterministic_steps(self, x: np.ndarray, y: np.ndarray, k: int) -> Params:
+        for _ in range(k):
+            _, grads = self._loss_and_grads(x, y, training=False)
+            self.optimizer.step(self.params, grads)
+        return self.get_params()
+
+    def batch_to_numpy(self, batch: Batch) -> tuple[np.ndarray, ...]:
+        return tuple(np.asarray(a) for a in batch)
+
+    def manifest(self) -> dict:
+        return {
+            "backend": self.backend,
+            "device": "cpu",
+            "dtype": self.dtype,
+            "layout": "NCHW" if len(self.workload.input.shape) == 3 else "NTC",
+            "threads": threads_setting() or "BLAS default",
+            "compile": "eager (a Python interpreter over the graph, one NumPy call per op)",
+            "autotune": "n/a",
+            "fused_rnn": "n/a (a Python loop over time steps)",
+            "loader": "NumPy fancy indexing (np.take) per batch",
+            "optimizer": "rosetta.backends.numpy_ref.optim: the spec's rules, written out",
+        }
 
 
 def _make_optimizer(workload: Workload) -> optim.SGD | optim.Adam | None:

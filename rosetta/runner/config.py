@@ -1,0 +1,51 @@
+"""One cell's configuration: a frozen value passed whole to the child process (as JSON).
+
+The matrix builds one ``CellConfig`` per (backend, workload) and hands it to the child as a
+single JSON argument, so a new option is one field here instead of a flag copied through every
+signature between the CLI and the measurement.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+
+from rosetta.errors import RosettaError
+
+
+@dataclass(frozen=True)
+class CellConfig:
+    """Everything one cell needs: what to run, where, and where its record goes."""
+
+    backend: str
+    workload: str
+    profile: str = "ci"
+    run_id: str = "adhoc"
+    out: str = ""  # the record's path ("" = return it without writing)
+    data_dir: str | None = None
+    dtype: str = "float32"
+    device: str = "cpu"  # cpu | cuda | auto (resolved by the backend in the cell)
+    seed: int = 0
+    threads: int | None = None  # None: the framework's default
+    sample_every: int = 1  # steady state: sync and time every n-th training step
+
+    def to_json(self) -> str:
+        """The config as one JSON string (what the child receives)."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> CellConfig:
+        """Parse ``to_json``'s output; unknown or missing fields are a one-line error."""
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RosettaError(f"cell config is not valid JSON ({exc})") from None
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise RosettaError(f"cell config has unknown fields {unknown}; valid: {sorted(known)}")
+        return cls(**raw)
+
+    def as_dict(self) -> dict:
+        """Plain-dict form for the record."""
+        return asdict(self)

@@ -1,0 +1,157 @@
+"""The rest of the contract, checked the same way for every backend: names, exact weight round
+trip, dropout statistics, parameter-free ops, the native loader's order, native train steps,
+unsupported ops, devices and the manifest."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from rosetta.backends import numpy_ref
+from rosetta.backends.base import MANIFEST_KEYS, check_contract, resolve_device
+from rosetta.datasets import epoch_order, iterate_batches
+from rosetta.errors import BackendError
+from rosetta.spec import ops
+from tests.conformance.conftest import gate_batch, weights
+
+
+def test_module_has_every_contract_name(backend):
+    check_contract(backend)
+    assert backend.NAME in backend.__name__
+    assert set(backend.DTYPES) >= {"float32", "float64"} and "cpu" in backend.DEVICES
+
+
+def test_check_contract_names_the_missing_name():
+    import types
+
+    fake = types.ModuleType("rosetta.backends.fake")
+    for name in ("NAME", "DEVICES", "DTYPES", "available", "versions"):
+        setattr(fake, name, getattr(numpy_ref, name))
+    with pytest.raises(BackendError, match="lacks contract name 'cuda_available'"):
+        check_contract(fake)
+
+
+def test_set_get_params_round_trip_is_exact(backend, workload, dtype):
+    params = {k: v.astype(dtype) for k, v in weights(workload, seed=1).items()}
+    model = backend.build(workload, params, dtype=dtype, device="cpu", seed=0)
+    got = model.get_params()
+    assert sorted(got) == sorted(params)
+    for name, value in params.items():
+        assert got[name].dtype == np.dtype(dtype), name
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+    model.set_params(got)  # and back again
+    for name, value in model.get_params().items():
+        np.testing.assert_array_equal(value, params[name], err_msg=name)
+
+
+@pytest.mark.parametrize("rate", [0.25, 0.5])
+def test_dropout_rate_and_eval_mode(backend, rate):
+    n = 200_000
+    x = np.ones((8, 25_000), dtype=np.float32)
+    y = backend.run_op(ops.Dropout(rate), x, dtype="float32", device="cpu", seed=3, training=True)
+    dropped = int(np.sum(y == 0))
+    # binomial(n, rate): 6 standard deviations is a false alarm once in ~10^9 runs, while a
+    # wrong rate (e.g. keep-probability used as drop rate at 0.25) is off by ~400 sigma
+    sigma = math.sqrt(n * rate * (1 - rate))
+    assert abs(dropped - n * rate) < 6 * sigma, f"dropped {dropped / n:.4f}, spec rate {rate}"
+    kept = y[y != 0]
+    np.testing.assert_allclose(kept, 1.0 / (1.0 - rate), rtol=1e-6)  # inverted dropout
+    ev = backend.run_op(ops.Dropout(rate), x, dtype="float32", device="cpu", seed=3, training=False)
+    np.testing.assert_array_equal(ev, x)
+
+
+PARAM_FREE = [
+    (ops.ReLU(), (2, 5, 6, 6)),
+    (ops.MaxPool2D((2, 2), (2, 2), (0, 0, 0, 0)), (2, 5, 8, 8)),
+    (ops.MaxPool2D((3, 3), (2, 2), (1, 1, 1, 1)), (2, 5, 9, 9)),  # ResNet's stem, odd size
+    (ops.Flatten("CHW"), (2, 5, 3, 4)),  # channel-major, whatever the backend's layout
+    (ops.GlobalAvgPool(), (2, 5, 3, 4)),
+]
+
+
+@pytest.mark.parametrize("op,shape", PARAM_FREE, ids=lambda v: type(v).__name__)
+def test_parameter_free_ops_match_reference(backend, op, shape):
+    # float64, one op: only summation order can differ (the average pool), so 1e-12 relative
+    x = np.random.default_rng(0).normal(size=shape)
+    want = numpy_ref.run_op(op, x, dtype="float64")
+    got = backend.run_op(op, x, dtype="float64", device="cpu", seed=0, training=False)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-14)
+
+
+def test_loader_yields_the_runners_batches_in_order(backend, workload):
+    n, bs = 22, 4  # 5 complete batches, 2 samples dropped
+    rng = np.random.default_rng(5)
+    x, _ = gate_batch(workload, n=n, seed=5)
+    y = rng.integers(0, 2, size=n)
+    model = backend.build(workload, weights(workload), dtype="float32", device="cpu", seed=0)
+    order = epoch_order(n, shuffle=True, seed=7, epoch=2)
+    got = [model.batch_to_numpy(b) for b in model.loader(x, y, order, bs)]
+    want = list(iterate_batches(x, y, bs, shuffle=True, seed=7, epoch=2))
+    assert len(got) == len(want) == n // bs
+    for (gx, gy), (wx, wy) in zip(got, want, strict=True):
+        np.testing.assert_array_equal(gx, wx)
+        np.testing.assert_array_equal(gy, wy)
+    unlabeled = [model.batch_to_numpy(b) for b in model.loader(x, None, np.arange(n), bs)]
+    assert [len(b) for b in unlabeled] == [1] * (n // bs)
+    np.testing.assert_array_equal(unlabeled[0][0], x[:bs])
+
+
+def test_native_steps_and_outputs(backend, workload):
+    model = backend.build(workload, weights(workload), dtype="float32", device="cpu", seed=0)
+    x, y = gate_batch(workload, n=8, seed=2)
+    if workload.task == "train":
+        batches = list(model.loader(x, y, np.arange(8), 4))
+        before = model.get_params()
+        losses = [model.train_step(b) for b in batches]
+        model.sync(losses[-1])
+        values = [float(model.to_numpy(v)) for v in losses]
+        assert all(np.isfinite(values)) and values[0] > 0
+        changed = [k for k, v in model.get_params().items() if not np.array_equal(v, before[k])]
+        assert changed, "train_step left every parameter unchanged"
+    out = model.to_numpy(model.predict(next(iter(model.loader(x, None, np.arange(8), 8)))))
+    assert out.shape == (8, *workload.output_shape) and np.all(np.isfinite(out))
+
+
+@dataclasses.dataclass(frozen=True)
+class Unheard:
+    """An op no backend knows."""
+
+    def out_shape(self, in_shape):
+        return in_shape
+
+    def param_specs(self, in_shape):
+        return []
+
+    def flops(self, in_shape):
+        return 0
+
+
+def test_unknown_op_is_a_clear_backend_error(backend, workload):
+    w = dataclasses.replace(workload, graph=(*workload.graph, Unheard()))
+    with pytest.raises(BackendError, match=rf"backend '{backend.NAME}' cannot lower op Unheard"):
+        backend.build(w, weights(workload), dtype="float32", device="cpu", seed=0)
+    with pytest.raises(BackendError, match="cannot lower op Unheard"):
+        backend.run_op(Unheard(), np.ones(3), dtype="float32", device="cpu", seed=0, training=False)
+
+
+def test_manifest_has_required_keys(backend, workload):
+    model = backend.build(workload, weights(workload), dtype="float32", device="cpu", seed=0)
+    man = model.manifest()
+    missing = [k for k in MANIFEST_KEYS if k not in man]
+    assert not missing, f"{backend.NAME} manifest lacks {missing}"
+    assert man["backend"] == backend.NAME and man["dtype"] == "float32"
+
+
+def test_device_resolution(backend):
+    assert resolve_device(backend, "cpu") == "cpu"
+    auto = resolve_device(backend, "auto")
+    assert auto == ("cuda" if "cuda" in backend.DEVICES and backend.cuda_available() else "cpu")
+    with pytest.raises(BackendError, match="unknown device 'tpu'; valid: cpu, cuda, auto"):
+        resolve_device(backend, "tpu")
+    if auto == "cpu":
+        with pytest.raises(BackendError, match="--device cuda asked for") as err:
+            resolve_device(backend, "cuda")
+        assert "\n" not in str(err.value)

@@ -1,0 +1,40 @@
+"""Every backend computes what the float64 NumPy reference computes: forward, loss, every
+gradient, and the change of every parameter after 3 optimiser steps (dropout off).
+
+Tolerances are the spec's own (``rosetta/models/<workload>.yaml``, per dtype): float64 is the strict
+comparison (1e-8 relative for gradients: only summation order differs), float32 the realistic
+one (each spec says why its bounds are what they are). Nothing is loosened here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rosetta.runner.gate import run_gate
+from rosetta.spec import get_workload
+from tests.conformance.conftest import gate_batch, weights
+
+
+def _check(backend, workload, dtype, n=4):
+    params = weights(workload)
+    model = backend.build(workload, params, dtype=dtype, device="cpu", seed=0)
+    x, y = gate_batch(workload, n=n)
+    result = run_gate(model, workload, params, x, y, dtype)
+    detail = "; ".join(
+        f"{c.what} {c.violation:.3g}x (worst {c.worst or '-'})" for c in result.checks
+    )
+    assert result.equivalent, (
+        f"{backend.NAME} {workload.name} {dtype}: {result.divergence} [{detail}]"
+    )
+    expected = {"forward"} | ({"loss", "grads", "params"} if workload.task == "train" else set())
+    assert {c.what for c in result.checks} == expected
+
+
+def test_matches_reference(backend, workload, dtype):
+    _check(backend, workload, dtype, n=2 if workload.name == "resnet50" else 4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_resnet50_at_224_matches_reference(backend, dtype):
+    _check(backend, get_workload("resnet50"), dtype, n=2)
