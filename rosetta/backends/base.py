@@ -146,6 +146,11 @@ class Model(ABC):
     def manifest(self) -> dict:
         """The fast path this model runs: at least ``MANIFEST_KEYS``."""
 
+    def summary(self) -> str:
+        """The native model as the framework shows it (``print(model)``, ``model.summary()``,
+        the jitted step's structure): what the notebook displays."""
+        return repr(self)
+
     # -- helpers every backend inherits -----------------------------------------------------
     def predict_numpy(self, x: np.ndarray) -> np.ndarray:
         """Evaluation-mode outputs for a canonical NumPy batch, through the native loader."""

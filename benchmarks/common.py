@@ -1,0 +1,102 @@
+"""The shared method of every benchmark: interleaved rounds, medians, bootstrap ratio intervals.
+
+Two (or more) ways of doing the same step are timed in alternation, A B A B ..., in one process,
+after warm-up, so that drift of the machine (other load, frequency, caches) hits both alike.
+The figure of merit is the ratio of medians with a bootstrap 95% interval (percentile method,
+resampling each side's times independently).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+OUT_DIR = Path(__file__).parent / "out"
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """median(a) / median(b) with its bootstrap 95% interval, and both medians (seconds)."""
+
+    name: str
+    ratio: float
+    low: float
+    high: float
+    median_a: float
+    median_b: float
+    n: int
+
+    def line(self) -> str:
+        """One human-readable line."""
+        return (
+            f"{self.name:<34} {self.ratio:6.3f} [{self.low:.3f}, {self.high:.3f}]  "
+            f"{self.median_a * 1e3:9.2f} ms vs {self.median_b * 1e3:9.2f} ms  (n={self.n})"
+        )
+
+
+def interleaved(
+    steps: dict[str, Callable[[], object]],
+    *,
+    rounds: int,
+    warmup: int = 2,
+    sync: Callable[[object], None] = lambda v: None,
+) -> dict[str, list[float]]:
+    """Time each callable ``rounds`` times in alternation after ``warmup`` untimed rounds.
+
+    ``sync(value)`` is called on each step's return value before the clock is read (block on a
+    JAX array, ``torch.cuda.synchronize`` ...)."""
+    for _ in range(warmup):
+        for fn in steps.values():
+            sync(fn())
+    times: dict[str, list[float]] = {k: [] for k in steps}
+    for _ in range(rounds):
+        for key, fn in steps.items():
+            t0 = time.perf_counter_ns()
+            sync(fn())
+            times[key].append((time.perf_counter_ns() - t0) / 1e9)
+    return times
+
+
+def ratio(
+    name: str, a: list[float], b: list[float], *, resamples: int = 4000, seed: int = 0
+) -> Ratio:
+    """``median(a) / median(b)`` with a bootstrap 95% interval."""
+    rng = np.random.default_rng(seed)
+    ta, tb = np.asarray(a), np.asarray(b)
+    ma = np.median(rng.choice(ta, size=(resamples, ta.size)), axis=1)
+    mb = np.median(rng.choice(tb, size=(resamples, tb.size)), axis=1)
+    lo, hi = np.percentile(ma / mb, [2.5, 97.5])
+    return Ratio(
+        name,
+        float(np.median(ta) / np.median(tb)),
+        float(lo),
+        float(hi),
+        float(np.median(ta)),
+        float(np.median(tb)),
+        int(min(ta.size, tb.size)),
+    )
+
+
+def report(benchmark: str, rows: list[Ratio], notes: dict | None = None) -> Path:
+    """Print the rows and write them (plus machine load and ``notes``) to ``out/<name>.json``."""
+    print(f"{'comparison':<34} {'ratio':>6} [95% CI]          medians")
+    for r in rows:
+        print(r.line())
+    OUT_DIR.mkdir(exist_ok=True)
+    path = OUT_DIR / f"{benchmark}.json"
+    payload = {
+        "benchmark": benchmark,
+        "rows": [asdict(r) for r in rows],
+        "load_avg": list(os.getloadavg()),
+        "cpu_count": os.cpu_count(),
+        "notes": notes or {},
+    }
+    path.write_text(json.dumps(payload, indent=1))
+    print(f"written: {path}")
+    return path
