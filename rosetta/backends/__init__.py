@@ -1,8 +1,10 @@
 """Registry of backends, found by convention: ``rosetta.backends.<name>`` is backend ``<name>``.
 
-Adding a backend is one module plus one line in ``REGISTRY``. Nothing here imports a
-framework: ``status`` reads installed versions from package metadata, so ``rosetta list``
-works with only NumPy installed, and ``load`` imports a backend module only when asked.
+Adding a backend is one module plus one line in ``REGISTRY``. A backend kept outside the package
+(a user's own, or the tests' fault-injecting one) is registered without editing anything by
+``ROSETTA_EXTRA_BACKENDS="name=package.module,..."``. Nothing here imports a framework:
+``status`` reads installed versions from package metadata, so ``rosetta list`` works with only
+NumPy installed, and ``load`` imports a backend module only when asked.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+import os
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -24,6 +27,12 @@ class BackendInfo:
     framework: str  # human name
     distributions: tuple[tuple[str, ...], ...]  # each entry: alternatives, one must be installed
     extra: str  # pip extra that installs it
+    module: str = ""  # the module, if not rosetta.backends.<name>
+
+    @property
+    def module_name(self) -> str:
+        """The importable module of the backend."""
+        return self.module or f"rosetta.backends.{self.name}"
 
 
 REGISTRY: dict[str, BackendInfo] = {
@@ -50,16 +59,33 @@ class BackendStatus:
     reason: str  # "" when usable
 
 
+EXTRA_ENV = "ROSETTA_EXTRA_BACKENDS"
+
+
+def _registry() -> dict[str, BackendInfo]:
+    """``REGISTRY`` plus the backends named in ``$ROSETTA_EXTRA_BACKENDS``."""
+    out = dict(REGISTRY)
+    for item in os.environ.get(EXTRA_ENV, "").split(","):
+        if not item.strip():
+            continue
+        name, sep, module = item.strip().partition("=")
+        if not sep or not name.isidentifier() or not module:
+            raise BackendError(f"${EXTRA_ENV}: expected name=package.module, got {item!r}")
+        out[name] = BackendInfo(name, f"{module} (extra)", (), "", module)
+    return out
+
+
 def names() -> list[str]:
     """All registered backend names, in registry order."""
-    return list(REGISTRY)
+    return list(_registry())
 
 
 def info(name: str) -> BackendInfo:
     """Registry entry of ``name``; an unknown name raises ``BackendError`` listing valid ones."""
-    if name not in REGISTRY:
-        raise BackendError(f"unknown backend {name!r}; valid backends: {', '.join(REGISTRY)}")
-    return REGISTRY[name]
+    registry = _registry()
+    if name not in registry:
+        raise BackendError(f"unknown backend {name!r}; valid backends: {', '.join(registry)}")
+    return registry[name]
 
 
 def status(name: str) -> BackendStatus:
@@ -74,10 +100,17 @@ def status(name: str) -> BackendStatus:
                 name, False, tuple(versions), f"{alternatives[0]} is not installed ({hint})"
             )
         versions.append(found[0])
-    if importlib.util.find_spec(f"rosetta.backends.{name}") is None:
-        return BackendStatus(
-            name, False, tuple(versions), "lowering not implemented in this version of rosetta"
+    try:
+        spec_found = importlib.util.find_spec(entry.module_name) is not None
+    except ModuleNotFoundError:
+        spec_found = False
+    if not spec_found:
+        why = (
+            f"module {entry.module} not found (check ${EXTRA_ENV} and PYTHONPATH)"
+            if entry.module
+            else "lowering not implemented in this version of rosetta"
         )
+        return BackendStatus(name, False, tuple(versions), why)
     return BackendStatus(name, True, tuple(versions), "")
 
 
@@ -87,7 +120,7 @@ def load(name: str) -> ModuleType:
     if not st.usable:
         raise BackendError(f"backend {name!r} is not usable here: {st.reason}")
     try:
-        return importlib.import_module(f"rosetta.backends.{name}")
+        return importlib.import_module(info(name).module_name)
     except ImportError as exc:
         raise BackendError(f"backend {name!r} failed to import: {exc}") from None
 

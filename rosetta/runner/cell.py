@@ -1,24 +1,32 @@
 """One cell: (backend, workload, profile) measured end to end in the current process.
 
+``Cell`` splits the measurement into the steps a person reads in the backend's notebook
+(environment, spec, native model, gate, timed run, record); ``run_cell`` runs them all. The
+notebooks and ``rosetta bench`` call the same steps, so their records are the same schema.
+
 The clocks follow METHODOLOGY.md:
 
 - *cold start* = backend import + build + the first step (compilation, autotune land here);
+  the import alone is recorded too (``import_s``);
 - *end to end* = the whole training run as a user's loop runs it: native batches from the
   backend's own loader, the loss left on the device and read back once per epoch; for feature
   extraction, the timed batches;
 - *steady state* = the per-step distribution, sampled in the same run: every ``sample_every``-th
   step after the first is bracketed by a device sync and timed alone. With ``sample_every = 1``
   every step is synced; on a CPU backend that costs nothing (its steps are synchronous), while on
-  an asynchronous device it makes the end-to-end figure include one sync per step, so GPU runs
-  use a larger ``sample_every`` and let the other steps flow.
+  an asynchronous device it puts one sync per step into the end-to-end figure, so GPU runs use a
+  larger ``sample_every`` and let the other steps flow. End to end / steps therefore equals the
+  steady median plus the loader's and the Python loop's share; the report shows both.
 
 The equivalence gate (forward, loss, gradients, 3 optimiser steps) runs before any step and
-outside every clock. Run as ``python -m rosetta.runner.cell --config JSON`` it writes one record.
+outside every clock. ``python -m rosetta.runner.cell --config JSON`` runs one cell without a
+notebook and writes its record (the papermill path is ``rosetta.runner.papercell``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
@@ -33,158 +41,269 @@ from rosetta.errors import RosettaError
 from rosetta.runner import clock, manifest, records
 from rosetta.runner.config import CellConfig
 from rosetta.runner.data import feature_images, load_cell_data
-from rosetta.runner.gate import run_gate
+from rosetta.runner.gate import GateResult, run_gate
 from rosetta.spec import canonical_weights, get_workload
-from rosetta.spec.workload import Profile, Workload
 
 GATE_BATCH = 4  # samples in the equivalence gate's fixed batch (2 for the features)
+CV_FLAG = 0.10  # steady-state coefficient of variation above which a cell is flagged
 
 
-def run_cell(config: CellConfig) -> dict:
-    """Measure one cell and return its record (a JSON-ready dict, status ``ok``)."""
-    spec = get_workload(config.workload)
-    prof = spec.profile(config.profile)
-    w = prof.workload_for(spec)  # features: the profile's input size, same parameters
-    data = load_cell_data(w, prof, config.data_dir)
-    params = canonical_weights(w, config.seed)
+class Cell:
+    """One cell's measurement, step by step (each step needs the ones before it)."""
 
-    t0 = clock.now_ns()
-    mod = backends.load(config.backend)
-    import_s = (clock.now_ns() - t0) / 1e9
-    device = resolve_device(mod, config.device)
-    model = mod.build(w, params, dtype=config.dtype, device=device, seed=config.seed)
-    model.sync()
-    build_s = (clock.now_ns() - t0) / 1e9
+    def __init__(self, config: CellConfig):
+        self.config = config
+        self.started = time.time()
+        self.load_before = manifest.load_snapshot()
+        spec = get_workload(config.workload)
+        self.profile = spec.profile(config.profile)
+        self.workload = self.profile.workload_for(spec)  # features: the profile's input size
+        self.flags: list[str] = []
+        self.data = None
+        self.model = None
+        self.module = None
+        self.gate_result: GateResult | None = None
+        self.result: dict | None = None
+        self.timing: dict[str, float] = {}
 
-    if w.task == "train":
-        xg, yg = data.x_test[:GATE_BATCH], data.y_test[:GATE_BATCH]
-        gate = run_gate(model, w, params, xg, yg, config.dtype)
-        model.set_params(params)  # the gate leaves nothing behind (weights, optimiser state)
-        result = _train(model, prof, data, config)
-    else:
-        gate = run_gate(model, w, params, feature_images(w, 0, 2), None, config.dtype)
-        result = _features(model, w, prof)
-    clocks = result["clocks"]
-    clocks["import_s"] = import_s
-    clocks["import_build_s"] = build_s
-    clocks["cold_start_s"] = build_s + clocks.pop("first_step_s")
+    # -- step 1: what runs where ----------------------------------------------------------------
+    def environment(self) -> dict:
+        """The machine and software facts (the backend's own are added after ``build``)."""
+        return manifest.environment(self.config.device)
 
-    env = manifest.environment(device)
-    env.update(
-        backend_versions=mod.versions(),
-        fast_path=model.manifest(),
-        precision=config.dtype,
-        device=device,
-        data_source=data.source,
-        data_checksum=data.checksum,
-        seed=config.seed,
-        profile=config.profile,
-        input_shape=list(w.input.shape),
-    )
-    peak_device = getattr(model, "peak_device_memory_bytes", lambda: None)()
-    return records.make_record(
-        backend=config.backend,
-        workload=config.workload,
-        profile=config.profile,
-        status="ok",
-        config=config.as_dict(),
-        equivalence=gate.as_dict(),
-        manifest=env,
-        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        peak_device_memory_mb=None if peak_device is None else peak_device / 2**20,
-        **result,
-    )
+    def spec_table(self) -> list[tuple[str, str, str, str]]:
+        """The spec as rows (layer, op, output shape per sample, parameters)."""
+        from rosetta.spec.graph import walk
 
+        rows = []
+        for node, _, out in walk(self.workload.graph, self.workload.input.shape):
+            params = node.param_specs(_)
+            n = sum(int(np.prod(p.shape)) for p in params if p.trainable)
+            rows.append(
+                (
+                    getattr(node, "name", ""),
+                    type(node).__name__,
+                    str(list(out)),
+                    f"{n:,}" if n else "",
+                )
+            )
+        return rows
 
-def _train(model, prof: Profile, data, config: CellConfig) -> dict:
-    steps: list[float] = []
-    losses: list[float] = []
-    first_s = None
-    step = 0
-    start = clock.now_ns()
-    for epoch in range(prof.epochs):
-        order = epoch_order(len(data.y_train), shuffle=True, seed=config.seed, epoch=epoch)
-        pending = []  # this epoch's losses, still native: read back once, at the epoch's end
-        for batch in model.loader(data.x_train, data.y_train, order, prof.batch_size):
-            if first_s is None or step % config.sample_every == 0:
-                model.sync()
-                loss, secs = clock.timed(lambda b=batch: model.train_step(b), model.sync)
-                if first_s is None:
-                    first_s = secs  # the cold start's first step
+    # -- step 2: data, weights, the native model -------------------------------------------------
+    def build(self):
+        """Load the data and canonical weights, import the backend and build its model."""
+        cfg, w, prof = self.config, self.workload, self.profile
+        self.data = load_cell_data(w, prof, cfg.data_dir)
+        self._check_data()
+        self.params = canonical_weights(w, cfg.seed)
+        t0 = clock.now_ns()
+        self.module = backends.load(cfg.backend)
+        self.timing["import_s"] = (clock.now_ns() - t0) / 1e9
+        self.device = resolve_device(self.module, cfg.device)
+        self.model = self.module.build(
+            w, self.params, dtype=cfg.dtype, device=self.device, seed=cfg.seed
+        )
+        self.model.sync()
+        self.timing["import_build_s"] = (clock.now_ns() - t0) / 1e9
+        return self.model
+
+    def _check_data(self) -> None:
+        prof, d = self.profile, self.data
+        if self.workload.task != "train":
+            return
+        if len(d.y_test) < prof.batch_size:
+            raise RosettaError(
+                f"{self.config.workload}: only {len(d.y_test)} test samples, fewer than one batch "
+                f"of {prof.batch_size}; use a data set with at least {prof.test_samples} "
+                f"(rosetta data synth --force writes the full synthetic one)"
+            )
+        for part, have, want in (
+            ("train", len(d.y_train), prof.train_samples),
+            ("test", len(d.y_test), prof.test_samples),
+        ):
+            if have < want:
+                self.flags.append(
+                    f"profile not met: {have} {part} samples of the {want} that profile "
+                    f"{prof.name!r} asks for"
+                )
+
+    # -- step 3: the equivalence gate ------------------------------------------------------------
+    def gate(self) -> GateResult:
+        """Compare with the float64 reference (outside every clock), then reset the model."""
+        w, cfg = self.workload, self.config
+        if w.task == "train":
+            x, y = self.data.x_test[:GATE_BATCH], self.data.y_test[:GATE_BATCH]
+            self.gate_result = run_gate(self.model, w, self.params, x, y, cfg.dtype)
+            self.model.set_params(self.params)  # nothing of the gate stays (weights, optimiser)
+        else:
+            x = feature_images(w, 0, 2)
+            self.gate_result = run_gate(self.model, w, self.params, x, None, cfg.dtype)
+        return self.gate_result
+
+    # -- step 4: the timed run -------------------------------------------------------------------
+    def run(self, progress=None) -> dict:
+        """The timed run (training epochs + test accuracy, or feature batches)."""
+        if self.workload.task == "train":
+            self.result = self._train(progress)
+        else:
+            self.result = self._features(progress)
+        st = self.result["clocks"]["steady"]
+        cv = st["std"] / st["mean"] if st["mean"] > 0 and st["n"] > 1 else 0.0
+        if cv > CV_FLAG:
+            self.flags.append(
+                f"steady-state CV {cv:.0%} > {CV_FLAG:.0%}: noisy machine or uneven steps"
+            )
+        return self.result
+
+    def _train(self, progress) -> dict:
+        cfg, prof, data, model = self.config, self.profile, self.data, self.model
+        steps: list[float] = []
+        losses: list[float] = []
+        first_s = None
+        step = 0
+        total = prof.epochs * (len(data.y_train) // prof.batch_size)
+        start = clock.now_ns()
+        for epoch in range(prof.epochs):
+            order = epoch_order(len(data.y_train), shuffle=True, seed=cfg.seed, epoch=epoch)
+            pending = []  # this epoch's losses, still native: read back once, at the epoch's end
+            for batch in model.loader(data.x_train, data.y_train, order, prof.batch_size):
+                if first_s is None or step % cfg.sample_every == 0:
+                    model.sync()
+                    loss, secs = clock.timed(lambda b=batch: model.train_step(b), model.sync)
+                    if first_s is None:
+                        first_s = secs  # the cold start's first step
+                    else:
+                        steps.append(secs)
                 else:
-                    steps.append(secs)
-            else:
-                loss = model.train_step(batch)
-            pending.append(loss)
-            step += 1
-        model.sync(pending[-1] if pending else None)
-        losses.extend(float(model.to_numpy(v)) for v in pending)
-    train_s = (clock.now_ns() - start) / 1e9
-    correct = total = 0
-    n_test = len(data.y_test)
-    order = np.arange(n_test)
-    for b, batch in enumerate(model.loader(data.x_test, data.y_test, order, prof.batch_size)):
-        pred = model.to_numpy(model.predict(batch)).argmax(axis=1)
-        yb = data.y_test[b * prof.batch_size : (b + 1) * prof.batch_size]
-        correct += int(np.sum(pred == yb))
-        total += len(yb)
-    steady = steps or [first_s]
-    stats = clock.summarize(steady)
-    return {
-        "clocks": {
-            "first_step_s": first_s,
-            "steady": stats.as_dict(),
-            "steady_raw_s": steady,
-            "sample_every": config.sample_every,
-            "end_to_end_s": train_s,
-            "throughput_samples_per_s": prof.batch_size / stats.median,
-        },
-        "metrics": {
-            "test_accuracy": correct / total if total else None,
-            "test_samples": total,
-            "steps": step,
-            "loss_first": losses[0],
-            "loss_last": losses[-1],
-            "losses": losses,
-        },
-    }
+                    loss = model.train_step(batch)
+                pending.append(loss)
+                step += 1
+                if progress:
+                    progress(step, total)
+            model.sync(pending[-1] if pending else None)
+            losses.extend(float(model.to_numpy(v)) for v in pending)
+        train_s = (clock.now_ns() - start) / 1e9
+        correct = total_test = 0
+        bs = prof.batch_size
+        for b, batch in enumerate(
+            model.loader(data.x_test, data.y_test, np.arange(len(data.y_test)), bs)
+        ):
+            pred = model.to_numpy(model.predict(batch)).argmax(axis=1)
+            correct += int(np.sum(pred == data.y_test[b * bs : (b + 1) * bs]))
+            total_test += len(pred)
+        steady = steps or [first_s]
+        stats = clock.summarize(steady)
+        if not all(np.isfinite(losses)):
+            self.flags.append("non-finite training loss")
+        return {
+            "clocks": {
+                "first_step_s": first_s,
+                "steady": stats.as_dict(),
+                "steady_raw_s": steady,
+                "sample_every": cfg.sample_every,
+                "end_to_end_s": train_s,
+                "throughput_samples_per_s": bs / stats.median,
+            },
+            "metrics": {
+                "test_accuracy": correct / total_test,
+                "test_samples": total_test,
+                "steps": step,
+                "loss_first": _finite(losses[0]),
+                "loss_last": _finite(losses[-1]),
+                "losses": [_finite(v) for v in losses],
+            },
+        }
+
+    def _features(self, progress) -> dict:
+        prof, w, model = self.profile, self.workload, self.model
+        bs, n_warm = prof.batch_size, prof.warmup_batches
+        x = feature_images(w, 0, (n_warm + prof.batches) * bs)  # made before any clock
+        batches = iter(model.loader(x, None, np.arange(len(x)), bs))
+        first_s = None
+        for _ in range(n_warm):  # the first warm batch is the cold start's first step
+            _, secs = clock.timed(lambda: model.predict(next(batches)), model.sync)
+            first_s = secs if first_s is None else first_s
+        steps: list[float] = []
+        out = None
+        start = clock.now_ns()
+        for i in range(prof.batches):
+            model.sync()
+            out, secs = clock.timed(lambda: model.predict(next(batches)), model.sync)
+            steps.append(secs)
+            if progress:
+                progress(i + 1, prof.batches)
+        model.sync(out)
+        total_s = (clock.now_ns() - start) / 1e9
+        stats = clock.summarize(steps)
+        return {
+            "clocks": {
+                "first_step_s": first_s if first_s is not None else steps[0],
+                "steady": stats.as_dict(),
+                "steady_raw_s": steps,
+                "sample_every": 1,
+                "end_to_end_s": total_s,
+                "throughput_samples_per_s": bs / stats.median,
+            },
+            "metrics": {
+                "time_per_1000_images_s": total_s / (prof.batches * bs) * 1000,
+                "images": prof.batches * bs,
+                "image_size": int(w.input.shape[1]),
+                "feature_dim": int(model.to_numpy(out).shape[1]),
+            },
+        }
+
+    # -- step 5: the record ----------------------------------------------------------------------
+    def record(self) -> dict:
+        """The cell's record (status ``ok``), in the schema of ``rosetta.runner.records``."""
+        cfg, result = self.config, dict(self.result)
+        clocks = dict(result.pop("clocks"))
+        clocks["import_s"] = self.timing["import_s"]
+        clocks["import_build_s"] = self.timing["import_build_s"]
+        clocks["cold_start_s"] = self.timing["import_build_s"] + clocks.pop("first_step_s")
+        env = self.environment()
+        env.update(
+            backend_versions=self.module.versions(),
+            fast_path=self.model.manifest(),
+            precision=cfg.dtype,
+            device=self.device,
+            data_source=self.data.source,
+            data_checksum=self.data.checksum,
+            seed=cfg.seed,
+            profile=cfg.profile,
+            input_shape=list(self.workload.input.shape),
+        )
+        peak_device = getattr(self.model, "peak_device_memory_bytes", lambda: None)()
+        return records.make_record(
+            backend=cfg.backend,
+            workload=cfg.workload,
+            profile=cfg.profile,
+            status="ok",
+            run_id=cfg.run_id,
+            config=cfg.as_dict(),
+            equivalence=self.gate_result.as_dict(),
+            manifest=env,
+            clocks=clocks,
+            peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            peak_device_memory_mb=None if peak_device is None else peak_device / 2**20,
+            load={"before": self.load_before, "after": manifest.load_snapshot()},
+            flags=list(self.flags),
+            wall_s=time.time() - self.started,
+            pid=os.getpid(),
+            **result,
+        )
 
 
-def _features(model, w: Workload, prof: Profile) -> dict:
-    bs = prof.batch_size
-    n_warm = prof.warmup_batches
-    x = feature_images(w, 0, (n_warm + prof.batches) * bs)  # made before any clock
-    batches = iter(model.loader(x, None, np.arange(len(x)), bs))
-    first_s = None
-    for _ in range(n_warm):  # the first warm batch is the cold start's first step
-        out, secs = clock.timed(lambda: model.predict(next(batches)), model.sync)
-        first_s = secs if first_s is None else first_s
-    steps: list[float] = []
-    out = None
-    start = clock.now_ns()
-    for _ in range(prof.batches):
-        model.sync()
-        out, secs = clock.timed(lambda: model.predict(next(batches)), model.sync)
-        steps.append(secs)
-    model.sync(out)
-    total_s = (clock.now_ns() - start) / 1e9
-    stats = clock.summarize(steps)
-    return {
-        "clocks": {
-            "first_step_s": first_s if first_s is not None else steps[0],
-            "steady": stats.as_dict(),
-            "steady_raw_s": steps,
-            "sample_every": 1,
-            "end_to_end_s": total_s,
-            "throughput_samples_per_s": bs / stats.median,
-        },
-        "metrics": {
-            "time_per_1000_images_s": total_s / (prof.batches * bs) * 1000,
-            "images": prof.batches * bs,
-            "image_size": int(w.input.shape[1]),
-            "feature_dim": int(model.to_numpy(out).shape[1]),
-        },
-    }
+def _finite(v: float) -> float | None:
+    return float(v) if np.isfinite(v) else None  # records are strict JSON
+
+
+def run_cell(config: CellConfig, progress=None) -> dict:
+    """Measure one cell, all steps, and return its record."""
+    cell = Cell(config)
+    cell.build()
+    cell.gate()
+    cell.run(progress)
+    return cell.record()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,15 +311,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m rosetta.runner.cell")
     p.add_argument("--config", required=True, help="a CellConfig as JSON")
     args = p.parse_args(argv)
-    started = time.time()
     try:
         config = CellConfig.from_json(args.config)
         record = run_cell(config)
     except RosettaError as exc:
         print(f"rosetta: error: {exc}", file=sys.stderr)
         return 2
-    record["run_id"] = config.run_id
-    record["wall_s"] = time.time() - started
     records.write_record(Path(config.out), record)
     return 0
 

@@ -33,6 +33,7 @@ class StepStats:
     q25: float
     q75: float
     mean: float
+    std: float  # sample standard deviation (0 for a single step)
 
     def as_dict(self) -> dict:
         """Plain-dict form for JSON records."""
@@ -56,4 +57,5 @@ def summarize(times: Sequence[float], *, resamples: int = 2000, seed: int = 0) -
         q25=float(q25),
         q75=float(q75),
         mean=float(t.mean()),
+        std=float(t.std(ddof=1)) if t.size > 1 else 0.0,
     )

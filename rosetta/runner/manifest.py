@@ -51,6 +51,22 @@ def blas_info() -> str:
         return "unknown"
 
 
+def load_snapshot() -> dict:
+    """The machine's load now: 1/5/15-minute load averages and the mean CPU clock (MHz) where
+    Linux shows it. Shared machines are noisy; every record carries this before and after."""
+    snap: dict = {"load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+    try:
+        mhz = [
+            float(line.split(":", 1)[1])
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("cpu MHz")
+        ]
+        snap["cpu_mhz"] = round(sum(mhz) / len(mhz), 1) if mhz else None
+    except (OSError, ValueError):
+        snap["cpu_mhz"] = None
+    return snap
+
+
 def gpu_info() -> dict:
     """GPU model, driver and CUDA driver version from ``nvidia-smi`` ({} where there is none).
 

@@ -1,4 +1,10 @@
-"""Append-only JSON records: one file per cell per run, never overwritten, written atomically."""
+"""Append-only JSON records: one file per cell per run, written once, atomically and durably.
+
+A record is strict JSON (no NaN/Infinity: a value that is not finite is stored as null). It is
+written to a temporary file in the same folder, flushed and fsync'ed, then hard-linked to its
+final name (which fails if a record is already there, so none is ever replaced) and the folder is
+fsync'ed: after a crash or power loss a record is either whole or absent.
+"""
 
 from __future__ import annotations
 
@@ -8,55 +14,108 @@ from pathlib import Path
 
 from rosetta.errors import RosettaError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+STATUSES = ("ok", "failed", "timeout", "killed", "skipped", "interrupted")
+#: statuses that a resumed run keeps unless asked to retry them
+RETRYABLE = ("failed", "timeout", "killed", "interrupted")
 
 
 def make_record(*, backend: str, workload: str, profile: str, status: str, **fields) -> dict:
     """A record with the fields every record has; ``fields`` adds clocks, metrics, manifest..."""
+    if status not in STATUSES:
+        raise ValueError(f"unknown status {status!r}; valid: {STATUSES}")
     return {
         "schema_version": SCHEMA_VERSION,
         "backend": backend,
         "workload": workload,
         "profile": profile,
-        "status": status,  # ok | failed | timeout | skipped | interrupted
+        "status": status,
         **fields,
     }
 
 
 def record_path(results_dir: Path, run_id: str, backend: str, workload: str) -> Path:
     """Where the record of one cell of one run lives."""
-    return results_dir / run_id / f"{backend}__{workload}.json"
+    return Path(results_dir) / run_id / f"{backend}__{workload}.json"
 
 
-def write_record(path: Path, record: dict) -> Path:
-    """Write ``record`` to ``path`` atomically; refuses to replace an existing record."""
+def dumps(obj: object) -> str:
+    """Strict JSON text (raises on NaN/Infinity instead of writing invalid JSON)."""
+    return json.dumps(obj, indent=1, allow_nan=False, default=str)
+
+
+def atomic_write_text(path: Path, text: str, *, replace: bool) -> Path:
+    """Write ``text`` to ``path`` via a fsync'ed temporary file; ``replace=False`` refuses to
+    overwrite an existing file (hard link), ``True`` replaces it atomically (rename)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        raise RosettaError(
-            f"{path}: a record already exists; records are append-only (new --run-id)"
-        )
     tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    tmp.write_text(json.dumps(record, indent=1, allow_nan=True))
     try:
-        os.link(tmp, path)  # fails if another writer got there first: no record is ever replaced
+        with open(tmp, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if replace:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)  # fails if another writer got there first
     except FileExistsError:
         raise RosettaError(f"{path}: a record already exists; records are append-only") from None
     finally:
         tmp.unlink(missing_ok=True)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     return path
 
 
-def read_records(run_dir: Path) -> list[dict]:
-    """Every record of one run, sorted by (workload, backend); unreadable files are reported."""
+def write_record(path: Path, record: dict) -> Path:
+    """Write ``record`` to ``path`` once; refuses to replace an existing record."""
+    path = Path(path)
+    if path.exists():
+        raise RosettaError(
+            f"{path}: a record already exists; records are append-only (new --run-id)"
+        )
+    return atomic_write_text(path, dumps(record), replace=False)
+
+
+def read_record(path: Path) -> dict:
+    """One record; a truncated, non-JSON or foreign file is a one-line ``RosettaError``."""
+    path = Path(path)
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RosettaError(
+            f"{path}: unreadable record ({type(exc).__name__}: {exc}); move it aside, or rerun "
+            f"the cell with --resume <run-id> --retry-failed after deleting it"
+        ) from None
+    if not isinstance(rec, dict) or rec.get("schema_version") != SCHEMA_VERSION:
+        got = rec.get("schema_version") if isinstance(rec, dict) else type(rec).__name__
+        raise RosettaError(
+            f"{path}: record schema_version {got}, this rosetta reads {SCHEMA_VERSION}; "
+            f"read it with the rosetta version that wrote it, or move it aside"
+        )
+    for key in ("backend", "workload", "status"):
+        if key not in rec:
+            raise RosettaError(f"{path}: record lacks {key!r}; move it aside")
+    return rec
+
+
+def read_records(run_dir: Path, errors: list[str] | None = None) -> list[dict]:
+    """Every record of one run, sorted by (workload, backend).
+
+    With ``errors`` given, an unreadable record is reported there (one line each) and skipped;
+    without it, the first one raises."""
     out = []
-    for p in sorted(run_dir.glob("*.json")):
+    for p in sorted(Path(run_dir).glob("*.json")):
+        if p.name.startswith(".") or p.name in ("run.json", "index.json"):
+            continue
         try:
-            rec = json.loads(p.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise RosettaError(f"{p}: unreadable record ({exc}); move it aside") from None
-        if rec.get("schema_version") != SCHEMA_VERSION:
-            raise RosettaError(
-                f"{p}: schema_version {rec.get('schema_version')}, expected {SCHEMA_VERSION}"
-            )
-        out.append(rec)
+            out.append(read_record(p))
+        except RosettaError as exc:
+            if errors is None:
+                raise
+            errors.append(str(exc))
     return sorted(out, key=lambda r: (r["workload"], r["backend"]))

@@ -1,0 +1,25 @@
+"""The machine's measured fp32 GEMM peak: a short NumPy matmul probe recorded with each run.
+
+Efficiency figures (achieved GFLOP/s as a fraction of peak) need a peak measured on the same
+machine, the same day, under the same thread setting; this takes about a second.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def gemm_peak_gflops(n: int = 2048, repeats: int = 5) -> float:
+    """Best-of-``repeats`` GFLOP/s of an ``n x n`` float32 matmul (2 n^3 FLOPs) via NumPy's BLAS."""
+    rng = np.random.default_rng(0)
+    a = rng.random((n, n), dtype=np.float32)
+    b = rng.random((n, n), dtype=np.float32)
+    a @ b  # warm-up: thread pool start, page faults
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n**3 / best / 1e9

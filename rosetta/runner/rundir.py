@@ -1,0 +1,166 @@
+"""A run's folder: unique ids, one writer at a time, its configuration stored once, an index.
+
+``results/<run-id>/`` holds one record per cell, the executed notebooks, ``run.json`` (the run's
+configuration, written once: a resume with another configuration is refused), ``index.json``
+(each cell's status, rewritten atomically after every cell, ``interrupted`` after Ctrl-C) and
+``.lock`` (held by the one ``rosetta bench`` working in it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import json
+import os
+import re
+import secrets
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from rosetta.errors import RosettaError
+from rosetta.runner import records
+
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+RESULTS_ENV = "ROSETTA_RESULTS_DIR"
+#: configuration fields a resumed run must share with the run it resumes
+PINNED = ("profile", "dtype", "device", "seed", "threads", "data_dir", "sample_every")
+
+
+def default_results_dir() -> Path:
+    """``$ROSETTA_RESULTS_DIR``, else ``./results`` of the working directory."""
+    env = os.environ.get(RESULTS_ENV, "").strip()
+    return Path(env).expanduser() if env else Path.cwd() / "results"
+
+
+def check_run_id(run_id: str) -> str:
+    """A run id is a plain folder name: letters, digits, ``._-``; never a path."""
+    if not RUN_ID.match(run_id) or run_id in (".", ".."):
+        raise RosettaError(
+            f"run id {run_id!r} is not a plain name (letters, digits, '.', '_', '-'; "
+            f"no '/' or '..'); pick another --run-id"
+        )
+    return run_id
+
+
+def check_results_dir(path: Path) -> Path:
+    """Create ``path`` if needed and prove it writable, before anything runs."""
+    path = Path(path)
+    fix = f"choose a writable folder with --results-dir or ${RESULTS_ENV}"
+    if path.exists() and not path.is_dir():
+        raise RosettaError(f"results directory {path} is a file, not a folder; {fix}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise RosettaError(
+            f"results directory {path} is not usable ({exc.strerror or exc}); {fix}"
+        ) from None
+    return path
+
+
+def new_run_id() -> str:
+    """A time-stamped id with a random suffix: two runs started in the same second differ."""
+    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+class RunDir:
+    """An opened, locked run folder. Use as a context manager; the lock goes with it."""
+
+    def __init__(self, results_dir: Path, run_id: str, config: dict, *, create: bool):
+        self.run_id = check_run_id(run_id)
+        self.path = Path(results_dir) / run_id
+        if create:
+            try:
+                self.path.mkdir(parents=False, exist_ok=False)
+            except FileExistsError:
+                raise RosettaError(
+                    f"run {run_id!r} already exists in {results_dir}; resume it with "
+                    f"--resume {run_id} or pick another --run-id"
+                ) from None
+        elif not self.path.is_dir():
+            runs = sorted(p.name for p in Path(results_dir).iterdir() if p.is_dir())
+            raise RosettaError(
+                f"no run {run_id!r} in {results_dir} to resume; runs there: "
+                f"{', '.join(runs[-5:]) or 'none'}"
+            )
+        self._lock_fh = open(self.path / ".lock", "a+")  # noqa: SIM115 - held for the run
+        try:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_fh.seek(0)
+            holder = self._lock_fh.read().strip() or "another process"
+            self._lock_fh.close()
+            raise RosettaError(
+                f"run {run_id!r} is in use by another rosetta bench ({holder}); wait for it "
+                f"or use another --run-id"
+            ) from None
+        self._lock_fh.seek(0)
+        self._lock_fh.truncate()
+        self._lock_fh.write(f"pid {os.getpid()}")
+        self._lock_fh.flush()
+        self.config = self._pin(config)
+
+    def _pin(self, config: dict) -> dict:
+        path = self.path / "run.json"
+        if path.exists():
+            try:
+                stored = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError) as exc:
+                raise RosettaError(f"{path}: unreadable ({exc}); move the run aside") from None
+            old = stored.get("config", {})
+            for key in PINNED:
+                if old.get(key) != config.get(key):
+                    raise RosettaError(
+                        f"run {self.run_id!r} was made with {key}={old.get(key)!r}, not "
+                        f"{config.get(key)!r}; resume it with the same settings or start a new run"
+                    )
+            return stored
+        stored = {
+            "schema_version": records.SCHEMA_VERSION,
+            "run_id": self.run_id,
+            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "config": config,
+        }
+        records.atomic_write_text(path, records.dumps(stored), replace=False)
+        return stored
+
+    def add_to_run_file(self, **fields) -> None:
+        """Add facts to ``run.json`` (e.g. the peak probe) without touching its config."""
+        self.config.update(fields)
+        records.atomic_write_text(self.path / "run.json", records.dumps(self.config), replace=True)
+
+    def write_index(self, cells: dict[str, dict]) -> None:
+        """Each cell's status (``{cell: {status, error}}``), replaced atomically."""
+        records.atomic_write_text(
+            self.path / "index.json",
+            records.dumps({"run_id": self.run_id, "cells": cells}),
+            replace=True,
+        )
+
+    def set_aside(self, path: Path, why: str) -> Path:
+        """Move a record (and its notebook) into ``attempts/`` so the cell can run again."""
+        dest_dir = self.path / "attempts"
+        dest_dir.mkdir(exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        dest = dest_dir / f"{path.stem}.{why}.{stamp}{path.suffix}"
+        shutil.move(str(path), dest)
+        nb = path.with_suffix(".ipynb")
+        if nb.exists():
+            shutil.move(str(nb), dest.with_suffix(".ipynb"))
+        return dest
+
+    def close(self) -> None:
+        """Release the lock."""
+        if not self._lock_fh.closed:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_UN)
+            self._lock_fh.close()
+
+    def __enter__(self) -> RunDir:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

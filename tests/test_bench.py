@@ -1,0 +1,325 @@
+"""``rosetta bench`` as a product: faults isolated and recorded, resume, locks, bad options,
+exit status, records that survive, and the papermill-executed notebooks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from rosetta.cli import main
+from rosetta.runner import records
+from tests.bench_helpers import fault_env
+
+
+@pytest.fixture(scope="module")
+def small_data(tmp_path_factory):
+    """Synthetic IMDB and CIFAR-10 just big enough for the ci profiles."""
+    from rosetta import datasets
+
+    d = tmp_path_factory.mktemp("data")
+    datasets.write_synthetic_imdb(d, n_train=600, n_test=300)
+    datasets.write_synthetic_cifar10(d, n_train=600, n_test=300)
+    return d
+
+
+def bench(tmp_path, data, *args: str) -> int:
+    """``rosetta bench`` on the ci profile, records in ``tmp_path/results``, no HTML report."""
+    argv = ["bench", "--profile", "ci", "--results-dir", str(tmp_path / "results"),
+            "--data-dir", str(data), "--no-report", *args]  # fmt: skip
+    return main(argv)
+
+
+def cell_record(tmp_path, run_id, backend, workload) -> dict:
+    return json.loads((tmp_path / "results" / run_id / f"{backend}__{workload}.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "fault,status,reason",
+    [
+        ("raise", "failed", "RuntimeError: planted failure inside the framework"),
+        ("segfault", "killed", "killed by SIGSEGV"),
+        ("exit0", "failed", "exited with status 0"),
+        ("oom", "failed", "MemoryError"),
+    ],
+)
+def test_a_failing_cell_is_recorded_and_the_matrix_goes_on(
+    tmp_path, small_data, monkeypatch, capsys, fault, status, reason
+):
+    fault_env(monkeypatch, fault)
+    code = bench(tmp_path, small_data, "--backends", "fault,numpy_ref", "--workloads", "gru",
+                 "--run-id", "f", "--executor", "python", "--memory-limit-mb", "4096")  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 1 and "1 of 2 cells did not succeed: fault__gru " + status in out
+    rec = cell_record(tmp_path, "f", "fault", "gru")
+    assert rec["status"] == status and reason in rec["error"], rec["error"]
+    assert rec["manifest"]["cpu_count"] and rec["config"]["workload"] == "gru"  # always a manifest
+    assert cell_record(tmp_path, "f", "numpy_ref", "gru")["status"] == "ok"  # the matrix went on
+    index = json.loads((tmp_path / "results" / "f" / "index.json").read_text())["cells"]
+    assert index["fault__gru"]["status"] == status and index["numpy_ref__gru"]["status"] == "ok"
+
+
+def test_a_hanging_cell_times_out_and_leaves_no_process(tmp_path, small_data, monkeypatch, capsys):
+    fault_env(monkeypatch, "hang")
+    code = bench(tmp_path, small_data, "--backends", "fault", "--workloads", "gru", "--run-id",
+                 "h", "--executor", "python", "--timeout", "5")  # fmt: skip
+    assert code == 1
+    rec = cell_record(tmp_path, "h", "fault", "gru")
+    assert rec["status"] == "timeout" and "5 s timeout" in rec["error"]
+    assert not _cells_running("h")
+
+
+def _cells_running(run_id: str) -> list[str]:
+    """Command lines of live cell processes of ``run_id`` (read from /proc, never truncated)."""
+    found = []
+    for proc in os.listdir("/proc"):
+        if not proc.isdigit():
+            continue
+        try:
+            with open(f"/proc/{proc}/cmdline", "rb") as fh:
+                cmd = fh.read().decode(errors="replace").replace("\0", " ")
+            with open(f"/proc/{proc}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if f'"run_id": "{run_id}"' in cmd and state != "Z":  # a zombie is dead already
+            found.append(cmd)
+    return found
+
+
+def test_a_killed_bench_takes_its_cell_along(tmp_path, small_data, monkeypatch):
+    fault_env(monkeypatch, "hang")
+    run_id = f"orphan-{os.getpid()}-{time.monotonic_ns()}"
+    cmd = [sys.executable, "-m", "rosetta.cli", "bench", "--profile", "ci", "--backends", "fault",
+           "--workloads", "gru", "--run-id", run_id, "--executor", "python", "--no-report",
+           "--results-dir", str(tmp_path / "results"), "--data-dir", str(small_data)]  # fmt: skip
+    parent = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not _cells_running(run_id) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _cells_running(run_id), "the cell never started"
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 10
+    while _cells_running(run_id) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _cells_running(run_id), "an orphan cell outlived its killed parent"
+
+
+def test_notebook_cells_papermill_ok_and_failed(tmp_path, small_data, monkeypatch, capsys):
+    fault_env(monkeypatch, "raise")
+    code = bench(tmp_path, small_data, "--backends", "numpy_ref,fault", "--workloads", "gru",
+                 "--run-id", "nb")  # fmt: skip
+    assert code == 1
+    run = tmp_path / "results" / "nb"
+    ok = cell_record(tmp_path, "nb", "numpy_ref", "gru")
+    assert ok["status"] == "ok" and ok["executor"] == "papermill"
+    assert ok["notebook"] == "numpy_ref__gru.ipynb" and (run / ok["notebook"]).is_file()
+    assert ok["papermill_overhead_s"] >= 0 and ok["equivalence"]["equivalent"]
+    executed = json.loads((run / "numpy_ref__gru.ipynb").read_text())
+    outputs = "".join(
+        "".join(o.get("text", "")) for c in executed["cells"] for o in c.get("outputs", [])
+    )
+    assert "equivalent: True" in outputs and "test accuracy" in outputs
+    bad = cell_record(tmp_path, "nb", "fault", "gru")
+    assert bad["status"] == "failed"
+    assert bad["error"] == "RuntimeError: planted failure inside the framework"
+    assert (run / "fault__gru.ipynb").is_file()  # the partial notebook is kept
+    assert not list(run.glob(".*.pending.json"))
+
+
+def test_resume_keeps_records_refuses_other_settings_and_retries_failed(
+    tmp_path, small_data, monkeypatch, capsys
+):
+    fault_env(monkeypatch, "raise")
+    args = ["--backends", "numpy_ref,fault", "--workloads", "gru", "--executor", "python"]
+    assert bench(tmp_path, small_data, *args, "--run-id", "r") == 1
+    run = tmp_path / "results" / "r"
+    before = {p.name: p.read_text() for p in run.glob("*.json") if p.name != "index.json"}
+    # resuming runs nothing: ok kept, failed kept without --retry-failed
+    assert bench(tmp_path, small_data, *args, "--resume", "r") == 1
+    after = {p.name: p.read_text() for p in run.glob("*.json") if p.name != "index.json"}
+    assert after == before
+    # another profile, seed or dtype on the same run is refused with one line
+    capsys.readouterr()
+    assert main(["bench", "--resume", "r", "--profile", "smoke", "--results-dir",
+                 str(tmp_path / "results"), "--data-dir", str(small_data), *args]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert "was made with profile='ci', not 'smoke'" in err and "\n" not in err
+    # --retry-failed reruns the failed cell (now fixed); the old record is kept under attempts/
+    monkeypatch.setenv("ROSETTA_FAULT", "")
+    assert bench(tmp_path, small_data, *args, "--resume", "r", "--retry-failed") == 0
+    assert cell_record(tmp_path, "r", "fault", "gru")["status"] == "ok"
+    assert [p.name.split(".")[1] for p in (run / "attempts").glob("*.json")] == ["failed"]
+    assert (run / "numpy_ref__gru.json").read_text() == before["numpy_ref__gru.json"]
+
+
+def test_a_corrupt_record_is_reported_set_aside_and_the_rest_summarised(
+    tmp_path, small_data, capsys
+):
+    args = ["--backends", "numpy_ref", "--workloads", "gru", "--executor", "python"]
+    assert bench(tmp_path, small_data, *args, "--run-id", "c") == 0
+    path = tmp_path / "results" / "c" / "numpy_ref__gru.json"
+    path.write_text(path.read_text()[:100])  # truncated
+    errors: list[str] = []
+    assert records.read_records(path.parent, errors) == []
+    assert len(errors) == 1 and str(path) in errors[0] and "move it aside" in errors[0]
+    capsys.readouterr()
+    assert bench(tmp_path, small_data, *args, "--resume", "c") == 0
+    captured = capsys.readouterr()
+    assert "unreadable record" in captured.err and "moved to attempts/" in captured.err
+    assert "gru       numpy_ref   ok" in captured.out
+    assert cell_record(tmp_path, "c", "numpy_ref", "gru")["status"] == "ok"
+
+
+def test_interrupt_keeps_records_marks_index_and_resume_completes(
+    tmp_path, small_data, monkeypatch, capsys
+):
+    real_wait = subprocess.Popen.wait
+    calls = {"n": 0}
+
+    def wait(self, timeout=None):
+        if self.args[:3] == [sys.executable, "-m", "rosetta.runner.cell"]:
+            calls["n"] += 1
+            if "cnn" in self.args[-1]:
+                raise KeyboardInterrupt
+        return real_wait(self, timeout)
+
+    monkeypatch.setattr(subprocess.Popen, "wait", wait)
+    args = ["--backends", "numpy_ref", "--workloads", "gru,cnn", "--executor", "python"]
+    assert bench(tmp_path, small_data, *args, "--run-id", "i") == 2
+    err = capsys.readouterr().err
+    assert "interrupted; the records written so far are kept" in err and "--resume i" in err
+    run = tmp_path / "results" / "i"
+    assert cell_record(tmp_path, "i", "numpy_ref", "gru")["status"] == "ok"
+    assert cell_record(tmp_path, "i", "numpy_ref", "cnn")["status"] == "interrupted"
+    index = json.loads((run / "index.json").read_text())["cells"]
+    assert index["numpy_ref__cnn"]["status"] == "interrupted"
+    assert not (run / ".lock").read_text().strip() or True  # the lock file may stay; it is free
+    monkeypatch.setattr(subprocess.Popen, "wait", real_wait)
+    assert bench(tmp_path, small_data, *args, "--resume", "i") == 0
+    assert cell_record(tmp_path, "i", "numpy_ref", "cnn")["status"] == "ok"
+
+
+def test_two_runs_never_share_a_folder(tmp_path, small_data, capsys):
+    from rosetta.runner.rundir import RunDir, new_run_id
+
+    assert len({new_run_id() for _ in range(500)}) == 500  # same second, different ids
+    results = tmp_path / "results"
+    results.mkdir()
+    with RunDir(results, "busy", {"profile": "ci"}, create=True):
+        code = bench(tmp_path, small_data, "--backends", "numpy_ref", "--workloads", "gru",
+                     "--resume", "busy")  # fmt: skip
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and "is in use by another rosetta bench (pid " in err
+        with pytest.raises(Exception, match="already exists"):
+            RunDir(results, "busy", {"profile": "ci"}, create=True)
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--timeout", "0"], "must be a positive, finite number, got '0'"),
+        (["--timeout", "nan"], "must be a positive, finite number, got 'nan'"),
+        (["--timeout", "-5"], "must be a positive, finite number"),
+        (["--threads", "-3"], "must be an integer >= 1, got -3"),
+        (["--seed", "-1"], "must be an integer >= 0, got -1"),
+        (["--device", "tpu"], "unknown device 'tpu'; valid: cpu, cuda, auto"),
+        (["--run-id", "../x"], "run id '../x' is not a plain name"),
+        (["--run-id", "/abs"], "run id '/abs' is not a plain name"),
+        (["--resume", "nope"], "no run 'nope'"),
+        (["--backends", "mxnet"], "unknown backend 'mxnet'; valid: numpy_ref, torch"),
+        (["--workloads", "lstm"], "unknown workload 'lstm'; valid: cnn, gru, resnet50"),
+        (["--profile", "huge"], "unknown profile 'huge'; valid: ci, smoke, full"),
+    ],
+)
+def test_bad_options_are_one_line_and_run_nothing(tmp_path, capsys, args, message):
+    with (
+        pytest.raises(SystemExit)
+        if "--timeout" in args or "--threads" in args or ("--seed" in args)
+        else _nothing()
+    ):
+        code = main(["bench", "--results-dir", str(tmp_path / "results"), *args])
+        assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert message in err[-1], err
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_an_unusable_results_dir_is_found_before_anything_runs(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert main(["bench", "--results-dir", str(blocker), "--backends", "numpy_ref"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is a file, not a folder" in err and "--results-dir" in err
+
+
+def test_cpu_device_runs_and_cuda_where_none_is_one_line(tmp_path, small_data, capsys):
+    args = ["--backends", "numpy_ref", "--workloads", "gru", "--executor", "python"]
+    assert bench(tmp_path, small_data, *args, "--run-id", "d", "--device", "auto") == 0
+    rec = cell_record(tmp_path, "d", "numpy_ref", "gru")
+    assert rec["manifest"]["device"] == "cpu" and rec["config"]["device"] == "auto"
+    assert bench(tmp_path, small_data, *args, "--run-id", "d2", "--device", "cuda") == 1
+    rec = cell_record(tmp_path, "d2", "numpy_ref", "gru")
+    assert rec["status"] == "failed" and "--device cuda asked for" in rec["error"]
+
+
+def test_records_are_strict_json_written_once(tmp_path):
+    path = records.record_path(tmp_path, "r1", "numpy_ref", "gru")
+    rec = records.make_record(backend="numpy_ref", workload="gru", profile="ci", status="ok")
+    records.write_record(path, rec)
+    with pytest.raises(Exception, match="append-only"):
+        records.write_record(path, {**rec, "status": "failed"})
+    assert records.read_record(path) == rec
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp file left
+    with pytest.raises(ValueError):
+        records.write_record(tmp_path / "nan.json", {**rec, "x": float("nan")})
+    assert not (tmp_path / "nan.json").exists()
+    (tmp_path / "v1.json").write_text(json.dumps({**rec, "schema_version": 1}))
+    with pytest.raises(Exception, match="schema_version 1, this rosetta reads 2"):
+        records.read_record(tmp_path / "v1.json")
+
+
+def test_notebooks_are_committed_without_outputs_and_up_to_date():
+    import nbformat
+
+    from rosetta import backends
+    from rosetta.runner.notebook import make_notebook, notebooks_dir
+
+    for name in backends.names():
+        path = notebooks_dir() / f"{name}.ipynb"
+        nb = nbformat.read(str(path), as_version=4)
+        for c in nb.cells:
+            if c.cell_type == "code":
+                assert c.outputs == [] and c.execution_count is None, f"{path} has outputs"
+        assert nb == make_notebook(name), f"{path} is stale: rerun scripts/make_notebooks.py"
+        assert any("parameters" in c.metadata.get("tags", []) for c in nb.cells)
+
+
+def test_summary_flags_noisy_cells_and_unmet_profiles(tmp_path, small_data, capsys):
+    from rosetta.cli_bench import summary
+
+    args = ["--backends", "numpy_ref", "--workloads", "cnn", "--executor", "python"]
+    assert bench(tmp_path, small_data, *args, "--run-id", "s") == 0
+    rec = cell_record(tmp_path, "s", "numpy_ref", "cnn")
+    assert rec["manifest"]["data_source"] == "synthetic"
+    assert rec["load"]["before"]["load_avg"] is not None
+    noisy = {**rec, "flags": ["steady-state CV 40% > 10%: noisy machine or uneven steps"]}
+    text = summary([noisy])
+    assert "synthetic" in text and "* numpy_ref x cnn: steady-state CV 40%" in text
+    assert os.path.exists(tmp_path / "results" / "s" / "summary.csv")
