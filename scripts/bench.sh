@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# The main job: set up .venv if needed, list what can run, then run the benchmark matrix.
-# Arguments go to `rosetta bench` (default: every backend x workload, profile ci), e.g.
-#   bash scripts/bench.sh --profile smoke --backends numpy_ref
+# The main job: set up .venv if needed, list what can run, run the benchmark matrix (profile
+# smoke by default: every backend x workload, ~10 min on a 2-core CPU), and end with the summary
+# table and the path of the HTML report. Arguments go to `rosetta bench`, e.g.
+#   bash scripts/bench.sh --profile ci --backends numpy_ref,torch
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh all,dev
 .venv/bin/rosetta list --details
-exec .venv/bin/rosetta bench "$@"
+status=0
+.venv/bin/rosetta bench "$@" || status=$?
+latest=$(ls -td report/*/ 2>/dev/null | head -1 || true)
+[ -n "$latest" ] && echo "report: ${latest}index.html"
+exit $status

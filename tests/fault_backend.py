@@ -1,6 +1,6 @@
 """A test backend that fails on purpose, selected by ``$ROSETTA_FAULT`` when it builds.
 
-Registered for the fault-isolation tests through ``ROSETTA_EXTRA_BACKENDS=fault=tests.fault_backend``
+Registered for the fault tests by ``ROSETTA_EXTRA_BACKENDS=fault=tests.fault_backend``
 (the child processes import it from the repository root on ``PYTHONPATH``). Everything else is
 the NumPy reference, so without a fault it is an ordinary, equivalent backend.
 """

@@ -165,23 +165,14 @@ class Cell:
         start = clock.now_ns()
         for epoch in range(prof.epochs):
             order = epoch_order(len(data.y_train), shuffle=True, seed=cfg.seed, epoch=epoch)
-            pending = []  # this epoch's losses, still native: read back once, at the epoch's end
-            for batch in model.loader(data.x_train, data.y_train, order, prof.batch_size):
-                if first_s is None or step % cfg.sample_every == 0:
-                    model.sync()
-                    loss, secs = clock.timed(lambda b=batch: model.train_step(b), model.sync)
-                    if first_s is None:
-                        first_s = secs  # the cold start's first step
-                    else:
-                        steps.append(secs)
-                else:
-                    loss = model.train_step(batch)
-                pending.append(loss)
-                step += 1
-                if progress:
-                    progress(step, total)
+            batches = model.loader(data.x_train, data.y_train, order, prof.batch_size)
+            pending, step, first = run_epoch(
+                model, batches, sample_every=cfg.sample_every, step=step, samples=steps,
+                cold=first_s is None, progress=lambda i: progress and progress(i, total),
+            )  # fmt: skip
+            first_s = first if first_s is None else first_s
             model.sync(pending[-1] if pending else None)
-            losses.extend(float(model.to_numpy(v)) for v in pending)
+            losses.extend(float(model.to_numpy(v)) for v in pending)  # once per epoch
         train_s = (clock.now_ns() - start) / 1e9
         correct = total_test = 0
         bs = prof.batch_size
@@ -291,6 +282,32 @@ class Cell:
             pid=os.getpid(),
             **result,
         )
+
+
+def run_epoch(model, batches, *, sample_every: int, step: int, samples: list[float],
+              cold: bool = False, progress=None):  # fmt: skip
+    """The runner's training loop over one epoch's native batches.
+
+    Every ``sample_every``-th step is bracketed by syncs and its time appended to ``samples``;
+    the others flow unsynced. With ``cold`` the first step is timed but kept apart (the cold
+    start). Losses stay native. Returns (losses, next step number, first step's seconds)."""
+    pending = []
+    first_s = None
+    for batch in batches:
+        if cold or step % sample_every == 0:
+            model.sync()
+            loss, secs = clock.timed(lambda b=batch: model.train_step(b), model.sync)
+            if cold:
+                first_s, cold = secs, False
+            else:
+                samples.append(secs)
+        else:
+            loss = model.train_step(batch)
+        pending.append(loss)
+        step += 1
+        if progress:
+            progress(step)
+    return pending, step, first_s
 
 
 def _finite(v: float) -> float | None:
