@@ -64,9 +64,9 @@ def export(tables: Tables, path: Path, fmt: str) -> Path:
         return path
     try:
         tables.tidy.to_parquet(path, index=False)
-    except ImportError as exc:
+    except ImportError:
         raise RosettaError(
-            f"parquet export needs pyarrow or fastparquet ({exc}); "
+            "parquet export needs pyarrow or fastparquet, neither is installed: "
             "pip install pyarrow, or use --export csv"
         ) from None
     return path

@@ -70,6 +70,7 @@ def _to_svg(fig, chart_id: str) -> str:
     plt.close(fig)
     svg = buf.getvalue()
     svg = svg[svg.index("<svg") :]  # drop the XML prolog and DOCTYPE: inline in HTML
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)  # RDF with URLs
     svg = re.sub(r'(<svg[^>]*?)\swidth="[^"]*"\sheight="[^"]*"', r"\1", svg, count=1)
     return svg.replace("<svg", f'<svg role="img" aria-label="{chart_id}" class="chart"', 1)
 

@@ -22,6 +22,7 @@ from rosetta.errors import RosettaError
 # Schema 1 (the first runner) is a subset of 2: no notebook, load, flags or run.json.
 KNOWN_SCHEMAS = (1, 2)
 STATUSES = ("ok", "failed", "timeout", "killed", "skipped", "interrupted")
+UNREADABLE = "unreadable"  # the report's own status for a record file it could not read
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def load_runs(run_dirs: list[Path]) -> Runs:
         problems.extend(probs)
         if run is not None:
             runs.append(run)
-    if not any(r.records for r in runs):
+    if not any(r["status"] != UNREADABLE for run in runs for r in run.records):
         detail = "; ".join(problems) or "no records"
         raise RosettaError(f"nothing to report: {detail}")
     return Runs(tuple(runs), tuple(problems))
@@ -129,12 +130,26 @@ def load_run(run_dir: Path) -> tuple[Run | None, list[str]]:
         rec, err = read_record(p)
         if err:
             problems.append(f"{p}: {err}; cell left out")
-        else:
-            recs.append(rec)
-    if not recs:
-        problems.append(f"{run_dir}: no records in this run folder")
-    run_id = str(info.get("run_id") or (recs[0].get("run_id") if recs else "") or run_dir.name)
+            rec = unreadable_record(p, err)
+        recs.append(rec)
+    if not any(r["status"] != UNREADABLE for r in recs):
+        problems.append(f"{run_dir}: no readable records in this run folder")
+    rec_id = next((r["run_id"] for r in recs if isinstance(r.get("run_id"), str)), "")
+    run_id = str(info.get("run_id") or rec_id or run_dir.name)
     return Run(run_id, run_dir, info, tuple(recs)), problems
+
+
+def unreadable_record(path: Path, reason: str) -> dict:
+    """A stand-in for a record that could not be read, so its cell still shows (as
+    ``unreadable``, with the reason); backend and workload come from the file name."""
+    backend, _, workload = path.stem.partition("__")
+    return {
+        "schema_version": None,
+        "backend": backend,
+        "workload": workload,
+        "status": UNREADABLE,
+        "error": f"{path.name}: {reason}",
+    }
 
 
 def read_json(path: Path) -> tuple[dict, str]:

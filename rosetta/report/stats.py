@@ -168,11 +168,11 @@ def compare_runs(cells: pd.DataFrame, steps: pd.DataFrame, base: str, other: str
     ``changed`` is True only outside the noise (the rule above). End-to-end times are one
     measurement per run, so their ratio is shown without an interval and never flagged."""
     ok = cells[cells["status"] == "ok"]
-    a = ok[ok["run_id"] == base].set_index(["workload", "backend"])
-    b = ok[ok["run_id"] == other].set_index(["workload", "backend"])
+    a = {(c["workload"], c["backend"]): c for _, c in ok[ok["run_id"] == base].iterrows()}
+    b = {(c["workload"], c["backend"]): c for _, c in ok[ok["run_id"] == other].iterrows()}
     out = []
-    for key in [k for k in b.index if k in a.index]:
-        ca, cb = a.loc[key], b.loc[key]
+    for key in [k for k in b if k in a]:
+        ca, cb = a[key], b[key]
         ta, tb = Timing.of(ca, steps), Timing.of(cb, steps)
         if ta is None or tb is None:
             continue
