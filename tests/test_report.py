@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from report_fixtures import CELLS_A, EXPECTED, PEAK_GFLOPS, STEPS, write_fixture_runs
+
 from rosetta.errors import RosettaError
 from rosetta.spec import get_workload
 
@@ -17,9 +17,12 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("matplotlib")
 pytest.importorskip("jinja2")
 
-from rosetta.report import load_tables, write_report  # noqa: E402
+from rosetta.report import (  # noqa: E402
+    load_tables,
+    stats,
+    write_report,
+)
 from rosetta.report import sections as S  # noqa: E402
-from rosetta.report import stats  # noqa: E402
 
 
 @pytest.fixture(scope="module")
