@@ -88,7 +88,7 @@ class Browser:
         keep = {to_child_r: 3, from_child_w: 4}
 
         def _fds() -> None:  # in the child: the pipe ends become fds 3 (read) and 4 (write)
-            moved = {fcntl.fcntl(src, fcntl.F_DUPFD, 10): dst for src, dst in keep.items()}
+            moved = {fcntl.fcntl(src, fcntl.F_DUPFD_CLOEXEC, 10): dst for src, dst in keep.items()}
             for src, dst in moved.items():  # above 10 first, so neither dup2 clobbers the other
                 os.dup2(src, dst, inheritable=True)
 
@@ -99,7 +99,7 @@ class Browser:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             preexec_fn=_fds,  # noqa: PLW1509 - single-threaded caller; fds must be 3 and 4
-            pass_fds=(3, 4),
+            close_fds=False,  # Python's own fds are non-inheritable: only 0-4 reach chromium
         )
         os.close(to_child_r)
         os.close(from_child_w)
@@ -197,6 +197,7 @@ class Browser:
             {"width": w, "height": h, "deviceScaleFactor": 1, "mobile": False},
             page=True,
         )
+        self.call("Emulation.setScrollbarsHidden", {"hidden": True}, page=True)
         self.events.clear()
         self.call("Page.navigate", {"url": url}, page=True)
         self.wait_event("Page.loadEventFired")

@@ -27,6 +27,7 @@ PALETTE = {
     "chainer": "#CC79A7",
 }
 EXTRA = ["#0072B2", "#D55E00", "#F0E442", "#999999"]
+BAD = "#b3261e"  # not equivalent: the page's red
 WIDTH_IN = 7.5  # inches: ~720 px at 96 dpi, fits a laptop column and an A4 page
 
 
@@ -84,10 +85,23 @@ def _label(cell: pd.Series, multi_run: bool) -> str:
     return name
 
 
+def _ordered(rows: pd.DataFrame) -> pd.DataFrame:
+    """Backends in registry order (the reference first), each backend's runs side by side."""
+    from rosetta.report.sections import backend_order
+
+    rank = {b: i for i, b in enumerate(backend_order(list(rows["backend"])))}
+    runs = {r: i for i, r in enumerate(dict.fromkeys(rows["run_id"]))}
+    key = [(rank[b], runs[r]) for b, r in zip(rows["backend"], rows["run_id"], strict=True)]
+    return rows.iloc[sorted(range(len(rows)), key=key.__getitem__)]
+
+
 def step_time_chart(workload: str, cells: pd.DataFrame) -> Chart | None:
-    """Median steady-state step time per backend (and run) with its 95% interval, in ms."""
+    """Median steady-state step time per backend (and run) with its 95% interval, in ms.
+
+    Bars on a linear axis; where the medians span more than 20x (the NumPy reference against
+    compiled frameworks), points on a log axis so the fast backends stay readable."""
     rows = cells[(cells["workload"] == workload) & (cells["status"] == "ok")]
-    rows = rows[rows["steady_median"].notna()]
+    rows = _ordered(rows[rows["steady_median"].notna()])
     if rows.empty:
         return None
     plt = _plt()
@@ -96,30 +110,45 @@ def step_time_chart(workload: str, cells: pd.DataFrame) -> Chart | None:
     fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.9 + 0.42 * n))
     y = np.arange(n)[::-1]
     med = rows["steady_median"].to_numpy(float) * 1e3
-    lo = np.nan_to_num(rows["steady_low"].to_numpy(float) * 1e3, nan=0) if n else med
-    hi = np.nan_to_num(rows["steady_high"].to_numpy(float) * 1e3, nan=0) if n else med
-    err = np.vstack(
-        [
-            np.clip(med - np.where(lo > 0, lo, med), 0, None),
-            np.clip(np.where(hi > 0, hi, med) - med, 0, None),
-        ]
-    )
+    lo = np.nan_to_num(rows["steady_low"].to_numpy(float) * 1e3, nan=0.0)
+    hi = np.nan_to_num(rows["steady_high"].to_numpy(float) * 1e3, nan=0.0)
+    lo, hi = np.where(lo > 0, np.minimum(lo, med), med), np.maximum(hi, med)
+    log = med.max() / med.min() > 20
     for i, (_, c) in enumerate(rows.iterrows()):
-        ax.barh(
-            y[i],
+        ok = passed(c["equivalent"])
+        col = colour(c["backend"])
+        if not log:
+            ax.barh(y[i], med[i], height=0.6, color=col, alpha=0.35, lw=0)
+            if not ok:  # a hatched outline on top, visible whatever the fill
+                ax.barh(y[i], med[i], height=0.6, fill=False, hatch="///", edgecolor=BAD, lw=0.8)
+        ax.errorbar(
             med[i],
-            height=0.6,
-            color=colour(c["backend"]),
-            alpha=0.45,
-            hatch=None if passed(c["equivalent"]) else "//",
-            edgecolor=colour(c["backend"]),
+            y[i],
+            xerr=[[med[i] - lo[i]], [hi[i] - med[i]]],
+            fmt="o" if ok else "x",
+            color=col if log else "#111111",
+            ms=6 if log else 4,
+            capsize=5,
+            lw=1.4,
         )
-    ax.errorbar(med, y, xerr=err, fmt="o", color="#111111", ms=3.5, capsize=5, lw=1.4)
-    for i in range(n):
-        ax.text(med[i] + err[1][i], y[i], f"  {fmt_ms(med[i] / 1e3)} ms", va="center", fontsize=8)
+        ax.annotate(
+            f"{fmt_ms(med[i] / 1e3)} ms",
+            (hi[i], y[i]),
+            xytext=(7, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=8,
+        )
     ax.set_yticks(y, [_label(c, multi) for _, c in rows.iterrows()])
-    ax.set_xlabel("median steady-state step time (ms), bars: 95% interval of the median")
-    ax.set_xlim(0, max(float((med + err[1]).max()) * 1.25, 1e-9))
+    if log:
+        ax.set_xscale("log")
+        ax.set_xlim(lo.min() / 1.6, hi.max() * 2.2)
+        ax.grid(axis="x", which="major", color="#dddddd", lw=0.6)
+        ax.set_xlabel("median steady-state step time (ms, log scale), whiskers: 95% interval")
+    else:
+        ax.set_xlim(0, max(float(hi.max()) * 1.22, 1e-9))
+        ax.set_xlabel("median steady-state step time (ms), whiskers: 95% interval of the median")
+    ax.set_ylim(-0.6, n - 0.4)
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title(f"{workload}: steady-state step time", loc="left", fontsize=11)
     cid = _safe_id("steps", workload)
@@ -129,7 +158,7 @@ def step_time_chart(workload: str, cells: pd.DataFrame) -> Chart | None:
 def cold_start_chart(workload: str, cells: pd.DataFrame) -> Chart | None:
     """Cold start split into import, build and first step (compile/autotune land there)."""
     rows = cells[(cells["workload"] == workload) & (cells["status"] == "ok")]
-    rows = rows[rows["cold_start_s"].notna()]
+    rows = _ordered(rows[rows["cold_start_s"].notna()])
     if rows.empty:
         return None
     plt = _plt()
@@ -177,7 +206,10 @@ def loss_chart(
     plt = _plt()
     cell_of = cells[(cells["workload"] == workload) & (cells["run_id"] == run_id)]
     equiv = dict(zip(cell_of["backend"], cell_of["equivalent"], strict=False))
-    curves = {b: g.sort_values("step") for b, g in sel.groupby("backend", sort=False)}
+    from rosetta.report.sections import backend_order
+
+    groups = dict(list(sel.groupby("backend", sort=False)))
+    curves = {b: groups[b].sort_values("step") for b in backend_order(list(groups))}
     has_ref = reference in curves and len(curves) > 1
     fig, axes = plt.subplots(
         2 if has_ref else 1,

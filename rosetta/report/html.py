@@ -87,9 +87,9 @@ def write_html(t: Tables, out_dir: Path) -> Path:
     return path
 
 
-def lede(t: Tables) -> str:
-    """One sentence per question: who is fastest (or no clear winner), did they agree, what
-    did not run."""
+def lede(t: Tables) -> list[str]:
+    """At a glance, one line each: who is fastest per workload (or no clear winner), whether
+    the backends computed the same thing, what did not run."""
     cells = t.cells
     parts = []
     r = ratios_to_fastest(cells, t.steps)
@@ -105,7 +105,11 @@ def lede(t: Tables) -> str:
         if others.empty:
             parts.append(f"{prefix}: only {best['backend']} timed")
         elif (others["verdict"] == NO_CLEAR).any():
-            tied = ", ".join(others[others["verdict"] == NO_CLEAR]["backend"])
+            tie = others[others["verdict"] == NO_CLEAR]
+            tied = ", ".join(
+                b if passed(e) else f"{b} (not equivalent)"
+                for b, e in zip(tie["backend"], tie["equivalent"], strict=True)
+            )
             parts.append(f"{prefix}: {best['backend']} fastest, {NO_CLEAR} from {tied}")
         else:
             nxt = others.iloc[0]
@@ -119,7 +123,7 @@ def lede(t: Tables) -> str:
     n_bad = int((cells["status"] != "ok").sum())
     if n_bad:
         parts.append(f"{n_bad} cells did not finish (see below)")
-    return "; ".join(parts) + "."
+    return parts
 
 
 def machine_line(t: Tables) -> str:

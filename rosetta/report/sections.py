@@ -169,6 +169,14 @@ def ratio_rows(t: Tables) -> list[dict]:
     """Ratio to the fastest backend per run and workload, with intervals and verdicts."""
     r = ratios_to_fastest(t.cells, t.steps)
     cells = t.cells.set_index(["run_id", "workload", "backend"])
+    runs = {rid: i for i, rid in enumerate(dict.fromkeys(t.cells["run_id"]))}
+    rank = {w: i for i, w in enumerate(HEADLINE_ORDER)}
+    r = r.iloc[
+        sorted(
+            range(len(r)),
+            key=lambda i: (runs[r.iloc[i]["run_id"]], rank.get(r.iloc[i]["workload"], 99), i),
+        )
+    ]
     out = []
     for _, x in r.iterrows():
         c = cells.loc[(x["run_id"], x["workload"], x["backend"])]
@@ -336,31 +344,35 @@ ENV_KEYS = (
 )
 
 
-def environments(t: Tables) -> list[dict]:
-    """Per run: when and how it ran, the machine's peak GFLOP/s, and its environment."""
-    out = []
+def environments(t: Tables) -> dict:
+    """The runs' settings and machines side by side: {"runs": [ids], "rows": [(key, [value per
+    run], differs)]}; ``differs`` marks what changed between runs (machine, versions, ...)."""
+    per_run = []
     for run in t.runs.runs:
         env = run.environment
         cfg = run.info.get("config") if isinstance(run.info.get("config"), dict) else {}
-        rows = [("created", _plain(run.info.get("created")))]
-        rows += [
-            (k, _plain(cfg.get(k)))
-            for k in ("profile", "dtype", "device", "seed", "threads")
-            if k in cfg
-        ]
-        peak = run.peak_gflops
-        rows.append(("peak fp32 GFLOP/s (matmul probe)", fmt_num(peak, ".1f")))
-        rows += [(k, _plain(env.get(k))) for k in ENV_KEYS if k in env]
-        sources = sorted(
-            {
-                str(r["manifest"].get("data_source"))
-                for r in run.records
-                if isinstance(r.get("manifest"), dict) and r["manifest"].get("data_source")
-            }
+        vals = {"created": _plain(run.info.get("created"))}
+        vals.update(
+            {k: _plain(cfg.get(k)) for k in ("profile", "dtype", "device", "seed", "threads")}
         )
-        rows.append(("data source", ", ".join(sources) or DASH))
-        out.append({"run_id": run.run_id, "path": str(run.path), "rows": rows})
-    return out
+        vals["peak fp32 GFLOP/s (matmul probe)"] = fmt_num(run.peak_gflops, ".1f")
+        vals.update({k: _plain(env.get(k)) for k in ENV_KEYS})
+        sources = {
+            str(r["manifest"].get("data_source"))
+            for r in run.records
+            if isinstance(r.get("manifest"), dict) and r["manifest"].get("data_source")
+        }
+        vals["data source"] = ", ".join(sorted(sources)) or DASH
+        vals["records"] = str(run.path)
+        per_run.append(vals)
+    keys = list(dict.fromkeys(k for v in per_run for k in v))
+    rows = []
+    for k in keys:
+        vals = [v.get(k, DASH) for v in per_run]
+        if all(x == DASH for x in vals):
+            continue
+        rows.append((k, vals, len(set(vals)) > 1 and k not in ("created", "records")))
+    return {"runs": [r.run_id for r in t.runs.runs], "rows": rows}
 
 
 def notebook_rows(t: Tables, out_dir: Path) -> list[dict]:
@@ -410,6 +422,9 @@ def comparisons(t: Tables) -> list[dict]:
             }
             for _, x in c.iterrows()
         ]
+        rank = {w: i for i, w in enumerate(HEADLINE_ORDER)}
+        order = {b: i for i, b in enumerate(backend_order([r["backend"] for r in rows]))}
+        rows.sort(key=lambda r: (rank.get(r["workload"], 99), r["workload"], order[r["backend"]]))
         out.append(
             {
                 "base": ids[0],
