@@ -434,3 +434,29 @@ def test_rosetta_list_does_not_import_the_report_libraries():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "IMPORTED:"
+
+
+def test_no_run_id_reports_the_newest_run(runs, tmp_path, capsys):
+    import os
+    import shutil
+
+    results = tmp_path / "results"
+    for i, run in enumerate(runs):  # run-b made later than run-a, whatever the copy order
+        shutil.copytree(run, results / run.name)
+        os.utime(results / run.name / "run.json", (1_000_000 + i, 1_000_000 + i))
+    (results / "not-a-run").mkdir()  # a stray folder is not a run
+    code, out, _ = _run_cli(
+        "report", "--results-dir", str(results), "--out-dir", str(tmp_path / "rep"), capsys=capsys
+    )
+    assert code == 0 and Path(out.strip()) == tmp_path / "rep" / "run-b" / "index.html"
+    code, out, _ = _run_cli(
+        "report",
+        "run-a",
+        "run-b",
+        "--results-dir",
+        str(results),
+        "--out-dir",
+        str(tmp_path / "rep"),
+        capsys=capsys,
+    )
+    assert Path(out.strip()) == tmp_path / "rep" / "run-a_vs_run-b" / "index.html"

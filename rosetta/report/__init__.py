@@ -34,8 +34,18 @@ __all__ = ["EXPORT_FORMATS", "export", "load_tables", "write_report"]
 EXPORT_FORMATS = ("csv", "parquet")
 
 
+def require_libraries() -> None:
+    """Raise a one-line ``RosettaError`` if pandas, matplotlib or Jinja2 is missing."""
+    import importlib.util
+
+    missing = [m for m in ("pandas", "matplotlib", "jinja2") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise RosettaError(f"the report needs {', '.join(missing)}: pip install 'rosetta[report]'")
+
+
 def load_tables(run_dirs: list[Path]) -> Tables:
     """Read the run folders into the report's frames (see :class:`rosetta.report.frame.Tables`)."""
+    require_libraries()
     from rosetta.report.frame import build_tables
     from rosetta.report.load import load_runs
 

@@ -303,7 +303,11 @@ def manifests(t: Tables) -> list[dict]:
     for run in t.runs.runs:
         recs = [r for r in run.records if isinstance(r.get("manifest"), dict)]
         for b in backend_order([str(r["backend"]) for r in recs]):
-            mine = sorted((r for r in recs if r["backend"] == b), key=lambda r: r["workload"])
+            rank = {w: i for i, w in enumerate(HEADLINE_ORDER)}
+            mine = sorted(
+                (r for r in recs if r["backend"] == b),
+                key=lambda r: (rank.get(r["workload"], 99), str(r["workload"])),
+            )
             workloads = [str(r["workload"]) for r in mine]
             paths = [r["manifest"].get("fast_path") or {} for r in mine]
             keys = list(dict.fromkeys(k for p in paths if isinstance(p, dict) for k in p))

@@ -114,7 +114,11 @@ def ratios_to_fastest(cells: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
                 continue
             r = ratio(t, best)
             rows.append((c, r, r.verdict))
-        ties = [c["backend"] for c, r, _ in rows if not r.clear]
+        ties = [
+            c["backend"] + ("" if passed(c["equivalent"]) else " (not equivalent)")
+            for c, r, _ in rows
+            if not r.clear
+        ]
         best_verdict = "fastest" + (f"; {NO_CLEAR} from {', '.join(ties)}" if ties else "")
         out.append(_fastest_row(run_id, workload, best_cell, best, best_verdict))
         for c, r, verdict in sorted(rows, key=lambda x: x[1].ratio):
