@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rosetta.report.frame import backend_order
 from rosetta.report.sections import fmt_ms
 from rosetta.report.stats import passed
 
@@ -87,8 +88,6 @@ def _label(cell: pd.Series, multi_run: bool) -> str:
 
 def _ordered(rows: pd.DataFrame) -> pd.DataFrame:
     """Backends in registry order (the reference first), each backend's runs side by side."""
-    from rosetta.report.sections import backend_order
-
     rank = {b: i for i, b in enumerate(backend_order(list(rows["backend"])))}
     runs = {r: i for i, r in enumerate(dict.fromkeys(rows["run_id"]))}
     key = [(rank[b], runs[r]) for b, r in zip(rows["backend"], rows["run_id"], strict=True)]
@@ -206,8 +205,6 @@ def loss_chart(
     plt = _plt()
     cell_of = cells[(cells["workload"] == workload) & (cells["run_id"] == run_id)]
     equiv = dict(zip(cell_of["backend"], cell_of["equivalent"], strict=False))
-    from rosetta.report.sections import backend_order
-
     groups = dict(list(sel.groupby("backend", sort=False)))
     curves = {b: groups[b].sort_values("step") for b in backend_order(list(groups))}
     has_ref = reference in curves and len(curves) > 1

@@ -22,6 +22,7 @@ import pandas as pd
 
 from rosetta.report.load import Run, Runs, _get
 
+HEADLINE_ORDER = ("cnn", "resnet50", "gru")  # the original comparison's order of workloads
 TRAIN_FLOP_FACTOR = 3  # training step = forward + backward, backward counted as 2x forward
 CHECKS = ("forward", "loss", "grads", "params")
 ID_COLUMNS = ["run_id", "backend", "workload", "profile", "status", "equivalent", "data_source"]
@@ -69,6 +70,7 @@ def build_tables(runs: Runs) -> Tables:
                 steps.append((*key, i, s))
             for i, v in enumerate(_floats(_get(rec, "metrics", "losses"))):
                 losses.append((*key, i + 1, v))
+    rows.sort(key=_row_order(rows))
     cells = pd.DataFrame(rows, columns=list(_EMPTY_ROW))
     for col in TEXT_COLUMNS:  # text stays text: "" where a record has none, never NaN
         cells[col] = cells[col].astype(object).where(cells[col].notna(), "")
@@ -129,6 +131,27 @@ _EMPTY_ROW = dict.fromkeys(
         "flags",
     ]
 )
+
+
+def backend_order(names: list[str]) -> list[str]:
+    """Registry order (the reference first), then any other backend alphabetically."""
+    from rosetta import backends
+
+    reg = backends.names()
+    return sorted(set(names), key=lambda b: (reg.index(b) if b in reg else len(reg), b))
+
+
+def _row_order(rows: list[dict]):
+    """Sort key for cell rows: run (as given), workload (headline order), backend (registry)."""
+    runs = {r: i for i, r in enumerate(dict.fromkeys(row["run_id"] for row in rows))}
+    wl = {w: i for i, w in enumerate(HEADLINE_ORDER)}
+    be = {b: i for i, b in enumerate(backend_order([row["backend"] for row in rows]))}
+    return lambda row: (
+        runs[row["run_id"]],
+        wl.get(row["workload"], len(wl)),
+        row["workload"],
+        be[row["backend"]],
+    )
 
 
 def cell_row(run: Run, rec: dict) -> dict:

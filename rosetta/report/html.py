@@ -11,7 +11,7 @@ import datetime as _dt
 from pathlib import Path
 
 from rosetta.report import charts, sections
-from rosetta.report.frame import CHECKS, Tables
+from rosetta.report.frame import CHECKS, HEADLINE_ORDER, Tables
 from rosetta.report.stats import NO_CLEAR, passed, ratios_to_fastest
 
 TEMPLATE = "report.html.j2"
@@ -34,7 +34,7 @@ def environment():
 def context(t: Tables, out_dir: Path) -> dict:
     """Everything the template shows, computed from the frames."""
     cells = t.cells
-    workloads = [w for w in sections.HEADLINE_ORDER if w in set(cells["workload"])]
+    workloads = [w for w in HEADLINE_ORDER if w in set(cells["workload"])]
     workloads += sorted(set(cells["workload"]) - set(workloads))
     train = [w for w in workloads if (cells[cells["workload"] == w]["task"] == "train").any()]
     step_charts = [c for w in workloads if (c := charts.step_time_chart(w, cells))]
@@ -93,7 +93,7 @@ def lede(t: Tables) -> list[str]:
     cells = t.cells
     parts = []
     r = ratios_to_fastest(cells, t.steps)
-    rank = {w: i for i, w in enumerate(sections.HEADLINE_ORDER)}
+    rank = {w: i for i, w in enumerate(HEADLINE_ORDER)}
     groups = sorted(
         r.groupby(["run_id", "workload"], sort=False),
         key=lambda kv: (kv[0][0], rank.get(kv[0][1], 99), kv[0][1]),

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from rosetta.report.frame import CHECKS, Tables, notebook_exists
+from rosetta.report.frame import CHECKS, HEADLINE_ORDER, Tables, backend_order, notebook_exists
 from rosetta.report.stats import NO_CLEAR, compare_runs, passed, ratios_to_fastest
 
 DASH = "-"
-HEADLINE_ORDER = ("cnn", "resnet50", "gru")
 REAL_SOURCES = ("official", "user-provided")
 
 
@@ -72,14 +71,6 @@ def source_mark(source: object) -> str:
     if missing(source):
         return ""
     return "real" if source in REAL_SOURCES else str(source)
-
-
-def backend_order(names: list[str]) -> list[str]:
-    """Registry order (the reference first), then any other backend alphabetically."""
-    from rosetta import backends
-
-    reg = backends.names()
-    return sorted(set(names), key=lambda b: (reg.index(b) if b in reg else len(reg), b))
 
 
 # -- headline tables -------------------------------------------------------------------------
