@@ -22,7 +22,7 @@ from rosetta.report import (  # noqa: E402
     stats,
     write_report,
 )
-from rosetta.report import sections as S  # noqa: E402
+from rosetta.report.headline import headlines  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +195,7 @@ def test_compare_runs_flags_only_changes_outside_the_noise(tables_ab):
 
 # -- tables and the page -----------------------------------------------------------------------
 def test_headline_tables_numbers_and_marks(tables_a):
-    heads = {h.workload: h for h in S.headlines(tables_a)}
+    heads = {h.workload: h for h in headlines(tables_a)}
     assert list(heads) == ["cnn", "resnet50", "gru"]
     cnn = dict(heads["cnn"].rows)
     assert heads["cnn"].columns == ("run-a (cpu)",)

@@ -14,9 +14,10 @@ one of these functions runs, so ``rosetta list`` and the runner never load them)
 - :func:`export` ``(tables, path, fmt) -> Path``: the tidy frame as ``csv`` or ``parquet``.
 
 Modules: ``load`` (records from disk, defensively), ``frame`` (pandas), ``stats`` (ratios with
-intervals, "no clear difference"), ``charts`` (matplotlib -> inline SVG), ``sections`` (the
-page's tables as formatted values), ``html`` (Jinja2 -> index.html), ``browser`` (headless
-Chromium over the DevTools protocol: screenshots and the network-free check).
+intervals, "no clear difference"), ``charts`` (matplotlib -> inline SVG), ``fmt`` (number
+formats), ``headline`` (the three headline tables), ``sections`` (the other tables), ``html``
+(Jinja2 -> index.html), ``browser`` (headless Chromium over the DevTools protocol: screenshots
+and the network-free check).
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rosetta.report.fmt import fmt_ms
 from rosetta.report.frame import backend_order
-from rosetta.report.sections import fmt_ms
 from rosetta.report.stats import passed
 
 # One colour per backend, fixed so a backend looks the same in every chart (Okabe-Ito, CVD-safe).

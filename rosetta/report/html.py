@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
-from rosetta.report import charts, sections
+from rosetta.report import charts, headline, sections
 from rosetta.report.frame import CHECKS, HEADLINE_ORDER, Tables
 from rosetta.report.stats import NO_CLEAR, passed, ratios_to_fastest
 
@@ -52,7 +52,7 @@ def context(t: Tables, out_dir: Path) -> dict:
         "machine": machine_line(t),
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "problems": list(t.runs.problems),
-        "headlines": sections.headlines(t),
+        "headlines": headline.headlines(t),
         "step_charts": step_charts,
         "cold_charts": cold_charts,
         "loss_charts": loss_charts,

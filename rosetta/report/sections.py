@@ -1,4 +1,4 @@
-"""The report's sections as plain values: every number already formatted, ready for the template.
+"""The report's sections after the headline tables, as plain values, numbers already formatted.
 
 Each function reads the frames of :mod:`rosetta.report.frame` and returns frozen dataclasses or
 lists of dicts; the Jinja2 template only lays them out. Tests assert on these values and on the
@@ -7,152 +7,14 @@ HTML they become. A missing value is always shown as ``-``.
 
 from __future__ import annotations
 
-import math
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from rosetta.report.fmt import DASH, fmt_interval, fmt_ms, fmt_num, fmt_pct, fmt_s, missing
 from rosetta.report.frame import CHECKS, HEADLINE_ORDER, Tables, backend_order, notebook_exists
 from rosetta.report.stats import NO_CLEAR, compare_runs, passed, ratios_to_fastest
-
-DASH = "-"
-REAL_SOURCES = ("official", "user-provided")
-
-
-# -- formatting ------------------------------------------------------------------------------
-def missing(v: object) -> bool:
-    """None, NaN or an empty string."""
-    return v is None or (isinstance(v, float) and math.isnan(v)) or v == ""
-
-
-def _adaptive(v: float, digits: tuple[int, int, int, int]) -> str:
-    """Fixed-point with fewer decimals as the number grows (>= 100, >= 10, >= 1, below)."""
-    for limit, d in zip((100, 10, 1), digits, strict=False):
-        if abs(v) >= limit:
-            return f"{v:.{d}f}"
-    return f"{v:.{digits[3]}f}"
-
-
-def fmt_s(v: object) -> str:
-    """Seconds for a table: 123.4 / 12.34 / 1.234 / 0.1234."""
-    return DASH if missing(v) else _adaptive(float(v), (1, 2, 3, 4))
-
-
-def fmt_ms(v: object) -> str:
-    """A step time given in seconds, shown in milliseconds: 6068 / 452 / 79.4 / 1.23 / 0.123."""
-    return DASH if missing(v) else _adaptive(float(v) * 1e3, (0, 1, 2, 3))
-
-
-def fmt_pct(v: object, digits: int = 1) -> str:
-    """A fraction as a percentage."""
-    return DASH if missing(v) else f"{float(v) * 100:.{digits}f}%"
-
-
-def fmt_num(v: object, spec: str = ".3g") -> str:
-    """Any number with a format spec; ``inf`` (a non-finite gate error) shown as such."""
-    if missing(v):
-        return DASH
-    return "inf" if math.isinf(float(v)) else format(float(v), spec)
-
-
-def fmt_interval(v: object, lo: object, hi: object, f=fmt_ms) -> str:
-    """``v [lo, hi]`` (``v`` alone where the interval is unknown)."""
-    if missing(v):
-        return DASH
-    if missing(lo) or missing(hi):
-        return f(v)
-    return f"{f(v)} [{f(lo)}, {f(hi)}]"
-
-
-def source_mark(source: object) -> str:
-    """'real' for the official or a user's own data, 'synthetic'/'generated' as recorded."""
-    if missing(source):
-        return ""
-    return "real" if source in REAL_SOURCES else str(source)
-
-
-# -- headline tables -------------------------------------------------------------------------
-@dataclass(frozen=True)
-class HeadCell:
-    """One backend in one run: the headline number, accuracy, data and gate marks, status."""
-
-    value: str
-    accuracy: str = ""
-    source: str = ""
-    equivalent: bool | None = None
-    status: str = ""  # "" when ok; otherwise the status word
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Headline:
-    """One of the original comparison's tables: backends x (run, device)."""
-
-    workload: str
-    title: str
-    measure: str
-    has_accuracy: bool
-    columns: tuple[str, ...]
-    rows: tuple[tuple[str, tuple[HeadCell, ...]], ...]
-
-
-TITLES = {
-    "cnn": "CNN (VGG-style, CIFAR-10): training time",
-    "resnet50": "ResNet-50 feature extraction: average time per 1000 images",
-    "gru": "GRU (IMDB): training time",
-}
-
-
-def column_keys(cells: pd.DataFrame) -> dict[int, str]:
-    """Headline column of every cell (by index): its run, with the device in brackets. A run
-    whose cells ran on several devices gets one column per device; a cell that did not run
-    (no device recorded) joins its run's only device."""
-    out = {}
-    for run_id, group in cells.groupby("run_id", sort=False):
-        devices = list(dict.fromkeys(d for d in group["device"] if not missing(d)))
-        for i, c in group.iterrows():
-            dev = c["device"] if len(devices) > 1 else (devices[0] if devices else "")
-            out[i] = f"{run_id} ({dev or '?'})" if devices else str(run_id)
-    return out
-
-
-def headlines(t: Tables) -> list[Headline]:
-    """The three headline tables (and one per further workload), in the original's form."""
-    cells = t.cells
-    if cells.empty:
-        return []
-    keys = column_keys(cells)
-    cols = list(dict.fromkeys(keys.values()))
-    present = list(dict.fromkeys(cells["workload"]))
-    order = [w for w in HEADLINE_ORDER if w in present] + sorted(
-        w for w in present if w not in HEADLINE_ORDER
-    )
-    out = []
-    for w in order:
-        rows_w = cells[cells["workload"] == w]
-        task = next((x for x in rows_w["task"] if not missing(x)), None)
-        train = task != "features"
-        measure = "training time (s)" if train else "time per 1000 images (s)"
-        rows = []
-        for b in backend_order(list(rows_w["backend"])):
-            by_col = {keys[i]: c for i, c in rows_w[rows_w["backend"] == b].iterrows()}
-            rows.append((b, tuple(_head_cell(by_col.get(k), train) for k in cols)))
-        title = TITLES.get(w, f"{w}: {measure}")
-        out.append(Headline(w, title, measure, train, tuple(cols), tuple(rows)))
-    return out
-
-
-def _head_cell(c: pd.Series | None, train: bool) -> HeadCell:
-    if c is None:
-        return HeadCell(DASH, DASH if train else "")
-    if c["status"] != "ok":
-        return HeadCell(DASH, DASH if train else "", status=c["status"], note=c["error"])
-    value = fmt_s(c["end_to_end_s"] if train else c["time_per_1000"])
-    acc = fmt_pct(c["test_accuracy"]) if train else ""
-    eq = None if missing(c["equivalent"]) else passed(c["equivalent"])
-    return HeadCell(value, acc, source_mark(c["data_source"]), eq)
 
 
 # -- per-workload timing tables ----------------------------------------------------------------
