@@ -1,4 +1,4 @@
-"""The ``rosetta`` command: ``list``, ``data``, ``bench``, ``env``.
+"""The ``rosetta`` command: ``list``, ``data``, ``bench``, ``env``, ``report``.
 
 Every user-facing failure is a :class:`rosetta.errors.RosettaError`; ``main`` prints its
 message as one line on stderr and exits with status 2, so no traceback reaches the user
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     data_cli.add_parser(sub)
     cli_bench.add_parser(sub)
     cli_env.add_parser(sub)
+    __import__("rosetta.cli_report").cli_report.add_parser(sub)  # pandas etc. load only when run
     return parser
 
 

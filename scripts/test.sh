@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh all,dev
+bash scripts/install_chromium.sh  # the report's browser test; skips quietly once installed
 exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,76 @@
+"""``rosetta report [RUN_ID ...]``: the HTML report of one run, or the comparison of several.
+
+Writes ``report/<name>/index.html`` (name: the run id, or ``A_vs_B`` for a comparison) and
+prints its path; ``--export csv|parquet`` also writes the tidy frame beside it. Everything that
+could not be read (a missing run id, a truncated record, an unknown schema version) is printed
+as one line on stderr and listed in the page, and the rest of the report is still written. The
+report's libraries (pandas, matplotlib, Jinja2) are imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO / "results"
+REPORT_DIR = REPO / "report"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``rosetta report``."""
+    p = sub.add_parser(
+        "report",
+        help="write the HTML report of runs (default: the newest) to report/<name>/index.html",
+    )
+    p.add_argument(
+        "runs",
+        nargs="*",
+        metavar="RUN_ID",
+        help="run ids in --results-dir (or paths to run folders); two or more are compared "
+        "against the first",
+    )
+    p.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    p.add_argument("--out-dir", type=Path, default=REPORT_DIR, help="parent of report/<name>/")
+    p.add_argument("--name", default=None, help="report folder name (default: from the run ids)")
+    p.add_argument(
+        "--export",
+        choices=("csv", "parquet"),
+        default=None,
+        help="also write the tidy frame (one row per cell and measure) as rosetta.<format>",
+    )
+    p.set_defaults(func=run)
+
+
+def report_name(run_ids: list[str]) -> str:
+    """Folder name of a report: the run id, or ``A_vs_B`` (unsafe characters replaced)."""
+    name = "_vs_".join(Path(r).name for r in run_ids)
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name)[:120] or "report"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Find the runs, print what could not be read, write the report, print its path."""
+    from rosetta.report import export, load_tables
+    from rosetta.report.html import write_html
+    from rosetta.report.load import find_runs
+
+    run_dirs, missing = find_runs(args.results_dir, list(args.runs))
+    for line in missing:
+        print(f"rosetta report: {line}", file=sys.stderr)
+    tables = load_tables(run_dirs)
+    for line in tables.runs.problems:
+        print(f"rosetta report: {line}", file=sys.stderr)
+    ids = [r.run_id for r in tables.runs.runs]
+    out_dir = args.out_dir / (args.name or report_name(ids))
+    if missing:  # show the missing run ids in the page too
+        from dataclasses import replace
+
+        tables = replace(
+            tables, runs=replace(tables.runs, problems=(*missing, *tables.runs.problems))
+        )
+    print(write_html(tables, out_dir))
+    if args.export:
+        print(export(tables, out_dir / f"rosetta.{args.export}", args.export))
+    return 0

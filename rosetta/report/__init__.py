@@ -1,0 +1,83 @@
+"""The report: Rosetta's records as a pandas frame and as one self-contained HTML page.
+
+Public API (pandas, matplotlib and Jinja2 are the ``report`` extra; they are imported only when
+one of these functions runs, so ``rosetta list`` and the runner never load them):
+
+- :func:`write_report` ``(run_dirs, out_dir) -> Path``: read the runs, write
+  ``out_dir/index.html``, return its path. This is what ``rosetta bench`` calls at the end of a
+  run and what ``rosetta report`` runs. Records it cannot read (truncated, unknown schema
+  version, a missing run folder) are listed in the page and in ``problems``; it raises
+  :class:`rosetta.errors.RosettaError` only when not one record can be read.
+- :func:`load_tables` ``(run_dirs) -> Tables``: the frames (``cells``: one row per cell;
+  ``tidy``: one row per cell and measure with its 95% interval; ``steps``: raw step times;
+  ``losses``: per-step losses) and the runs as read.
+- :func:`export` ``(tables, path, fmt) -> Path``: the tidy frame as ``csv`` or ``parquet``.
+
+Modules: ``load`` (records from disk, defensively), ``frame`` (pandas), ``stats`` (ratios with
+intervals, "no clear difference"), ``charts`` (matplotlib -> inline SVG), ``fmt`` (number
+formats), ``headline`` (the three headline tables), ``sections`` (the other tables), ``html``
+(Jinja2 -> index.html), ``browser`` (headless Chromium over the DevTools protocol: screenshots
+and the network-free check).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rosetta.errors import RosettaError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rosetta.report.frame import Tables
+
+__all__ = ["EXPORT_FORMATS", "export", "load_tables", "write_report"]
+
+EXPORT_FORMATS = ("csv", "parquet")
+
+
+def require_libraries() -> None:
+    """Raise a one-line ``RosettaError`` if pandas, matplotlib or Jinja2 is missing."""
+    import importlib.util
+
+    missing = [m for m in ("pandas", "matplotlib", "jinja2") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise RosettaError(f"the report needs {', '.join(missing)}: pip install 'rosetta[report]'")
+
+
+def load_tables(run_dirs: list[Path]) -> Tables:
+    """Read the run folders into the report's frames (see :class:`rosetta.report.frame.Tables`)."""
+    require_libraries()
+    from rosetta.report.frame import build_tables
+    from rosetta.report.load import load_runs
+
+    return build_tables(load_runs([Path(d) for d in run_dirs]))
+
+
+def write_report(run_dirs: list[Path], out_dir: Path) -> Path:
+    """Write the HTML report of ``run_dirs`` to ``out_dir/index.html``; return that path.
+
+    One run gives the single-run report; two or more add the comparison of every later run
+    against the first (each cell's step-time ratio with its interval, changes outside the noise
+    flagged)."""
+    from rosetta.report.html import write_html
+
+    return write_html(load_tables(run_dirs), Path(out_dir))
+
+
+def export(tables: Tables, path: Path, fmt: str) -> Path:
+    """Write the tidy frame (one row per cell and measure) as ``csv`` or ``parquet``."""
+    if fmt not in EXPORT_FORMATS:
+        raise RosettaError(f"unknown export format {fmt!r}; valid: {', '.join(EXPORT_FORMATS)}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "csv":
+        tables.tidy.to_csv(path, index=False)
+        return path
+    try:
+        tables.tidy.to_parquet(path, index=False)
+    except ImportError:
+        raise RosettaError(
+            "parquet export needs pyarrow or fastparquet, neither is installed: "
+            "pip install pyarrow, or use --export csv"
+        ) from None
+    return path

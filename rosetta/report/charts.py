@@ -1,0 +1,250 @@
+"""The report's charts: matplotlib figures rendered to inline SVG strings (nothing to fetch).
+
+One function per chart, each taking the frames it needs and returning a :class:`Chart` whose
+``svg`` goes straight into the page. Text stays text (``svg.fonttype = none``) so the page is
+small and searchable; each chart gets its own id salt so several SVGs can share one page.
+Cells that failed the equivalence gate are drawn hatched and labelled "not equivalent".
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from rosetta.report.fmt import fmt_ms
+from rosetta.report.frame import backend_order
+from rosetta.report.stats import passed
+
+# One colour per backend, fixed so a backend looks the same in every chart (Okabe-Ito, CVD-safe).
+PALETTE = {
+    "numpy_ref": "#444444",
+    "torch": "#E69F00",
+    "tensorflow": "#56B4E9",
+    "jax": "#009E73",
+    "chainer": "#CC79A7",
+}
+EXTRA = ["#0072B2", "#D55E00", "#F0E442", "#999999"]
+BAD = "#b3261e"  # not equivalent: the page's red
+WIDTH_IN = 7.5  # inches: ~720 px at 96 dpi, fits a laptop column and an A4 page
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One rendered chart: an id for anchors, a caption, and the SVG markup itself."""
+
+    chart_id: str
+    caption: str
+    svg: str
+
+
+def colour(backend: str) -> str:
+    """The backend's colour (a stable fallback for backends added later)."""
+    if backend in PALETTE:
+        return PALETTE[backend]
+    return EXTRA[sum(map(ord, backend)) % len(EXTRA)]
+
+
+def _safe_id(*parts: str) -> str:
+    """An HTML/SVG id from free text (run ids may hold any character)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", "-".join(parts)).strip("-")
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _to_svg(fig, chart_id: str) -> str:
+    import matplotlib
+
+    plt = _plt()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": chart_id}):
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg") :]  # drop the XML prolog and DOCTYPE: inline in HTML
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)  # RDF with URLs
+    svg = re.sub(r'(<svg[^>]*?)\swidth="[^"]*"\sheight="[^"]*"', r"\1", svg, count=1)
+    return svg.replace("<svg", f'<svg role="img" aria-label="{chart_id}" class="chart"', 1)
+
+
+def _label(cell: pd.Series, multi_run: bool) -> str:
+    name = str(cell["backend"])
+    if multi_run:
+        name += f" @ {cell['run_id']}"
+    if not passed(cell["equivalent"]):
+        name += " (not equivalent)"
+    return name
+
+
+def _ordered(rows: pd.DataFrame) -> pd.DataFrame:
+    """Backends in registry order (the reference first), each backend's runs side by side."""
+    rank = {b: i for i, b in enumerate(backend_order(list(rows["backend"])))}
+    runs = {r: i for i, r in enumerate(dict.fromkeys(rows["run_id"]))}
+    key = [(rank[b], runs[r]) for b, r in zip(rows["backend"], rows["run_id"], strict=True)]
+    return rows.iloc[sorted(range(len(rows)), key=key.__getitem__)]
+
+
+def step_time_chart(workload: str, cells: pd.DataFrame) -> Chart | None:
+    """Median steady-state step time per backend (and run) with its 95% interval, in ms.
+
+    Bars on a linear axis; where the medians span more than 20x (the NumPy reference against
+    compiled frameworks), points on a log axis so the fast backends stay readable."""
+    rows = cells[(cells["workload"] == workload) & (cells["status"] == "ok")]
+    rows = _ordered(rows[rows["steady_median"].notna()])
+    if rows.empty:
+        return None
+    plt = _plt()
+    multi = rows["run_id"].nunique() > 1
+    n = len(rows)
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.9 + 0.42 * n))
+    y = np.arange(n)[::-1]
+    med = rows["steady_median"].to_numpy(float) * 1e3
+    lo = np.nan_to_num(rows["steady_low"].to_numpy(float) * 1e3, nan=0.0)
+    hi = np.nan_to_num(rows["steady_high"].to_numpy(float) * 1e3, nan=0.0)
+    lo, hi = np.where(lo > 0, np.minimum(lo, med), med), np.maximum(hi, med)
+    log = med.max() / med.min() > 20
+    for i, (_, c) in enumerate(rows.iterrows()):
+        ok = passed(c["equivalent"])
+        col = colour(c["backend"])
+        if not log:
+            ax.barh(y[i], med[i], height=0.6, color=col, alpha=0.35, lw=0)
+            if not ok:  # a hatched outline on top, visible whatever the fill
+                ax.barh(y[i], med[i], height=0.6, fill=False, hatch="///", edgecolor=BAD, lw=0.8)
+        ax.errorbar(
+            med[i],
+            y[i],
+            xerr=[[med[i] - lo[i]], [hi[i] - med[i]]],
+            fmt="o" if ok else "x",
+            color=col if log else "#111111",
+            ms=6 if log else 4,
+            capsize=5,
+            lw=1.4,
+        )
+        ax.annotate(
+            f"{fmt_ms(med[i] / 1e3)} ms",
+            (hi[i], y[i]),
+            xytext=(7, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=8,
+        )
+    ax.set_yticks(y, [_label(c, multi) for _, c in rows.iterrows()])
+    if log:
+        ax.set_xscale("log")
+        ax.set_xlim(lo.min() / 1.6, hi.max() * 2.2)
+        ax.grid(axis="x", which="major", color="#dddddd", lw=0.6)
+        ax.set_xlabel("median steady-state step time (ms, log scale), whiskers: 95% interval")
+    else:
+        ax.set_xlim(0, max(float(hi.max()) * 1.22, 1e-9))
+        ax.set_xlabel("median steady-state step time (ms), whiskers: 95% interval of the median")
+    ax.set_ylim(-0.6, n - 0.4)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_title(f"{workload}: steady-state step time", loc="left", fontsize=11)
+    cid = _safe_id("steps", workload)
+    return Chart(cid, f"{workload}: median step time with 95% interval", _to_svg(fig, cid))
+
+
+def cold_start_chart(workload: str, cells: pd.DataFrame) -> Chart | None:
+    """Cold start split into import, build and first step (compile/autotune land there)."""
+    rows = cells[(cells["workload"] == workload) & (cells["status"] == "ok")]
+    rows = _ordered(rows[rows["cold_start_s"].notna()])
+    if rows.empty:
+        return None
+    plt = _plt()
+    multi = rows["run_id"].nunique() > 1
+    n = len(rows)
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 1.3 + 0.42 * n))
+    y = np.arange(n)[::-1]
+    parts = [
+        ("import_s", "import", "#bbbbbb"),
+        ("build_s", "build", "#7f7f7f"),
+        ("first_step_s", "first step (compile, autotune)", "#404040"),
+    ]
+    left = np.zeros(n)
+    split = rows[["import_s", "build_s", "first_step_s"]].notna().all(axis=1).to_numpy()
+    for col, name, shade in parts:
+        v = np.where(split, np.nan_to_num(rows[col].to_numpy(float)), 0.0)
+        ax.barh(y, v, left=left, height=0.6, color=shade, label=name, edgecolor="white")
+        left += v
+    whole = rows["cold_start_s"].to_numpy(float)
+    rest = np.where(split, 0.0, whole)  # records without the split: one plain bar
+    if rest.any():
+        ax.barh(y, rest, left=left, height=0.6, color="#999999", label="cold start (not split)")
+    for i in range(n):
+        ax.text(whole[i], y[i], f"  {whole[i]:.3g} s", va="center", fontsize=8)
+    ax.set_yticks(y, [_label(c, multi) for _, c in rows.iterrows()])
+    ax.set_xlabel("seconds from import to the end of the first step")
+    ax.set_xlim(0, max(float(whole.max()) * 1.2, 1e-9))
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=3, fontsize=8, frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_title(f"{workload}: cold start", loc="left", fontsize=11, pad=22)
+    cid = _safe_id("cold", workload)
+    return Chart(cid, f"{workload}: cold start (import, build, first step)", _to_svg(fig, cid))
+
+
+def loss_chart(
+    workload: str, run_id: str, cells: pd.DataFrame, losses: pd.DataFrame, reference: str
+) -> Chart | None:
+    """Every backend's per-step training loss overlaid; below, its difference from the reference.
+
+    They start from the same canonical weights, so the curves coincide until dropout masks and
+    rounding part them."""
+    sel = losses[(losses["workload"] == workload) & (losses["run_id"] == run_id)]
+    if sel.empty:
+        return None
+    plt = _plt()
+    cell_of = cells[(cells["workload"] == workload) & (cells["run_id"] == run_id)]
+    equiv = dict(zip(cell_of["backend"], cell_of["equivalent"], strict=False))
+    groups = dict(list(sel.groupby("backend", sort=False)))
+    curves = {b: groups[b].sort_values("step") for b in backend_order(list(groups))}
+    has_ref = reference in curves and len(curves) > 1
+    fig, axes = plt.subplots(
+        2 if has_ref else 1,
+        1,
+        figsize=(WIDTH_IN, 4.6 if has_ref else 3.2),
+        sharex=True,
+        gridspec_kw={"height_ratios": [3, 1.3]} if has_ref else None,
+        squeeze=False,
+    )
+    ax = axes[0][0]
+    for b, g in curves.items():
+        label = b if passed(equiv.get(b)) else f"{b} (not equivalent)"
+        ax.plot(
+            g["step"],
+            g["loss"],
+            color=colour(b),
+            lw=1.3,
+            alpha=0.85,
+            label=label,
+            ls="-" if passed(equiv.get(b)) else "--",
+        )
+    ax.set_ylabel("training loss")
+    ax.legend(fontsize=8, frameon=False, ncols=min(len(curves), 3))
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_title(f"{workload}: training loss per step ({run_id})", loc="left", fontsize=11)
+    if has_ref:
+        ref = curves[reference].set_index("step")["loss"]
+        dx = axes[1][0]
+        for b, g in curves.items():
+            if b == reference:
+                continue
+            d = g.set_index("step")["loss"] - ref
+            dx.plot(d.index, d.to_numpy(), color=colour(b), lw=1.1)
+        dx.axhline(0, color=colour(reference), lw=0.8)
+        dx.set_ylabel(f"minus {reference}", fontsize=8)
+        dx.spines[["top", "right"]].set_visible(False)
+        axes[-1][0].set_xlabel("training step")
+    else:
+        ax.set_xlabel("training step")
+    cid = _safe_id("loss", workload, run_id)
+    return Chart(cid, f"{workload}: loss curves of every backend ({run_id})", _to_svg(fig, cid))

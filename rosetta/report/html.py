@@ -1,0 +1,145 @@
+"""Render the report: sections -> the Jinja2 template -> one self-contained ``index.html``.
+
+The template (``templates/report.html.j2`` with its ``report.css``) ships as package data. The
+page carries a Content-Security-Policy of ``default-src 'none'`` (inline styles and data: images
+only), has no script, and embeds every chart as inline SVG, so it can be mailed as one file.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+
+from rosetta.report import charts, headline, sections
+from rosetta.report.frame import CHECKS, HEADLINE_ORDER, Tables
+from rosetta.report.stats import NO_CLEAR, passed, ratios_to_fastest
+
+TEMPLATE = "report.html.j2"
+REFERENCE = "numpy_ref"
+
+
+def environment():
+    """The Jinja2 environment over the package's templates (autoescaped HTML)."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("rosetta.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"], default_for_string=True),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def context(t: Tables, out_dir: Path) -> dict:
+    """Everything the template shows, computed from the frames."""
+    cells = t.cells
+    workloads = [w for w in HEADLINE_ORDER if w in set(cells["workload"])]
+    workloads += sorted(set(cells["workload"]) - set(workloads))
+    train = [w for w in workloads if (cells[cells["workload"] == w]["task"] == "train").any()]
+    step_charts = [c for w in workloads if (c := charts.step_time_chart(w, cells))]
+    cold_charts = [c for w in workloads if (c := charts.cold_start_chart(w, cells))]
+    loss_charts = [
+        c
+        for w in train
+        for run in t.runs.runs
+        if (c := charts.loss_chart(w, run.run_id, cells, t.losses, REFERENCE))
+    ]
+    ids = [r.run_id for r in t.runs.runs]
+    return {
+        "title": " vs ".join(ids),
+        "lede": lede(t),
+        "machine": machine_line(t),
+        "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "problems": list(t.runs.problems),
+        "headlines": headline.headlines(t),
+        "step_charts": step_charts,
+        "cold_charts": cold_charts,
+        "loss_charts": loss_charts,
+        "ratios": sections.ratio_rows(t),
+        "cold": sections.cold_rows(t),
+        "efficiency": sections.efficiency_rows(t),
+        "equivalence": sections.equivalence_rows(t),
+        "checks": CHECKS,
+        "problem_cells": sections.problem_rows(t),
+        "comparisons": sections.comparisons(t),
+        "environments": sections.environments(t),
+        "manifests": sections.manifests(t),
+        "conditions": sections.condition_rows(t),
+        "notebooks": sections.notebook_rows(t, out_dir),
+        "sources": [str(r.path) for r in t.runs.runs],
+    }
+
+
+def render(t: Tables, out_dir: Path) -> str:
+    """The report's HTML text."""
+    return environment().get_template(TEMPLATE).render(**context(t, out_dir))
+
+
+def write_html(t: Tables, out_dir: Path) -> Path:
+    """Write ``out_dir/index.html`` (creating the folder) and return its path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "index.html"
+    tmp = path.with_name(".index.html.partial")
+    tmp.write_text(render(t, out_dir.resolve()), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def lede(t: Tables) -> list[str]:
+    """At a glance, one line each: who is fastest per workload (or no clear winner), whether
+    the backends computed the same thing, what did not run."""
+    cells = t.cells
+    parts = []
+    r = ratios_to_fastest(cells, t.steps)
+    rank = {w: i for i, w in enumerate(HEADLINE_ORDER)}
+    groups = sorted(
+        r.groupby(["run_id", "workload"], sort=False),
+        key=lambda kv: (kv[0][0], rank.get(kv[0][1], 99), kv[0][1]),
+    )
+    for (run_id, w), g in groups:
+        best = g.iloc[0]
+        others = g.iloc[1:]
+        prefix = f"{w}" + (f" ({run_id})" if len(t.runs.runs) > 1 else "")
+        if others.empty:
+            parts.append(f"{prefix}: only {best['backend']} timed")
+        elif (others["verdict"] == NO_CLEAR).any():
+            tie = others[others["verdict"] == NO_CLEAR]
+            tied = ", ".join(
+                b if passed(e) else f"{b} (not equivalent)"
+                for b, e in zip(tie["backend"], tie["equivalent"], strict=True)
+            )
+            parts.append(f"{prefix}: {best['backend']} fastest, {NO_CLEAR} from {tied}")
+        else:
+            nxt = others.iloc[0]
+            parts.append(
+                f"{prefix}: {best['backend']} fastest, {nxt['ratio']:.2f}x ahead of "
+                f"{nxt['backend']}"
+            )
+    ok = cells[cells["status"] == "ok"]
+    n_eq = sum(passed(v) for v in ok["equivalent"])
+    parts.append(f"{n_eq} of {len(ok)} timed cells passed the equivalence gate")
+    n_bad = int((cells["status"] != "ok").sum())
+    if n_bad:
+        parts.append(f"{n_bad} cells did not finish (see below)")
+    return parts
+
+
+def machine_line(t: Tables) -> str:
+    """CPU, cores, OS and the peak GFLOP/s of the (first) run's machine."""
+    bits = []
+    for run in t.runs.runs:
+        env = run.environment
+        desc = ", ".join(
+            str(x)
+            for x in (
+                env.get("cpu"),
+                f"{env['cpu_count']} cores" if env.get("cpu_count") else None,
+                env.get("os"),
+                f"peak {run.peak_gflops:.0f} GFLOP/s fp32" if run.peak_gflops else None,
+            )
+            if x
+        )
+        bits.append(f"{run.run_id}: {desc or 'machine not recorded'}")
+    return " | ".join(bits)

@@ -1,0 +1,317 @@
+"""The report's sections after the headline tables, as plain values, numbers already formatted.
+
+Each function reads the frames of :mod:`rosetta.report.frame` and returns frozen dataclasses or
+lists of dicts; the Jinja2 template only lays them out. Tests assert on these values and on the
+HTML they become. A missing value is always shown as ``-``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from rosetta.report.fmt import DASH, fmt_interval, fmt_ms, fmt_num, fmt_pct, fmt_s, missing
+from rosetta.report.frame import CHECKS, HEADLINE_ORDER, Tables, backend_order, notebook_exists
+from rosetta.report.stats import NO_CLEAR, compare_runs, passed, ratios_to_fastest
+
+
+# -- per-workload timing tables ----------------------------------------------------------------
+def ratio_rows(t: Tables) -> list[dict]:
+    """Ratio to the fastest backend per run and workload, with intervals and verdicts."""
+    r = ratios_to_fastest(t.cells, t.steps)
+    cells = t.cells.set_index(["run_id", "workload", "backend"])
+    runs = {rid: i for i, rid in enumerate(dict.fromkeys(t.cells["run_id"]))}
+    rank = {w: i for i, w in enumerate(HEADLINE_ORDER)}
+    r = r.iloc[
+        sorted(
+            range(len(r)),
+            key=lambda i: (runs[r.iloc[i]["run_id"]], rank.get(r.iloc[i]["workload"], 99), i),
+        )
+    ]
+    out = []
+    for _, x in r.iterrows():
+        c = cells.loc[(x["run_id"], x["workload"], x["backend"])]
+        out.append(
+            {
+                "run_id": x["run_id"],
+                "workload": x["workload"],
+                "backend": x["backend"],
+                "step_ms": fmt_interval(c["steady_median"], c["steady_low"], c["steady_high"]),
+                "ratio": fmt_interval(x["ratio"], x["low"], x["high"], lambda v: f"{v:.2f}"),
+                "verdict": x["verdict"],
+                "fastest": x["backend"] == x["fastest"],
+                "clear": x["verdict"] != NO_CLEAR and x["backend"] != x["fastest"],
+                "equivalent": passed(x["equivalent"]),
+            }
+        )
+    return out
+
+
+def cold_rows(t: Tables) -> list[dict]:
+    """Cold start (import, build, first step) beside the steady-state step and end to end."""
+    ok = t.cells[t.cells["status"] == "ok"]
+    return [
+        {
+            "run_id": c["run_id"],
+            "workload": c["workload"],
+            "backend": c["backend"],
+            "import": fmt_s(c["import_s"]),
+            "build": fmt_s(c["build_s"]),
+            "first": fmt_s(c["first_step_s"]),
+            "cold": fmt_s(c["cold_start_s"]),
+            "steady": fmt_interval(c["steady_median"], c["steady_low"], c["steady_high"]),
+            "e2e": fmt_s(c["end_to_end_s"]),
+            "equivalent": passed(c["equivalent"]),
+        }
+        for _, c in _sorted(ok).iterrows()
+    ]
+
+
+def efficiency_rows(t: Tables) -> list[dict]:
+    """Samples/s, achieved GFLOP/s (spec FLOPs; training = 3x forward) and share of the peak."""
+    ok = t.cells[t.cells["status"] == "ok"]
+    return [
+        {
+            "run_id": c["run_id"],
+            "workload": c["workload"],
+            "backend": c["backend"],
+            "throughput": fmt_num(c["throughput"], ".4g"),
+            "flops": fmt_num(
+                None if missing(c["flops_per_sample"]) else c["flops_per_sample"] / 1e9, ".3g"
+            ),
+            "factor": "3 (fwd + bwd)" if c["task"] == "train" else "1 (fwd)",
+            "gflops": fmt_num(c["gflops"], ".3g"),
+            "peak": fmt_pct(c["peak_fraction"]),
+            "equivalent": passed(c["equivalent"]),
+        }
+        for _, c in _sorted(ok).iterrows()
+    ]
+
+
+def equivalence_rows(t: Tables) -> list[dict]:
+    """Gate verdict and the largest error relative to its bound, per check, for every cell."""
+    out = []
+    ran = t.cells[(t.cells["status"] == "ok") | t.cells["equivalent"].notna()]
+    for _, c in _sorted(ran).iterrows():
+        if missing(c["equivalent"]):
+            gate = DASH if c["status"] != "ok" else "not recorded"
+        else:
+            gate = "pass" if passed(c["equivalent"]) else "NOT EQUIVALENT"
+        viol = {k: c[f"violation_{k}"] for k in CHECKS}
+        out.append(
+            {
+                "run_id": c["run_id"],
+                "workload": c["workload"],
+                "backend": c["backend"],
+                "status": c["status"],
+                "gate": gate,
+                "failed": gate == "NOT EQUIVALENT",
+                "violations": {k: fmt_num(v) for k, v in viol.items()},
+                "over": {k: (not missing(v) and float(v) > 1.0) for k, v in viol.items()},
+                "detail": c["divergence"] or c["gate_note"] or DASH,
+            }
+        )
+    return out
+
+
+def problem_rows(t: Tables) -> list[dict]:
+    """Every cell that did not finish (failed, timeout, killed, skipped, interrupted)."""
+    bad = t.cells[t.cells["status"] != "ok"]
+    return [
+        {
+            "run_id": c["run_id"],
+            "workload": c["workload"],
+            "backend": c["backend"],
+            "status": c["status"],
+            "reason": c["error"] or DASH,
+        }
+        for _, c in _sorted(bad).iterrows()
+    ]
+
+
+def condition_rows(t: Tables) -> list[dict]:
+    """Per cell: load average before/after, peak memory, wall time and the runner's flags."""
+    return [
+        {
+            "run_id": c["run_id"],
+            "workload": c["workload"],
+            "backend": c["backend"],
+            "load_before": c["load_before"] or DASH,
+            "load_after": c["load_after"] or DASH,
+            "rss": fmt_num(c["peak_rss_mb"], ".0f"),
+            "device_mem": fmt_num(c["peak_device_mb"], ".0f"),
+            "wall": fmt_s(c["wall_s"]),
+            "flags": c["flags"] or DASH,
+        }
+        for _, c in _sorted(t.cells[t.cells["status"] == "ok"]).iterrows()
+    ]
+
+
+# -- manifests, environment, notebooks ----------------------------------------------------------
+def manifests(t: Tables) -> list[dict]:
+    """Per run and backend: the fast-path manifest (key x workload) and framework versions."""
+    out = []
+    for run in t.runs.runs:
+        recs = [r for r in run.records if isinstance(r.get("manifest"), dict)]
+        for b in backend_order([str(r["backend"]) for r in recs]):
+            rank = {w: i for i, w in enumerate(HEADLINE_ORDER)}
+            mine = sorted(
+                (r for r in recs if r["backend"] == b),
+                key=lambda r: (rank.get(r["workload"], 99), str(r["workload"])),
+            )
+            workloads = [str(r["workload"]) for r in mine]
+            paths = [r["manifest"].get("fast_path") or {} for r in mine]
+            keys = list(dict.fromkeys(k for p in paths if isinstance(p, dict) for k in p))
+            keys = [k for k in keys if k != "backend"]
+            rows = [
+                (k, [_plain(p.get(k)) if isinstance(p, dict) else DASH for p in paths])
+                for k in keys
+            ]
+            versions = {}
+            for r in mine:
+                v = r["manifest"].get("backend_versions")
+                if isinstance(v, dict):
+                    versions.update({str(k): str(x) for k, x in v.items()})
+            out.append(
+                {
+                    "run_id": run.run_id,
+                    "backend": b,
+                    "workloads": workloads,
+                    "rows": rows,
+                    "versions": ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) or DASH,
+                }
+            )
+    return out
+
+
+ENV_KEYS = (
+    "os",
+    "machine",
+    "cpu",
+    "cpu_count",
+    "python",
+    "numpy",
+    "blas",
+    "thread_env",
+    "git_revision",
+    "load_avg",
+    "gpu",
+)
+
+
+def environments(t: Tables) -> dict:
+    """The runs' settings and machines side by side: {"runs": [ids], "rows": [(key, [value per
+    run], differs)]}; ``differs`` marks what changed between runs (machine, versions, ...)."""
+    per_run = []
+    for run in t.runs.runs:
+        env = run.environment
+        cfg = run.info.get("config") if isinstance(run.info.get("config"), dict) else {}
+        vals = {"created": _plain(run.info.get("created"))}
+        vals.update(
+            {k: _plain(cfg.get(k)) for k in ("profile", "dtype", "device", "seed", "threads")}
+        )
+        vals["peak fp32 GFLOP/s (matmul probe)"] = fmt_num(run.peak_gflops, ".1f")
+        vals.update({k: _plain(env.get(k)) for k in ENV_KEYS})
+        sources = {
+            str(r["manifest"].get("data_source"))
+            for r in run.records
+            if isinstance(r.get("manifest"), dict) and r["manifest"].get("data_source")
+        }
+        vals["data source"] = ", ".join(sorted(sources)) or DASH
+        vals["records"] = str(run.path)
+        per_run.append(vals)
+    keys = list(dict.fromkeys(k for v in per_run for k in v))
+    rows = []
+    for k in keys:
+        vals = [v.get(k, DASH) for v in per_run]
+        if all(x == DASH for x in vals):
+            continue
+        rows.append((k, vals, len(set(vals)) > 1 and k not in ("created", "records")))
+    return {"runs": [r.run_id for r in t.runs.runs], "rows": rows}
+
+
+def notebook_rows(t: Tables, out_dir: Path) -> list[dict]:
+    """Each cell's executed notebook: a link relative to the report, or why there is none."""
+    out = []
+    for _, c in _sorted(t.cells).iterrows():
+        nb = c["notebook"]
+        href, note = None, "no notebook recorded"
+        if not missing(nb):
+            if notebook_exists(nb):
+                href = Path(os.path.relpath(nb, out_dir)).as_posix()
+                note = Path(nb).name
+            else:
+                note = f"recorded but missing: {Path(nb).name}"
+        out.append(
+            {
+                "run_id": c["run_id"],
+                "workload": c["workload"],
+                "backend": c["backend"],
+                "status": c["status"],
+                "href": href,
+                "note": note,
+            }
+        )
+    return out
+
+
+# -- comparing runs -------------------------------------------------------------------------
+def comparisons(t: Tables) -> list[dict]:
+    """Every later run against the first: each cell's step-time ratio, changes outside the noise
+    flagged."""
+    ids = [r.run_id for r in t.runs.runs]
+    out = []
+    for other in ids[1:]:
+        c = compare_runs(t.cells, t.steps, ids[0], other)
+        rows = [
+            {
+                "workload": x["workload"],
+                "backend": x["backend"],
+                "base": fmt_ms(x["base_median"]),
+                "other": fmt_ms(x["other_median"]),
+                "ratio": fmt_interval(x["ratio"], x["low"], x["high"], lambda v: f"{v:.2f}"),
+                "verdict": x["verdict"],
+                "changed": bool(x["changed"]),
+                "e2e": fmt_num(x["e2e_ratio"], ".2f"),
+                "equivalent": passed(x["equivalent_base"]) and passed(x["equivalent_other"]),
+            }
+            for _, x in c.iterrows()
+        ]
+        rank = {w: i for i, w in enumerate(HEADLINE_ORDER)}
+        order = {b: i for i, b in enumerate(backend_order([r["backend"] for r in rows]))}
+        rows.sort(key=lambda r: (rank.get(r["workload"], 99), r["workload"], order[r["backend"]]))
+        out.append(
+            {
+                "base": ids[0],
+                "other": other,
+                "rows": rows,
+                "changed": sum(r["changed"] for r in rows),
+            }
+        )
+    return out
+
+
+def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
+    if frame.empty:
+        return frame
+    order = {b: i for i, b in enumerate(backend_order(list(frame["backend"])))}
+    wl = {w: i for i, w in enumerate(HEADLINE_ORDER)}
+    key = frame.apply(
+        lambda c: (c["run_id"], wl.get(c["workload"], 99), c["workload"], order[c["backend"]]),
+        axis=1,
+    )
+    return frame.loc[sorted(frame.index, key=lambda i: key[i])]
+
+
+def _plain(v: object) -> str:
+    if missing(v):
+        return DASH
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_plain(x)}" for k, x in v.items()) or DASH
+    if isinstance(v, list | tuple):
+        return ", ".join(_plain(x) for x in v) or DASH
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return str(v)
