@@ -23,14 +23,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    from rosetta import cli_bench, cli_env, cli_list
+    from rosetta import cli_bench, cli_env, cli_list, cli_report
     from rosetta.datasets import cli as data_cli
 
     cli_list.add_parser(sub)
     data_cli.add_parser(sub)
     cli_bench.add_parser(sub)
     cli_env.add_parser(sub)
-    __import__("rosetta.cli_report").cli_report.add_parser(sub)  # pandas etc. load only when run
+    cli_report.add_parser(sub)  # pandas, matplotlib, Jinja2 load only when a report is made
     return parser
 
 
