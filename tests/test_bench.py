@@ -185,10 +185,10 @@ def test_interrupt_keeps_records_marks_index_and_resume_completes(
     real_wait = subprocess.Popen.wait
     calls = {"n": 0}
 
-    def wait(self, timeout=None):
+    def wait(self, timeout=None):  # Ctrl-C arrives once, while the cnn cell runs
         if self.args[:3] == [sys.executable, "-m", "rosetta.runner.cell"]:
-            calls["n"] += 1
-            if "cnn" in self.args[-1]:
+            if "cnn" in self.args[-1] and not calls["n"]:
+                calls["n"] += 1
                 raise KeyboardInterrupt
         return real_wait(self, timeout)
 
@@ -202,7 +202,6 @@ def test_interrupt_keeps_records_marks_index_and_resume_completes(
     assert cell_record(tmp_path, "i", "numpy_ref", "cnn")["status"] == "interrupted"
     index = json.loads((run / "index.json").read_text())["cells"]
     assert index["numpy_ref__cnn"]["status"] == "interrupted"
-    assert not (run / ".lock").read_text().strip() or True  # the lock file may stay; it is free
     monkeypatch.setattr(subprocess.Popen, "wait", real_wait)
     assert bench(tmp_path, small_data, *args, "--resume", "i") == 0
     assert cell_record(tmp_path, "i", "numpy_ref", "cnn")["status"] == "ok"

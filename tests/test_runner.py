@@ -11,6 +11,7 @@ from rosetta.errors import RosettaError
 from rosetta.runner import clock, records
 from rosetta.runner.cell import run_cell
 from rosetta.runner.config import CellConfig
+from rosetta.spec import get_workload
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +58,13 @@ def test_gru_cell_end_to_end_on_synthetic_data(small_data):
     rec = run_cell(CellConfig("numpy_ref", "gru", "ci", data_dir=str(small_data)))
     assert rec["status"] == "ok" and rec["equivalence"]["equivalent"]
     c, m = rec["clocks"], rec["metrics"]
-    assert m["steps"] == 512 // 64  # complete batches only
+    prof = get_workload("gru").profile("ci")
+    assert m["steps"] == prof.train_samples // prof.batch_size  # complete batches only
     assert len(c["steady_raw_s"]) == m["steps"] - 1  # the first step belongs to the cold start
     assert c["steady"]["ci95_low"] <= c["steady"]["median"] <= c["steady"]["ci95_high"]
     assert c["cold_start_s"] >= c["import_build_s"] > 0
     assert c["end_to_end_s"] >= sum(c["steady_raw_s"])
-    assert m["test_samples"] == 256 and 0.0 <= m["test_accuracy"] <= 1.0
+    assert m["test_samples"] == prof.test_samples and 0.0 <= m["test_accuracy"] <= 1.0
     man = rec["manifest"]
     assert man["data_source"] == "synthetic" and man["data_checksum"].startswith("sha256:")
     assert (
