@@ -1,16 +1,21 @@
 """The fast-path choices of the backend, each with the measurement that decided it.
 
-Numbers are from ``benchmarks/lowering_tensorflow.py`` and one-off runs on the 2-core CPU this
-suite was developed on (shared, so noisy); the manifest records which choice ran.
+Measured with ``python -m benchmarks lowering_tensorflow --xla --layout`` (interleaved, median
+ratio [95% interval], 5 rounds) on the 2-core development CPU, 2 threads, while shared (load
+average 15-16); the manifest records which choice ran.
 
-- **Layout**: ``channels_last`` (NHWC) on CPU, where TensorFlow's CPU convolutions and pooling
-  work in NHWC (NCHW pooling is not even implemented there: Keras transposes around it);
-  ``channels_first`` (NCHW) on GPU, cuDNN's native layout.
-- **XLA** (``jit_compile``): off for convolutional graphs on CPU (the CNN's train step is slower
-  compiled: one-off 0.96 s vs 0.41 s), on for the GRU on CPU (its 150-step loop fuses: 0.18 s vs
-  0.25-0.56 s). On GPU the GRU runs cuDNN's fused kernel, which XLA cannot compile: off there.
+- **Layout**: ``channels_last`` (NHWC) on CPU: the CNN's train step in NHWC takes 0.75
+  [0.65, 0.83] of its time in NCHW (570 vs 756 ms; TensorFlow's CPU kernels want NHWC, Keras
+  transposes around the rest). ``channels_first`` (NCHW) on GPU, cuDNN's native layout.
+- **XLA** (``jit_compile``), per workload, XLA/no-XLA steady ratio and cold first steps:
+  cnn train 4.51 [3.97, 5.83] (2.64 s vs 0.58 s; cold 15.0 s vs 2.1 s): off;
+  gru train 0.29 [0.24, 1.22] (93 ms vs 318 ms; cold 8.8 s vs 2.8 s): on, its 150-step loop
+  fuses; resnet50 features 1.18 [1.02, 1.43] (6.9 s vs 5.9 s; cold 19.4 s vs 9.7 s): off.
+  So: on for graphs with a GRU on CPU, off for convolutional graphs (oneDNN's kernels win). On
+  GPU the GRU runs cuDNN's fused kernel, which XLA cannot compile: off there.
 - **GRU**: Keras' cuDNN-eligible configuration (tanh, sigmoid, reset_after, bias, no unroll),
   so the fused kernel runs wherever TensorFlow sees a GPU.
+- **Padding**: ``padding="same"`` where it is exactly the spec's padding (see ``lowering.py``).
 """
 
 from __future__ import annotations

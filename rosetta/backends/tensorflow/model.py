@@ -50,7 +50,6 @@ class KerasModel(Model):
         self.device = device
         self.fast = fast
         self.tf_device = runtime.tf_device(device)
-        keras.utils.set_random_seed(seed)
         with tf.device(self.tf_device):
             self.net, self.bindings = build_keras_model(workload, dtype, fast.data_format, seed)
             self.optimizer = optim.make_optimizer(workload.optimizer)
@@ -167,19 +166,7 @@ class KerasModel(Model):
     # -- description -----------------------------------------------------------------------------
     def manifest(self) -> dict:
         image = len(self.workload.input.shape) == 3
-        gru = has_gru(self.workload)
-        fused = "n/a"
-        if gru:
-            from keras.src.backend.tensorflow.rnn import cudnn_ok
-
-            ran = cudnn_ok(keras.activations.tanh, keras.activations.sigmoid, False, True, True)
-            fused = (
-                "yes: cuDNN GRU kernel (Keras' cuDNN-eligible configuration)"
-                if ran and self.device == "cuda"
-                else "no: no GPU here; Keras' generic GRU loop (tf.while_loop)"
-                + (", fused by XLA" if self.fast.jit_compile else "")
-                + " (configuration is cuDNN-eligible)"
-            )
+        fused = self._fused_rnn() if has_gru(self.workload) else "n/a"
         return {
             "backend": self.backend,
             "device": runtime.device_name(self.device),
@@ -198,6 +185,24 @@ class KerasModel(Model):
             "inference": "model(x, training=False) in a tf.function; BatchNorm on moving stats",
             "versions": f"tensorflow {tf.__version__}, keras {keras.__version__}",
         }
+
+    def _fused_rnn(self) -> str:
+        """Whether the GRU ran cuDNN's fused kernel: the traced graphs are searched for it."""
+        xla = ", compiled by XLA" if self.fast.jit_compile else ""
+        if self.device != "cuda":
+            return (
+                f"no: no GPU; Keras' GRU loop (tf.while_loop){xla} (configuration cuDNN-eligible)"
+            )
+        traced = set()
+        for fn in (self._step_fn, self._predict_fn):
+            for cf in getattr(fn, "_list_all_concrete_functions", lambda: [])():
+                traced |= {op.type for op in cf.graph.get_operations()}
+                for f in cf.graph._functions.values():  # the while/cond bodies
+                    traced |= {n.op for n in f.definition.node_def}
+        if not traced:
+            return "not traced yet (cuDNN-eligible configuration, GPU visible)"
+        ran = any(t.startswith("CudnnRNN") for t in traced)
+        return "yes: cuDNN GRU kernel (CudnnRNNV3)" if ran else f"no: Keras' GRU loop{xla}"
 
     def summary(self) -> str:
         lines: list[str] = []
