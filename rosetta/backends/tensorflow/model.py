@@ -55,7 +55,7 @@ class KerasModel(Model):
             self.optimizer = optim.make_optimizer(workload.optimizer)
             if self.optimizer is not None:
                 self.optimizer.build(self.net.trainable_variables)
-        self._trainable = {id(v) for v in self.net.trainable_variables}
+        self._trainable = {p.name for p in workload.param_specs if p.trainable}
         self._loader = TFLoader(
             image_dtype=dtype,
             channels_last=fast.data_format == "channels_last",
@@ -137,13 +137,10 @@ class KerasModel(Model):
         }
         out: Params = {}
         for b in self.bindings:
+            # buffers (BatchNorm statistics) have no gradient: zeros, then dropped by name
             arrays = [by_var.get(id(v), np.zeros(v.shape, self.dtype)) for v in b.variables]
-            canon = b.to_canonical(*arrays)
-            out.update(
-                (n, g)
-                for n, g, v in zip(b.names, canon, _expand(b), strict=True)
-                if id(v) in self._trainable
-            )
+            canon = zip(b.names, b.to_canonical(*arrays), strict=True)
+            out.update((n, g) for n, g in canon if n in self._trainable)
         return float(loss.numpy()), out
 
     def deterministic_steps(self, x: np.ndarray, y: np.ndarray, k: int) -> Params:
@@ -214,10 +211,3 @@ class KerasModel(Model):
         if self.device != "cuda":
             return None
         return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
-
-
-def _expand(b):
-    """The variable behind each canonical name of binding ``b`` (GRU: both biases -> ``bias``)."""
-    if len(b.names) == len(b.variables):
-        return b.variables
-    return (*b.variables[:-1],) + (b.variables[-1],) * (len(b.names) - len(b.variables) + 1)
