@@ -1,0 +1,251 @@
+"""What the conformance suite does not cover for the TensorFlow/Keras backend: the optimisers'
+semantics in float64, each weight conversion, float64 all the way through, the padding rule,
+inference-mode BatchNorm, the fast-path choices and the device error.
+
+Tolerances: the optimiser tests compare float64 updates whose only difference from the reference
+is rounding order (a few ulps per step, ~1e-16 relative), so 1e-12 relative to the change's scale
+leaves four orders of margin while each wrong rule tested here is off by 1e-8 or more.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rosetta import backends
+from rosetta.backends.numpy_ref import optim as ref_optim
+from rosetta.errors import BackendError
+from rosetta.spec import canonical_weights, get_workload
+from rosetta.spec.workload import SGD, Adam
+
+if not backends.status("tensorflow").usable:
+    pytest.skip(backends.status("tensorflow").reason, allow_module_level=True)
+
+tfb = backends.load("tensorflow")
+import keras  # noqa: E402  (after the backend selected Keras' TensorFlow backend)
+import tensorflow as tf  # noqa: E402
+
+from rosetta.backends.tensorflow import convert, optim  # noqa: E402
+from rosetta.backends.tensorflow.lowering import same_is_exact  # noqa: E402
+
+RTOL = 1e-12  # float64, rounding order only (see the module docstring)
+
+
+def _run_keras(opt, p0: dict, grads_per_step: list[dict]) -> dict:
+    """Apply ``opt`` to float64 variables holding ``p0`` for each step's gradients."""
+    names = sorted(p0)
+    variables = [tf.Variable(p0[n]) for n in names]
+    opt.build(variables)
+    for grads in grads_per_step:
+        opt.apply([tf.constant(grads[n]) for n in names], variables)
+    return {n: v.numpy() for n, v in zip(names, variables, strict=True)}
+
+
+def _run_ref(opt, p0: dict, grads_per_step: list[dict]) -> dict:
+    params = {n: v.copy() for n, v in p0.items()}
+    for grads in grads_per_step:
+        opt.step(params, grads)
+    return params
+
+
+def _problem(seed: int, steps: int, tiny: bool = False):
+    rng = np.random.default_rng(seed)
+    p0 = {"a": rng.normal(size=(6, 5)), "b": rng.normal(size=(7,))}
+    grads = []
+    for _ in range(steps):
+        g = {n: rng.normal(size=v.shape) for n, v in p0.items()}
+        if tiny:  # |g| ~ eps: where Adam's epsilon placement shows
+            g = {n: v * 1e-8 for n, v in g.items()}
+        grads.append(g)
+    return p0, grads
+
+
+def _assert_same_change(got: dict, want: dict, p0: dict, rtol: float = RTOL) -> None:
+    for n in p0:
+        dg, dw = got[n] - p0[n], want[n] - p0[n]
+        np.testing.assert_allclose(dg, dw, rtol=0, atol=rtol * np.abs(dw).max(), err_msg=n)
+
+
+def test_keras_sgd_momentum_equals_spec_form_in_float64():
+    spec = SGD(lr=0.01, momentum=0.9)
+    p0, grads = _problem(0, steps=6)
+    got = _run_keras(optim.make_optimizer(spec), p0, grads)
+    assert isinstance(optim.make_optimizer(spec), keras.optimizers.SGD)  # Keras' own rule
+    want = _run_ref(ref_optim.SGD(lr=0.01, momentum=0.9), p0, grads)
+    _assert_same_change(got, want, p0)
+
+
+def test_python_float_hyperparameters_would_be_rounded_through_float32():
+    # why optim.py passes float64 scalars: Keras' SGD given Python floats updates a float64
+    # model with float32-rounded lr and momentum, ~1e-8 off: the test above would fail
+    p0, grads = _problem(0, steps=6)
+    plain = _run_keras(keras.optimizers.SGD(learning_rate=0.01, momentum=0.9), p0, grads)
+    want = _run_ref(ref_optim.SGD(lr=0.01, momentum=0.9), p0, grads)
+    with pytest.raises(AssertionError):
+        _assert_same_change(plain, want, p0, rtol=1e-9)
+
+
+@pytest.mark.parametrize("tiny", [False, True], ids=["ordinary", "grad~eps"])
+def test_spec_adam_is_algorithm_1_in_float64(tiny):
+    spec = Adam(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8)
+    p0, grads = _problem(1, steps=5, tiny=tiny)
+    got = _run_keras(optim.make_optimizer(spec), p0, grads)
+    want = _run_ref(ref_optim.Adam(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8), p0, grads)
+    _assert_same_change(got, want, p0)
+
+
+def test_keras_adam_places_epsilon_elsewhere():
+    # the deviation SpecAdam exists for: visible where |g| ~ eps (relative 1e-3 here)
+    p0, grads = _problem(1, steps=5, tiny=True)
+    keras_adam = keras.optimizers.Adam(
+        learning_rate=lambda: np.float64(1e-3), beta_1=0.9, beta_2=0.999, epsilon=1e-8
+    )
+    got = _run_keras(keras_adam, p0, grads)
+    want = _run_ref(ref_optim.Adam(lr=1e-3), p0, grads)
+    with pytest.raises(AssertionError):
+        _assert_same_change(got, want, p0, rtol=1e-6)
+
+
+def test_spec_adam_is_dense_for_sparse_embedding_gradients():
+    # rows touched on step 1 but not step 2 still move on step 2 (the reference is dense Adam)
+    rng = np.random.default_rng(2)
+    table = rng.normal(size=(10, 4))
+    rows = [np.array([1, 3, 3]), np.array([5, 7])]  # step 1, step 2 (3 repeated: summed)
+    values = [rng.normal(size=(len(r), 4)) for r in rows]
+    var = tf.Variable(table)
+    opt = optim.make_optimizer(Adam(lr=1e-3))
+    opt.build([var])
+    ref = {"t": table.copy()}
+    ref_opt = ref_optim.Adam(lr=1e-3)
+    for r, v in zip(rows, values, strict=True):
+        opt.apply([tf.IndexedSlices(tf.constant(v), tf.constant(r), tf.constant([10, 4]))], [var])
+        dense = np.zeros_like(table)
+        np.add.at(dense, r, v)
+        ref_opt.step(ref, {"t": dense})
+    _assert_same_change({"t": var.numpy()}, ref, {"t": table})
+
+
+def test_fc1_rows_follow_the_nhwc_flatten():
+    w = get_workload("cnn")
+    params = canonical_weights(w, 0)
+    model = tfb.build(w, params, dtype="float32", device="cpu")
+    native = model.net.get_layer("fc1").kernel.numpy()
+    c, h, wd = 100, 8, 8
+    canon = params["fc1.kernel"]
+    for hh, ww, cc in [(0, 0, 0), (0, 0, 1), (3, 5, 42), (7, 7, 99)]:
+        np.testing.assert_array_equal(
+            native[(hh * wd + ww) * c + cc], canon[cc * h * wd + hh * wd + ww]
+        )
+    conv = model.net.get_layer("conv2").kernel.numpy()  # OIHW -> HWIO
+    np.testing.assert_array_equal(conv[2, 1, 7, 31], params["conv2.kernel"][31, 7, 2, 1])
+
+
+def test_flatten_conversion_inverts():
+    rng = np.random.default_rng(0)
+    k = rng.normal(size=(2 * 3 * 4, 5))
+    native = convert.chw_rows_to_hwc((2, 3, 4))(k)[0]
+    assert not np.array_equal(native, k)
+    np.testing.assert_array_equal(convert.hwc_rows_to_chw((2, 3, 4))(native)[0], k)
+
+
+def test_gru_bias_rows_and_gate_order():
+    w = get_workload("gru")
+    params = canonical_weights(w, 3)
+    params["gru.bias_input"] = np.arange(300, dtype=np.float32)
+    params["gru.bias_recurrent"] = -np.arange(300, dtype=np.float32)
+    model = tfb.build(w, params, dtype="float32", device="cpu")
+    cell = model.net.get_layer("gru").cell
+    assert cell.reset_after and cell.bias.shape == (2, 300)
+    np.testing.assert_array_equal(cell.bias.numpy()[0], params["gru.bias_input"])
+    np.testing.assert_array_equal(cell.bias.numpy()[1], params["gru.bias_recurrent"])
+    np.testing.assert_array_equal(cell.kernel.numpy(), params["gru.kernel"])  # z|r|h both
+
+
+def test_batchnorm_statistics_and_inference_mode():
+    w = get_workload("resnet50").at_image_size(32)
+    params = canonical_weights(w, 0)
+    model = tfb.build(w, params, dtype="float32", device="cpu")
+    bn = model.net.get_layer("layer1.0.bn2")
+    np.testing.assert_array_equal(bn.moving_mean.numpy(), params["layer1.0.bn2.mean"])
+    np.testing.assert_array_equal(bn.moving_variance.numpy(), params["layer1.0.bn2.var"])
+    x = tf.constant(np.random.default_rng(0).random((2, 32, 32, 3), dtype=np.float32))
+    np.testing.assert_array_equal(model.net(x, training=True), model.net(x, training=False))
+
+
+@pytest.mark.parametrize("name", ["cnn", "gru"])
+def test_float64_all_the_way_through(name):
+    w = get_workload(name)
+    model = tfb.build(w, canonical_weights(w, 0), dtype="float64", device="cpu")
+    for layer in model.net.layers[1:]:
+        assert layer.compute_dtype == "float64", layer.name
+        for v in layer.weights:
+            assert v.dtype == "float64", f"{layer.name}.{v.name}"
+    assert model.net.get_layer("gru" if name == "gru" else "fc2").output.dtype == "float64"
+    for v in model.optimizer.variables[1:]:  # [0] is the iteration counter
+        assert v.dtype == "float64", v.name
+
+
+@pytest.mark.parametrize(
+    "kernel,stride,padding,size,exact",
+    [
+        ((3, 3), (1, 1), (1, 1, 1, 1), 32, True),  # the CNN's convs: "same" is exact
+        ((3, 3), (2, 2), (1, 1, 1, 1), 56, False),  # ResNet stride-2 3x3: "same" pads (0, 1)
+        ((7, 7), (2, 2), (3, 3, 3, 3), 224, False),  # ResNet stem: "same" pads (2, 3)
+        ((3, 3), (2, 2), (1, 1, 1, 1), 9, True),  # odd size: (1, 1)
+        ((1, 1), (1, 1), (0, 0, 0, 0), 7, True),
+    ],
+)
+def test_same_padding_only_where_exact(kernel, stride, padding, size, exact):
+    assert same_is_exact(kernel, stride, padding, (size, size)) is exact
+
+
+def test_fast_path_choices_in_manifest():
+    cnn, gru = get_workload("cnn"), get_workload("gru")
+    m_cnn = tfb.build(cnn, canonical_weights(cnn, 0), dtype="float32").manifest()
+    m_gru = tfb.build(gru, canonical_weights(gru, 0), dtype="float32").manifest()
+    assert m_cnn["layout"] == "NHWC" and m_cnn["compile"] == "tf.function"
+    assert m_gru["layout"] == "NTC" and m_gru["compile"] == "tf.function+xla"
+    assert m_gru["fused_rnn"].startswith("no") and "Algorithm 1" in m_gru["optimizer"]
+    assert "keras.optimizers.SGD" in m_cnn["optimizer"]
+
+
+def test_dropout_is_on_in_train_step_and_off_in_deterministic_steps():
+    w = get_workload("cnn")
+    params = canonical_weights(w, 0)
+    x = np.random.default_rng(0).random((8, 3, 32, 32), dtype=np.float32)
+    y = np.arange(8) % 10
+    a = tfb.build(w, params, dtype="float32")
+    b = tfb.build(w, params, dtype="float32")
+    a.train_step(next(iter(a.loader(x, y, np.arange(8), 8))))
+    after_det = b.deterministic_steps(x, y, 1)
+    det_again = b.deterministic_steps(x, y, 0)  # no steps: unchanged
+    assert not np.array_equal(a.get_params()["fc1.kernel"], after_det["fc1.kernel"])
+    np.testing.assert_array_equal(det_again["fc1.kernel"], after_det["fc1.kernel"])
+
+
+def test_cuda_without_gpu_is_a_clear_error():
+    assert tfb.cuda_available() is False
+    w = get_workload("cnn")
+    with pytest.raises(BackendError, match="TensorFlow sees no GPU"):
+        tfb.build(w, canonical_weights(w, 0), device="cuda")
+
+
+def test_summary_is_the_keras_summary():
+    w = get_workload("cnn")
+    text = tfb.build(w, canonical_weights(w, 0)).summary()
+    assert "rosetta_cnn" in text and "Conv2D" in text and "fc1" in text and "Total params" in text
+
+
+@pytest.mark.slow
+def test_threads_come_from_the_runner_setting():
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from rosetta.backends.tensorflow import runtime; import tensorflow as tf\n"
+        "print(runtime.THREADS, tf.config.threading.get_intra_op_parallelism_threads())"
+    )
+    env = {**os.environ, "ROSETTA_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip().splitlines()[-1] == "intra-op 1, inter-op 1 1", out.stderr[-2000:]
