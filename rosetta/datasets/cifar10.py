@@ -220,13 +220,18 @@ def _to_float(data: np.ndarray, layout: str) -> np.ndarray:
     return out
 
 
-def read_archive_members(archive: str | os.PathLike[str]) -> dict[str, Any]:
-    """Unpickle every member of a CIFAR-10 archive (bounded, safe); the checksum is not checked."""
+def read_archive_members(
+    archive: str | os.PathLike[str], digests: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Unpickle every member of a CIFAR-10 archive (bounded, safe); the checksum is not checked.
+    ``digests``, if given, receives each member's MD5."""
     objs: dict[str, Any] = {}
     with tarsafe.open_checked_tar(archive, ARCHIVE_LIMITS) as tf:
         for name in MEMBER_FILES:
             src = f"{archive}:{CIFAR10_FOLDER}/{name}"
             raw = tarsafe.read_member(tf, f"{CIFAR10_FOLDER}/{name}", archive)
+            if digests is not None:
+                digests[name] = bytes_digest(raw, "md5")
             objs[name] = safe_load(raw, source=src, encoding="bytes")
     return objs
 
@@ -270,6 +275,7 @@ class CifarArrays:
     y_test: np.ndarray
     label_names: tuple[str, ...]
     synthetic_info: dict[str, Any]
+    batch_sizes: dict[str, int]  # images per batch file
 
 
 def arrays_from_members(objs: dict[str, Any], where: str) -> CifarArrays:
@@ -284,6 +290,10 @@ def arrays_from_members(objs: dict[str, Any], where: str) -> CifarArrays:
         y_test=y_test,
         label_names=label_names,
         synthetic_info=info,
+        batch_sizes={
+            **{n: d.shape[0] for n, (d, _) in zip(TRAIN_FILES, train, strict=True)},
+            TEST_FILE: x_test.shape[0],
+        },
     )
 
 
