@@ -56,7 +56,9 @@ def check_cifar10_copy(path: str | os.PathLike[str]) -> CopyReport:
     arrays = cifar10.arrays_from_members(objs, str(path))
     for name, n in arrays.batch_sizes.items():
         if n != cifar10.BATCH_IMAGES:
-            raise _refuse(path, f"{name} holds {n} images, the official batches hold 10000")
+            raise _refuse(
+                path, f"{name} holds {n} images, the official batches hold {cifar10.BATCH_IMAGES}"
+            )
     sizes = cifar10.OFFICIAL_SIZES
     facts = (
         _check_counts(path, arrays.y_train, "train", sizes["train"], 10),
