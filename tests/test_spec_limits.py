@@ -83,10 +83,14 @@ def test_recursive_alias(tmp_path):
     assert "field 'layers'" in msg and "recursive" in msg
 
 
-@pytest.mark.parametrize("opener", ["[", "{a: "])
-def test_deep_nesting(tmp_path, opener):
-    closer = "]" if opener == "[" else "}"
-    msg = _refused(tmp_path, "name: cnn\nlayers: " + opener * 20_000 + closer * 20_000 + "\n")
+@pytest.mark.parametrize("style", ["[", "{a: ", "block"])
+def test_deep_nesting(tmp_path, style):
+    if style == "block":  # indentation only: the composer counts the levels
+        body = "".join(f"{' ' * i}k{i}:\n" for i in range(60)) + " " * 60 + "1\n"
+    else:  # flow style: refused before PyYAML's scanner (quadratic in flow depth) runs
+        closer = "]" if style == "[" else "}"
+        body = style * 10_000 + "1" + closer * 10_000 + "\n"
+    msg = _refused(tmp_path, "name: cnn\nlayers:\n" + body)
     assert "nested deeper than 50" in msg and "max_depth" in msg
 
 
@@ -104,7 +108,7 @@ def test_huge_repeat_is_refused_at_once(tmp_path):
 
 def test_many_layers_within_each_repeat_bound(tmp_path):
     msg = _refused(tmp_path, _with_block(_base(), repeat=1000, body_len=50, instances=300))
-    assert "more than 10,000 layers" in msg and "max_layers" in msg
+    assert "more than 5,000 layers" in msg and "max_layers" in msg
 
 
 def test_block_copies_are_bounded(tmp_path):
@@ -134,7 +138,7 @@ def test_activation_size_is_bounded(tmp_path):
 
 def test_file_size_is_bounded(tmp_path):
     msg = _refused(tmp_path, "# " + "x" * (DEFAULT_LIMITS.max_bytes + 10) + "\n")
-    assert "larger than 1,000,000 bytes" in msg
+    assert "larger than 100,000 bytes" in msg
 
 
 @pytest.mark.parametrize("name", ["cnn", "gru", "resnet50"])
@@ -160,3 +164,24 @@ def test_expanded_size_counts_shared_values_once_per_use():
     assert expanded_size(doc, 100) == 12
     with pytest.raises(TooLarge):
         expanded_size(doc, 11)
+
+
+def test_too_many_values_stop_the_parser_early(tmp_path):
+    msg = _refused(tmp_path, "name: cnn\nx: [" + ", ".join(["1"] * 6_000) + "]\n")
+    assert "line 2: more than 5,000 YAML values" in msg and "max_nodes" in msg
+
+
+def test_brackets_in_strings_and_comments_are_not_nesting(tmp_path):
+    text = (models_dir() / "cnn.yaml").read_text()
+    text = (
+        "# "
+        + "[" * 80
+        + "\n"
+        + text.replace(
+            "description: ", "description: '" + "{" * 80 + "' # " + "[" * 80 + "\n_: ", 1
+        )
+    )
+    text = text.replace("\n_: ", "\n# ", 1)  # keep the original description as a comment
+    path = tmp_path / "cnn.yaml"
+    path.write_text(text)
+    assert load_workload(path).description == "{" * 80

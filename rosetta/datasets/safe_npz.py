@@ -33,8 +33,11 @@ class NpzLimits:
     """Bounds checked on the zip's central directory before any member is decompressed."""
 
     max_members: int = 16
-    max_member_bytes: int = 128 * 2**20
-    max_total_bytes: int = 320 * 2**20
+    # The official imdb.npz's x arrays are pickled lists of ~6 M word ranks of 2-5 bytes each
+    # (~20 MB); an unpickled rank costs up to 36 bytes of memory, so this bound also bounds
+    # what a hostile member can make the unpickler allocate (~0.8 GB at worst).
+    max_member_bytes: int = 64 * 2**20
+    max_total_bytes: int = 160 * 2**20
 
 
 DEFAULT_LIMITS = NpzLimits()

@@ -5,7 +5,9 @@ billions of nodes ("billion laughs"), and ``repeat`` or a huge ``out_channels`` 
 short file describe a model no machine holds. The loader checks every bound *before* doing the
 work it guards and refuses with one line naming the file and the field.
 
-The defaults sit far above the three real workloads (measured: at most 157 leaf layers,
+The defaults sit far above the three real workloads (20 to 50 times and more) and low enough
+that the pure-Python YAML parser finishes the worst file they admit in a fraction of a second
+(the workloads measured: at most 157 leaf layers, 4,650 values copied by blocks, 390 values,
 23.6 M parameter and buffer values, 0.8 M values per sample, no aliases, files under 8 kB).
 """
 
@@ -20,13 +22,13 @@ from typing import Any
 class SpecLimits:
     """What one spec may amount to; every count is checked before the work it bounds."""
 
-    max_bytes: int = 1_000_000  # the file itself
+    max_bytes: int = 100_000  # the file itself
     max_depth: int = 50  # nesting of YAML collections
     max_aliases: int = 1_000  # YAML alias uses (*name)
-    max_nodes: int = 100_000  # YAML values after expanding every alias
+    max_nodes: int = 5_000  # YAML values, counted as composed and again with aliases expanded
     max_repeat: int = 1_000  # one block instance's `repeat`
-    max_expanded: int = 1_000_000  # YAML values copied while instantiating blocks and defaults
-    max_layers: int = 10_000  # leaf ops after instantiating every block
+    max_expanded: int = 100_000  # YAML values copied while instantiating blocks and defaults
+    max_layers: int = 5_000  # leaf ops after instantiating every block
     max_params: int = 2_000_000_000  # parameter and buffer values of the whole model
     max_values: int = 200_000_000  # values of one per-sample activation (the input included)
 

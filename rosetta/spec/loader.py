@@ -6,7 +6,7 @@ placeholders, instantiated by ``{block, name, repeat, args, first}``), optional 
 (per-op fields filled in where an op leaves them out), ``loss``, ``optimizer``, ``profiles``,
 ``tolerances``.
 
-Loading is bounded (:mod:`rosetta.spec.limits`): the file's size, YAML nesting and aliases,
+Loading is bounded (:mod:`rosetta.spec.limits`): the file's size, YAML values, nesting and aliases,
 values after alias expansion, ``repeat``, leaf layers, parameters and activation sizes are all
 checked before the work they guard, so any file loads (or is refused) in well under a second.
 """
@@ -14,6 +14,7 @@ checked before the work they guard, so any file loads (or is refused) in well un
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ import yaml
 
 from rosetta.errors import SpecError
 from rosetta.spec import ops
-from rosetta.spec.fields import KINDS, op_schema
+from rosetta.spec.fields import KINDS, OpSchema, op_schema
 from rosetta.spec.init import Init, make_init
 from rosetta.spec.limits import DEFAULT_LIMITS, SpecLimits, TooLarge, expanded_size
 from rosetta.spec.params import numel
@@ -75,6 +76,12 @@ def load_workload(path: str | Path, limits: SpecLimits = DEFAULT_LIMITS) -> Work
             f"{path}: spec file larger than {limits.max_bytes:,} bytes (limit max_bytes); "
             "a workload spec is a few kilobytes"
         )
+    too_deep = _flow_nesting_over(data, limits.max_depth)
+    if too_deep:
+        raise SpecError(
+            f"{path}: line {too_deep}: YAML nested deeper than {limits.max_depth} levels "
+            "(limit max_depth)"
+        )
     loader = _BoundedLoader(data, path, limits)
     try:
         raw = loader.get_single_data()
@@ -89,16 +96,49 @@ def load_workload(path: str | Path, limits: SpecLimits = DEFAULT_LIMITS) -> Work
     return parser.workload(raw)
 
 
+def _flow_nesting_over(data: bytes, limit: int) -> int:
+    """The line where ``[``/``{`` nesting first passes ``limit`` (0 if never), outside quotes
+    and comments. PyYAML's scanner costs time quadratic in flow nesting before its composer
+    sees the first level, so such a file is refused before it is parsed."""
+    depth, line, quote, comment, prev = 0, 1, 0, False, 32
+    for c in data:
+        if c == 10:  # newline
+            line, comment = line + 1, False
+        elif comment:
+            pass
+        elif quote:
+            quote = 0 if c == quote else quote
+        elif c in (34, 39):  # " '
+            quote = c
+        elif c == 35 and prev in (32, 9, 10):  # '#' after whitespace starts a comment
+            comment = True
+        elif c in (91, 123):  # [ {
+            depth += 1
+            if depth > limit:
+                return line
+        elif c in (93, 125):  # ] }
+            depth = max(depth - 1, 0)
+        prev = c
+    return 0
+
+
 class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing too many aliases or too deep nesting while it composes."""
+    """PyYAML's safe loader, refusing too many values or aliases, or too deep nesting, while it
+    composes (so a large file stops early instead of being parsed whole)."""
 
     def __init__(self, data: bytes, path: Path, limits: SpecLimits):
         super().__init__(data)
         self.path, self.limits = path, limits
-        self.aliases = self.depth = 0
+        self.aliases = self.depth = self.nodes = 0
 
     def compose_node(self, parent, index):  # noqa: ANN001, ANN201 (PyYAML's signature)
         line = self.peek_event().start_mark.line + 1
+        self.nodes += 1
+        if self.nodes > self.limits.max_nodes:
+            raise SpecError(
+                f"{self.path}: line {line}: more than {self.limits.max_nodes:,} YAML values "
+                "(limit max_nodes); a workload spec has a few hundred"
+            )
         if self.check_event(yaml.AliasEvent):
             self.aliases += 1
             if self.aliases > self.limits.max_aliases:
@@ -239,7 +279,7 @@ class _Parser:
         if kind in defaults:
             self.charge(defaults[kind], f"defaults.{kind}")
             item = _merge(defaults[kind], item)
-        schema = op_schema(ops.OPS[kind])
+        schema = _schema(ops.OPS[kind])
         fields, init_names = schema.fields, schema.inits
         allowed = set(fields) | {"op"} | ({"init"} if init_names else set())
         self.mapping(item, field, allowed)
@@ -539,6 +579,11 @@ class _Parser:
                     f"an embedding with vocab >= dataset.num_words ({w.dataset.get('num_words')})",
                     getattr(emb, "vocab", type(emb).__name__),
                 )
+
+
+@functools.cache
+def _schema(cls: type) -> OpSchema:
+    return op_schema(cls)
 
 
 def _merge(base: dict, over: dict) -> dict:
