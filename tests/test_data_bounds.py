@@ -171,3 +171,23 @@ def test_zeros_stream_is_what_it_says():
     data = io.BufferedReader(_Zeros(3 * 2**20 + 5), 1 << 20).read()
     assert len(data) == 3 * 2**20 + 5 and not any(data[::4096])
     assert len(zlib.compress(data, 1)) < len(data) // 100
+
+
+def test_tar_compression_ratio_is_bounded(tmp_path):
+    """Within every size bound, yet 2 MiB of zeros from a few kB: refused as a bomb."""
+    archive = tmp_path / "a.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        info = file_member("d/zeros")
+        info.size = 2 * 2**20
+        tf.addfile(info, io.BufferedReader(_Zeros(info.size), 1 << 20))
+    with pytest.raises(DataError, match="members expand more than 20 times its size"):
+        safe_extract(archive, tmp_path / "out")
+    assert not (tmp_path / "out" / "d").exists()
+
+
+def test_npz_compression_ratio_is_bounded(tmp_path):
+    path = tmp_path / "x.npz"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("y_train.npy", bytes(2 * 2**20))
+    with pytest.raises(DataError, match=r"member 'y_train.npy' expands \d+ times \(more than 16"):
+        read_npz(path, ("y_train",), fix="fix it")

@@ -72,6 +72,7 @@ ARCHIVE_LIMITS = tarsafe.TarLimits(
     max_member_bytes=MAX_BATCH_BYTES,
     max_total_bytes=6 * MAX_BATCH_BYTES + 4 * MAX_SMALL_BYTES,
     member_bytes=_member_bound,
+    max_ratio=8.0,  # pixels hardly compress: the official archive expands 1.05 times
 )
 
 
@@ -220,25 +221,33 @@ def _to_float(data: np.ndarray, layout: str) -> np.ndarray:
     return out
 
 
+def _checked(name: str, obj: Any, source: str) -> Any:
+    """One unpickled member, checked and reduced to arrays at once (so a hostile member's
+    objects are dropped before the next member is read)."""
+    return _meta(obj, source) if name == META_FILE else _batch_arrays(obj, source)
+
+
 def read_archive_members(
     archive: str | os.PathLike[str], digests: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    """Unpickle every member of a CIFAR-10 archive (bounded, safe); the checksum is not checked.
-    ``digests``, if given, receives each member's MD5."""
-    objs: dict[str, Any] = {}
+    """Read and check every member of a CIFAR-10 archive (bounded, safe); the checksum is not
+    checked. Returns ``{member: (data, labels)}`` for batches and ``(label_names, info)`` for
+    ``batches.meta``; ``digests``, if given, receives each member's MD5."""
+    out: dict[str, Any] = {}
     with tarsafe.open_checked_tar(archive, ARCHIVE_LIMITS) as tf:
         for name in MEMBER_FILES:
             src = f"{archive}:{CIFAR10_FOLDER}/{name}"
             raw = tarsafe.read_member(tf, f"{CIFAR10_FOLDER}/{name}", archive)
             if digests is not None:
                 digests[name] = bytes_digest(raw, "md5")
-            objs[name] = safe_load(raw, source=src, encoding="bytes")
-    return objs
+            out[name] = _checked(name, safe_load(raw, source=src, encoding="bytes"), src)
+            del raw
+    return out
 
 
 def read_folder_members(folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """Unpickle every file of an extracted folder (bounded, safe); checksums are not checked."""
-    objs: dict[str, Any] = {}
+    """Read and check every file of an extracted folder, as :func:`read_archive_members`."""
+    out: dict[str, Any] = {}
     for name in MEMBER_FILES:
         path = Path(folder) / name
         if not path.is_file():
@@ -249,8 +258,8 @@ def read_folder_members(folder: str | os.PathLike[str]) -> dict[str, Any]:
                 f"the format allows; {FIX_CORRUPT}"
             )
         with open(path, "rb") as fh:
-            objs[name] = safe_load(fh, source=path, encoding="bytes")
-    return objs
+            out[name] = _checked(name, safe_load(fh, source=path, encoding="bytes"), str(path))
+    return out
 
 
 def _read_members(data_dir: Path) -> tuple[dict[str, Any], Verification]:
@@ -278,11 +287,11 @@ class CifarArrays:
     batch_sizes: dict[str, int]  # images per batch file
 
 
-def arrays_from_members(objs: dict[str, Any], where: str) -> CifarArrays:
-    """Check the structure of every member (keys as bytes or str) and gather the arrays."""
-    label_names, info = _meta(objs[META_FILE], f"{where}:{META_FILE}")
-    train = [_batch_arrays(objs[n], f"{where}:{n}") for n in TRAIN_FILES]
-    x_test, y_test = _batch_arrays(objs[TEST_FILE], f"{where}:{TEST_FILE}")
+def arrays_from_members(members: dict[str, Any]) -> CifarArrays:
+    """Gather the checked members of :func:`read_archive_members` into the two splits."""
+    label_names, info = members[META_FILE]
+    train = [members[n] for n in TRAIN_FILES]
+    x_test, y_test = members[TEST_FILE]
     return CifarArrays(
         x_train=np.concatenate([d for d, _ in train]),
         y_train=np.concatenate([y for _, y in train]),
@@ -310,7 +319,7 @@ def load_cifar10(
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     data_dir = resolve_data_dir(data_dir)
     objs, ver = _read_members(data_dir)
-    arrays = arrays_from_members(objs, ver.path)
+    arrays = arrays_from_members(objs)
     del objs
     return CifarData(
         x_train=_to_float(arrays.x_train, layout),

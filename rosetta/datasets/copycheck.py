@@ -53,7 +53,7 @@ def check_cifar10_copy(path: str | os.PathLike[str]) -> CopyReport:
     else:
         members = {}
         objs = cifar10.read_archive_members(path, digests=members)
-    arrays = cifar10.arrays_from_members(objs, str(path))
+    arrays = cifar10.arrays_from_members(objs)
     for name, n in arrays.batch_sizes.items():
         if n != cifar10.BATCH_IMAGES:
             raise _refuse(

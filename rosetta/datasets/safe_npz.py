@@ -38,6 +38,12 @@ class NpzLimits:
     # what a hostile member can make the unpickler allocate (~0.8 GB at worst).
     max_member_bytes: int = 64 * 2**20
     max_total_bytes: int = 160 * 2**20
+    # a member larger than RATIO_FLOOR may expand at most this many times (word-rank pickles
+    # deflate about 2:1; a bomb of repeated values about 1000:1)
+    max_ratio: float = 16.0
+
+
+RATIO_FLOOR = 1 << 20
 
 
 DEFAULT_LIMITS = NpzLimits()
@@ -56,6 +62,12 @@ def _check_directory(zf: zipfile.ZipFile, path: Path, fix: str, limits: NpzLimit
             raise DataError(
                 f"{path}: member {info.filename!r} declares {info.file_size:,} bytes "
                 f"uncompressed, more than {limits.max_member_bytes:,}; refusing it - {fix}"
+            )
+        ratio = info.file_size / max(info.compress_size, 1)
+        if info.file_size > RATIO_FLOOR and ratio > limits.max_ratio:
+            raise DataError(
+                f"{path}: member {info.filename!r} expands {ratio:.0f} times (more than "
+                f"{limits.max_ratio:g}: a compression bomb, not a data set); refusing it - {fix}"
             )
     total = sum(i.file_size for i in infos)
     if total > limits.max_total_bytes:

@@ -38,6 +38,12 @@ class TarLimits:
     max_member_bytes: int = 64 * 2**20
     max_total_bytes: int = 512 * 2**20
     member_bytes: Callable[[str], int | None] | None = None  # per-name bound (format sizes)
+    # uncompressed / compressed size of the whole archive, checked once its members pass
+    # RATIO_FLOOR bytes: data that compresses 1000:1 is a bomb, not a data set
+    max_ratio: float = 20.0
+
+
+RATIO_FLOOR = 1 << 20
 
 
 DEFAULT_LIMITS = TarLimits()
@@ -81,6 +87,19 @@ def _checked_members(
                 archive, f"members total more than {limits.max_total_bytes:,} bytes uncompressed"
             )
         members.append(member)
+        if total > RATIO_FLOOR and total > limits.max_ratio * _file_size(archive):
+            raise _refuse(
+                archive,
+                f"members expand more than {limits.max_ratio:g} times its size (a compression "
+                "bomb, not a data set)",
+            )
+
+
+def _file_size(archive: str | os.PathLike[str]) -> int:
+    try:
+        return os.path.getsize(archive)
+    except OSError:
+        return 0
 
 
 def check_member(member: tarfile.TarInfo, archive: str | os.PathLike[str]) -> str:
