@@ -2,12 +2,14 @@
 
 Every user-facing failure is a :class:`rosetta.errors.RosettaError`; ``main`` prints its
 message as one line on stderr and exits with status 2, so no traceback reaches the user
-for bad input.
+for bad input. Output piped into a reader that stops early (``rosetta list | head``) ends
+quietly, as other command-line tools do.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -39,13 +41,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that left shows up here, not at interpreter exit
+        return status
     except RosettaError as exc:
         print(f"rosetta: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("rosetta: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader left
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

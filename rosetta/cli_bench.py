@@ -245,19 +245,10 @@ def _report(run_dir: Path, report_dir: Path | None) -> None:
 
 
 def _ensure_data(workload_list: list[str], data_dir: str | None) -> None:
-    """Write the synthetic data sets (the embedded default) where no data set file exists yet."""
-    from rosetta import datasets
-    from rosetta.datasets import cifar10, imdb
+    """Verify each data set (synthesising it only in the default data dir); print its source."""
+    from rosetta.datasets import prepare_data
 
-    needed = {get_workload(w).dataset.name for w in workload_list}
-    if "cifar10" in needed and not (
-        cifar10.archive_path(data_dir).exists() or cifar10.folder_path(data_dir).exists()
-    ):
-        print("no CIFAR-10 found: writing the synthetic one (real files: rosetta data fetch)")
-        datasets.write_synthetic_cifar10(data_dir)
-    if "imdb" in needed and not imdb.archive_path(data_dir).exists():
-        print("no IMDB found: writing the synthetic one (real file: rosetta data fetch)")
-        datasets.write_synthetic_imdb(data_dir)
+    prepare_data([get_workload(w).dataset.name for w in workload_list], data_dir)
 
 
 def _row(r: dict) -> dict:

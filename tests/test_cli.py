@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -10,6 +9,7 @@ import pytest
 
 from rosetta import backends
 from rosetta.cli import main
+from rosetta.spec import models_dir
 
 
 def test_list_shows_workloads_and_every_backend(capsys):
@@ -66,9 +66,10 @@ def test_backend_without_lowering_is_unavailable_not_a_crash(monkeypatch):
 
 def test_malformed_spec_is_one_line_on_stderr_with_exit_2(tmp_path):
     (tmp_path / "cnn.yaml").write_text("name: cnn\ntask: train\n")
-    env = {**os.environ, "ROSETTA_MODELS": str(tmp_path)}
     out = subprocess.run(
-        [sys.executable, "-m", "rosetta.cli", "list"], capture_output=True, text=True, env=env
+        [sys.executable, "-m", "rosetta.cli", "list", "--spec", str(tmp_path / "cnn.yaml")],
+        capture_output=True,
+        text=True,
     )
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
@@ -78,6 +79,40 @@ def test_malformed_spec_is_one_line_on_stderr_with_exit_2(tmp_path):
         [sys.executable, "-m", "rosetta.cli", "list", "--bogus"], capture_output=True, text=True
     )
     assert out.returncode == 2 and "unrecognized arguments: --bogus" in out.stderr
+
+
+def test_list_reports_a_broken_spec_and_lists_the_good_ones(tmp_path, monkeypatch, capsys):
+    """ROSETTA_MODELS with two good specs and a broken one between them (alphabetically)."""
+    for name in ("cnn", "gru"):
+        (tmp_path / f"{name}.yaml").write_text((models_dir() / f"{name}.yaml").read_text())
+    (tmp_path / "different.yaml").write_text("name: different\ntask: train\n")
+    monkeypatch.setenv("ROSETTA_MODELS", str(tmp_path))
+    assert main(["list"]) == 1
+    out, err = capsys.readouterr()
+    assert "  cnn " in out and "  gru " in out and "different  BROKEN" in out
+    assert err.count("\n") == 1 and "different.yaml: field 'dataset'" in err
+
+
+def test_list_spec_describes_a_users_own_file(tmp_path, capsys):
+    path = tmp_path / "mine.yaml"
+    path.write_text((models_dir() / "cnn.yaml").read_text().replace("name: cnn", "name: mine"))
+    assert main(["list", "--spec", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "valid" in out and "  mine " in out and "parameters 3,441,592" in out
+
+
+def test_output_into_a_closed_pipe_is_quiet():
+    """``rosetta list --details | head -1``: the reader leaves; no BrokenPipeError traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rosetta.cli", "list", "--details"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # the reader is gone before the first write
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait() == 141
+    assert "Traceback" not in err and "BrokenPipeError" not in err and err == ""
 
 
 def test_env_prints_the_manifest_as_json(capsys):

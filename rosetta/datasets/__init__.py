@@ -19,11 +19,20 @@ Public API::
     safe_extract(archive, dest) -> list[Path]
     describe(data_dir=None) -> list[DatasetStatus]
     resolve_data_dir(data_dir=None) -> Path
+    accept(path, data_dir=None, *, dataset=None, force=False) -> Accepted
+    prepare_data(datasets, data_dir) -> dict[str, str]   # before a run: verify, say the source
+    registry.get(name) -> DatasetEntry                   # every data set, looked up by name
+
+Data sources (``source`` of every loader and record): ``official`` (the official checksum),
+``user-provided`` (a user's copy checked in by ``rosetta data accept``), ``synthetic``
+(``rosetta data synth``) and ``generated`` (the random ResNet-50 images, no file).
 
 No deep-learning framework is imported here (NumPy and the standard library only; Pillow
 lazily, for image folders).
 """
 
+from rosetta.datasets import registry
+from rosetta.datasets.accept import Accepted, accept
 from rosetta.datasets.batches import epoch_order, iterate_batches, num_batches
 from rosetta.datasets.checksums import CIFAR10_ARCHIVE, IMDB_ARCHIVE, RemoteFile, Verification
 from rosetta.datasets.cifar10 import CifarData, extract_cifar10, load_cifar10
@@ -31,6 +40,7 @@ from rosetta.datasets.download import fetch, fetch_dataset
 from rosetta.datasets.imdb import ImdbData, keras_sequences, load_imdb, time_major
 from rosetta.datasets.info import DatasetStatus, describe
 from rosetta.datasets.paths import default_data_dir, resolve_data_dir
+from rosetta.datasets.prepare import prepare_data
 from rosetta.datasets.resnet_input import (
     iter_image_folder,
     load_image_folder,
@@ -42,6 +52,10 @@ from rosetta.datasets.synth_imdb import write_synthetic_imdb
 from rosetta.datasets.tarsafe import safe_extract
 
 __all__ = [
+    "Accepted",
+    "accept",
+    "prepare_data",
+    "registry",
     "CIFAR10_ARCHIVE",
     "IMDB_ARCHIVE",
     "CifarData",

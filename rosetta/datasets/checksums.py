@@ -1,8 +1,10 @@
-"""Checksums: the official constants, streaming digests, and synthetic-file sidecars.
+"""Checksums: the official constants, streaming digests, and the sidecars that vouch for others.
 
 A data file is trusted only if its digest equals the official constant *or* the digest
-recorded in its sidecar ``<file>.rosetta.json`` (written by the synthetic generators).
-Anything else - a truncated download, a flipped byte, a stale synthetic file - is refused.
+recorded in its sidecar ``<file>.rosetta.json``, written either by the synthetic generators
+(source ``synthetic``) or by ``rosetta data accept`` after checking a user's own copy of the
+data set (source ``user-provided``). Anything else - a truncated download, a flipped byte, a
+stale synthetic file, a copy nobody checked - is refused.
 """
 
 from __future__ import annotations
@@ -18,6 +20,14 @@ from rosetta.datasets.paths import atomic_write_bytes
 from rosetta.errors import DataError
 
 SIDECAR_SUFFIX = ".rosetta.json"
+#: the data sources a loader reports (``generated``: the random ResNet-50 images, no file)
+OFFICIAL, USER_PROVIDED, SYNTHETIC, GENERATED = (
+    "official",
+    "user-provided",
+    "synthetic",
+    "generated",
+)
+SOURCES = (OFFICIAL, USER_PROVIDED, SYNTHETIC, GENERATED)
 SIDECAR_VERSION = 1
 _CHUNK = 1 << 20
 
@@ -47,8 +57,30 @@ class RemoteFile:
         """The fix for a corrupt, modified or unverifiable file."""
         return (
             f"delete it and run `rosetta data fetch --dataset {self.dataset}` or "
-            f"`rosetta data synth --dataset {self.dataset} --force`"
+            f"`rosetta data synth --dataset {self.dataset} --force`; if it is your own copy "
+            f"of the data set, check it in with `rosetta data accept PATH`"
         )
+
+    def hint(self, data_dir: str | os.PathLike[str] | None) -> str:
+        """``how_to_get`` with ``--data-dir`` spelled out when ``data_dir`` is not the default."""
+        return with_data_dir(self.how_to_get, data_dir)
+
+    def fix_hint(self, data_dir: str | os.PathLike[str] | None) -> str:
+        """``fix_corrupt`` with ``--data-dir`` spelled out when ``data_dir`` is not the default."""
+        return with_data_dir(self.fix_corrupt, data_dir)
+
+
+def with_data_dir(text: str, data_dir: str | os.PathLike[str] | None) -> str:
+    """Add ``--data-dir DIR`` to every ``rosetta data ...`` command in ``text`` unless ``data_dir``
+    is the default data directory (then the commands work as written)."""
+    from rosetta.datasets.paths import default_data_dir, resolve_data_dir
+
+    resolved = resolve_data_dir(data_dir)
+    if resolved == default_data_dir().absolute():
+        return text
+    for cmd in ("synth", "fetch", "accept PATH"):
+        text = text.replace(f"`rosetta data {cmd}", f"`rosetta data {cmd} --data-dir {resolved}")
+    return text
 
 
 CIFAR10_ARCHIVE = RemoteFile(
@@ -90,7 +122,7 @@ class Verification:
     path: str
     algorithm: str
     digest: str
-    source: str  # "real" | "synthetic"
+    source: str  # "official" | "user-provided" | "synthetic"
     sidecar: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -129,6 +161,17 @@ def sidecar_path(path: str | os.PathLike[str]) -> Path:
     return path.with_name(path.name + SIDECAR_SUFFIX)
 
 
+def sidecar_source(side: dict[str, Any] | None) -> str | None:
+    """The source a sidecar vouches for (``synthetic`` or ``user-provided``), else None."""
+    if not side:
+        return None
+    if side.get("source") == USER_PROVIDED:
+        return USER_PROVIDED
+    if side.get("synthetic") is True:
+        return SYNTHETIC
+    return None
+
+
 def read_sidecar(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The sidecar of ``path`` as a dict, or None if absent or unreadable."""
     side = sidecar_path(path)
@@ -140,10 +183,13 @@ def read_sidecar(path: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 
 def write_sidecar(path: str | os.PathLike[str], info: dict[str, Any]) -> Path:
-    """Record the digests of a freshly written synthetic file (atomically)."""
+    """Record the digests of a freshly written synthetic file (atomically); ``info`` may set
+    ``source`` to ``user-provided`` (then ``synthetic`` is false)."""
     digests = file_digests(path, ("md5", "sha256"))
+    source = info.get("source", SYNTHETIC)
     record = {
-        "synthetic": True,
+        "synthetic": source == SYNTHETIC,
+        "source": source,
         "generator": "rosetta",
         "sidecar_version": SIDECAR_VERSION,
         "file": Path(path).name,
@@ -168,7 +214,8 @@ def _refuse(path: Path, what: str, fix: str) -> DataError:
 
 
 def verify_file(path: str | os.PathLike[str], remote: RemoteFile, *, fix: str) -> Verification:
-    """Check ``path`` against the official digest of ``remote`` or its synthetic sidecar.
+    """Check ``path`` against the official digest of ``remote`` or the digest its sidecar
+    vouches for (synthetic or user-provided).
 
     Raises :class:`DataError` (one line, ending with ``fix``) if the file is missing or
     its digest matches neither.
@@ -178,14 +225,13 @@ def verify_file(path: str | os.PathLike[str], remote: RemoteFile, *, fix: str) -
         raise _refuse(path, "file not found", fix)
     digest = file_digest(path, remote.algorithm)
     if digest == remote.digest:
-        return Verification(str(path), remote.algorithm, digest, "real")
+        return Verification(str(path), remote.algorithm, digest, OFFICIAL)
     side = read_sidecar(path)
-    if side is not None and side.get("synthetic") and side.get(remote.algorithm) == digest:
-        return Verification(str(path), remote.algorithm, digest, "synthetic", side)
-    if side is not None and side.get("synthetic"):
-        what = (
-            f"{remote.algorithm} {digest} does not match its synthetic sidecar (corrupt or stale)"
-        )
+    source = sidecar_source(side)
+    if source is not None and side is not None and side.get(remote.algorithm) == digest:
+        return Verification(str(path), remote.algorithm, digest, source, side)
+    if source is not None:
+        what = f"{remote.algorithm} {digest} does not match its {source} sidecar (corrupt or stale)"
     elif remote.size is not None and path.stat().st_size != remote.size:
         what = (
             f"size {path.stat().st_size} bytes is not the official {remote.size} and "

@@ -24,6 +24,7 @@ from rosetta.datasets.checksums import (
     file_digest,
     read_sidecar,
     remove_sidecar,
+    sidecar_source,
 )
 from rosetta.datasets.paths import atomic_write, ensure_writable_dir, resolve_data_dir
 from rosetta.errors import DataError
@@ -89,10 +90,10 @@ def fetch(
     target = data_dir / remote.filename
     url = url or remote.url
     if target.exists() and not force:
-        side = read_sidecar(target)
-        if side and side.get("synthetic"):
+        source = sidecar_source(read_sidecar(target))
+        if source is not None:
             raise DataError(
-                f"{target}: a synthetic file is present; re-run with --force to replace it "
+                f"{target}: a {source} file is present; re-run with --force to replace it "
                 "with the official download"
             )
         if file_digest(target, remote.algorithm) == remote.digest:

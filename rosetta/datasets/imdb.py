@@ -36,6 +36,7 @@ PADDINGS = ("pre", "post")
 
 HOW_TO_GET = IMDB_ARCHIVE.how_to_get
 FIX_CORRUPT = IMDB_ARCHIVE.fix_corrupt
+OFFICIAL_SIZES = {"train": 25000, "test": 25000}
 
 
 @dataclass(frozen=True, eq=False)  # arrays: compare fields explicitly
@@ -52,7 +53,7 @@ class ImdbData:
     num_words: int
     maxlen: int
     padding: str
-    source: str  # "real" | "synthetic"
+    source: str  # "official" | "user-provided" | "synthetic"
     checksum: Verification
     synthetic_info: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -80,8 +81,8 @@ def verify_imdb(path: str | os.PathLike[str]) -> Verification:
     """SHA-256 of the file must be the official one or the one in its synthetic sidecar."""
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"{path}: IMDB not found; {HOW_TO_GET}")
-    return verify_file(path, IMDB_ARCHIVE, fix=FIX_CORRUPT)
+        raise DataError(f"{path}: IMDB not found; {IMDB_ARCHIVE.hint(path.parent)}")
+    return verify_file(path, IMDB_ARCHIVE, fix=IMDB_ARCHIVE.fix_hint(path.parent))
 
 
 def _flatten(x: np.ndarray, src: str) -> tuple[np.ndarray, np.ndarray]:
@@ -146,6 +147,34 @@ def _labels(y: np.ndarray, n: int, src: str) -> np.ndarray:
     return y.astype(np.int32)
 
 
+@dataclass(frozen=True, eq=False)
+class ImdbArrays:
+    """The raw contents of the format: per split the concatenated word ranks with the review
+    lengths, and int32 labels (checked: integer ranks >= 0, labels 0/1, one per review)."""
+
+    reviews: dict[str, tuple[np.ndarray, np.ndarray]]  # split -> (flat ranks, lengths)
+    labels: dict[str, np.ndarray]
+    synthetic_info: dict[str, Any]
+
+
+def read_imdb_arrays(path: str | os.PathLike[str]) -> ImdbArrays:
+    """Read and check the arrays of an ``imdb.npz`` (bounded, safe); the checksum is not checked."""
+    path = Path(path)
+    arrays = read_npz(path, ARRAYS, fix=FIX_CORRUPT, optional=(SYNTHETIC_ARRAY,))
+    info: dict[str, Any] = {}
+    if SYNTHETIC_ARRAY in arrays:
+        try:
+            info = json.loads(str(arrays[SYNTHETIC_ARRAY]))
+        except ValueError:
+            info = {"raw": str(arrays[SYNTHETIC_ARRAY])}
+    reviews, labels = {}, {}
+    for split in ("train", "test"):
+        flat, lengths = _flatten(arrays[f"x_{split}"], f"{path}:x_{split}")
+        reviews[split] = (flat, lengths)
+        labels[split] = _labels(arrays[f"y_{split}"], lengths.shape[0], f"{path}:y_{split}")
+    return ImdbArrays(reviews, labels, info)
+
+
 def load_imdb(
     data_dir: str | os.PathLike[str] | None = None,
     *,
@@ -165,17 +194,10 @@ def load_imdb(
         raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}")
     path = archive_path(data_dir)
     ver = verify_imdb(path)
-    arrays = read_npz(path, ARRAYS, fix=FIX_CORRUPT, optional=(SYNTHETIC_ARRAY,))
-    info: dict[str, Any] = {}
-    if SYNTHETIC_ARRAY in arrays:
-        try:
-            info = json.loads(str(arrays[SYNTHETIC_ARRAY]))
-        except ValueError:
-            info = {"raw": str(arrays[SYNTHETIC_ARRAY])}
+    raw = read_imdb_arrays(path)
     out: dict[str, np.ndarray] = {}
     for split in ("train", "test"):
-        src = f"{path}:x_{split}"
-        flat, lengths = _flatten(arrays[f"x_{split}"], src)
+        flat, lengths = raw.reviews[split]
         out[f"x_{split}"] = keras_sequences(
             flat,
             lengths,
@@ -186,7 +208,8 @@ def load_imdb(
             oov_id=oov_id,
             index_from=index_from,
         )
-        out[f"y_{split}"] = _labels(arrays[f"y_{split}"], lengths.shape[0], f"{path}:y_{split}")
+        out[f"y_{split}"] = raw.labels[split]
+    info = raw.synthetic_info
     return ImdbData(
         **out,
         num_words=num_words,

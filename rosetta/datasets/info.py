@@ -1,4 +1,4 @@
-"""What is in a data directory: which datasets, real or synthetic, sizes, checksum status."""
+"""What is in a data directory: which datasets, from which source, sizes, checksum status."""
 
 from __future__ import annotations
 
@@ -6,15 +6,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rosetta.datasets import cifar10, imdb
-from rosetta.datasets.checksums import Verification
-from rosetta.datasets.paths import leftover_temp_files, resolve_data_dir
+from rosetta.datasets import registry
+from rosetta.datasets.checksums import OFFICIAL, SYNTHETIC, USER_PROVIDED, Verification
+from rosetta.datasets.paths import is_stale, leftover_temp_files, resolve_data_dir
 from rosetta.errors import DataError
 
-OFFICIAL_SIZES = {
-    "cifar10": {"train": 50000, "test": 10000},
-    "imdb": {"train": 25000, "test": 25000},
-}
+USABLE = (OFFICIAL, USER_PROVIDED, SYNTHETIC)
 
 
 @dataclass(frozen=True)
@@ -23,7 +20,7 @@ class DatasetStatus:
 
     name: str
     path: str
-    state: str  # "missing" | "real" | "synthetic" | "invalid"
+    state: str  # "missing" | "official" | "user-provided" | "synthetic" | "invalid"
     detail: str
     size_bytes: int = 0
     sizes: dict[str, int] = field(default_factory=dict)
@@ -31,23 +28,30 @@ class DatasetStatus:
     @property
     def usable(self) -> bool:
         """True if the loader will accept the files."""
-        return self.state in ("real", "synthetic")
+        return self.state in USABLE
 
 
-def _status(name: str, path: Path, check) -> DatasetStatus:
+def _status(entry: registry.DatasetEntry, path: Path) -> DatasetStatus:
+    assert entry.verify is not None and entry.remote is not None
     try:
-        ver: Verification = check(path)
+        ver: Verification = entry.verify(path)
     except DataError as exc:
-        return DatasetStatus(name, str(path), "invalid", str(exc), _size(path))
-    if ver.synthetic:
-        side = ver.sidecar
+        return DatasetStatus(entry.name, str(path), "invalid", str(exc), _size(path))
+    side = ver.sidecar
+    if ver.source == OFFICIAL:
+        sizes = dict(entry.official_sizes)
+        detail = f"{ver.algorithm} ok (official checksum)"
+    else:
         raw = side.get("sizes", {})
         sizes = {k: int(raw[k]) for k in ("train", "test") if k in raw}
-        detail = f"{ver.algorithm} ok (synthetic sidecar; seed {side.get('seed')})"
-    else:
-        sizes = OFFICIAL_SIZES[name]
-        detail = f"{ver.algorithm} ok (official checksum)"
-    return DatasetStatus(name, str(path), ver.source, detail, _size(path), sizes)
+        if ver.source == SYNTHETIC:
+            detail = f"{ver.algorithm} ok (synthetic sidecar; seed {side.get('seed')})"
+        else:
+            detail = (
+                f"{ver.algorithm} ok (your own copy, checked by contents and accepted "
+                f"{side.get('accepted_at', '?')} from {side.get('accepted_from', '?')})"
+            )
+    return DatasetStatus(entry.name, str(path), ver.source, detail, _size(path), sizes)
 
 
 def _size(path: Path) -> int:
@@ -59,21 +63,18 @@ def _size(path: Path) -> int:
 
 
 def describe(data_dir: str | os.PathLike[str] | None = None) -> list[DatasetStatus]:
-    """Status of CIFAR-10 and IMDB in ``data_dir`` (checksums are computed, not assumed)."""
+    """Status of every file-backed data set in ``data_dir`` (checksums computed, not assumed)."""
     data_dir = resolve_data_dir(data_dir)
     out = []
-    archive, folder = cifar10.archive_path(data_dir), cifar10.folder_path(data_dir)
-    if archive.exists():
-        out.append(_status("cifar10", archive, cifar10.verify_cifar10_archive))
-    elif folder.is_dir():
-        out.append(_status("cifar10", folder, cifar10.verify_cifar10_folder))
-    else:
-        out.append(DatasetStatus("cifar10", str(archive), "missing", cifar10.HOW_TO_GET))
-    path = imdb.archive_path(data_dir)
-    if path.exists():
-        out.append(_status("imdb", path, imdb.verify_imdb))
-    else:
-        out.append(DatasetStatus("imdb", str(path), "missing", imdb.HOW_TO_GET))
+    for name in registry.file_datasets():
+        entry = registry.get(name)
+        path = entry.present(data_dir)
+        if path is None:
+            missing = entry.default_path(data_dir)
+            hint = entry.remote.hint(data_dir) if entry.remote else ""
+            out.append(DatasetStatus(name, str(missing), "missing", hint))
+        else:
+            out.append(_status(entry, path))
     return out
 
 
@@ -85,14 +86,13 @@ def format_report(data_dir: str | os.PathLike[str] | None = None) -> tuple[str, 
     for st in describe(data_dir):
         sizes = ", ".join(f"{k} {v}" for k, v in st.sizes.items()) or "-"
         mb = f"{st.size_bytes / 1e6:.1f} MB" if st.size_bytes else "-"
-        lines.append(f"  {st.name:<8} {st.state:<9} {Path(st.path).name}  {mb}  [{sizes}]")
+        lines.append(f"  {st.name:<8} {st.state:<13} {Path(st.path).name}  {mb}  [{sizes}]")
         lines.append(f"           {st.detail}")
         ok &= st.state != "invalid"
-    lines.append(
-        "  resnet50 random    generated on the fly (1280 images 224x224x3, seed 0; no files)"
-    )
+    for name, entry in registry.REGISTRY.items():
+        if entry.generated:
+            lines.append(f"  {name:<8} generated     {entry.description}")
     for tmp in leftover_temp_files(data_dir):
-        lines.append(
-            f"  note: leftover temporary file from an interrupted write: {tmp} (safe to delete)"
-        )
+        state = "stale, removed by the next write here" if is_stale(tmp) else "being written"
+        lines.append(f"  note: temporary file {tmp} ({state}; safe to delete when stale)")
     return "\n".join(lines), ok

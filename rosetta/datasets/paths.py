@@ -6,7 +6,8 @@ environment variable ``ROSETTA_DATA_DIR``, or ``<repo root>/data``.
 Every file this package writes goes through :func:`atomic_write`: the bytes go to a
 temporary file in the *same* directory, are flushed and fsync'ed, and only then renamed
 over the final name with :func:`os.replace` (atomic on POSIX and Windows). An interrupted
-write leaves at most a ``.tmp-*`` file that no loader ever opens.
+write leaves at most a ``.tmp-rosetta-<pid>-*`` file that no loader ever opens, and the next
+write into that directory removes it once its process is gone (:func:`remove_stale_temps`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -22,6 +24,7 @@ from rosetta.errors import DataError
 
 ENV_VAR = "ROSETTA_DATA_DIR"
 TEMP_PREFIX = ".tmp-rosetta-"
+STALE_AFTER_S = 24 * 3600  # a temporary file this old is stale whatever its process id says
 
 
 def repo_root() -> Path:
@@ -80,7 +83,9 @@ def atomic_write(target: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """
     target = Path(target)
     ensure_writable_dir(target.parent)
-    fd, tmp_name = tempfile.mkstemp(prefix=TEMP_PREFIX + target.name + ".", dir=target.parent)
+    remove_stale_temps(target.parent)
+    prefix = f"{TEMP_PREFIX}{os.getpid()}-{target.name}."
+    fd, tmp_name = tempfile.mkstemp(prefix=prefix, dir=target.parent)
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -103,8 +108,45 @@ def atomic_write_bytes(target: str | os.PathLike[str], data: bytes) -> Path:
 
 
 def leftover_temp_files(directory: str | os.PathLike[str]) -> list[Path]:
-    """Temporary files left behind by an interrupted write (for ``data info``)."""
+    """Temporary files of ours in ``directory`` (for ``data info``), live or stale."""
     directory = Path(directory)
     if not directory.is_dir():
         return []
     return sorted(p for p in directory.iterdir() if p.name.startswith(TEMP_PREFIX))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # someone else's process (or not a pid we can ask about): leave it
+    return True
+
+
+def is_stale(temp: Path, now: float | None = None) -> bool:
+    """True if ``temp`` (ours by name) belongs to no running process or is older than a day.
+
+    The writer's process id is in the name (``.tmp-rosetta-<pid>-<target>.<random>``); names
+    without one come from older versions and count as stale."""
+    rest = temp.name[len(TEMP_PREFIX) :]
+    pid_text = rest.split("-", 1)[0]
+    try:
+        age = (time.time() if now is None else now) - temp.stat().st_mtime
+    except OSError:
+        return False
+    if age > STALE_AFTER_S or not pid_text.isdigit():
+        return True
+    return int(pid_text) != os.getpid() and not _pid_alive(int(pid_text))
+
+
+def remove_stale_temps(directory: str | os.PathLike[str]) -> list[Path]:
+    """Delete our temporary files in ``directory`` whose writer is gone; returns them."""
+    removed = []
+    for temp in leftover_temp_files(directory):
+        if temp.is_file() and is_stale(temp):
+            with contextlib.suppress(OSError):
+                temp.unlink()
+                removed.append(temp)
+    return removed

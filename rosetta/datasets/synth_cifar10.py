@@ -42,7 +42,14 @@ from rosetta.datasets.checksums import (
     remove_sidecar,
     write_sidecar,
 )
-from rosetta.datasets.cifar10 import LABEL_NAMES, META_FILE, SYNTHETIC_KEY, TEST_FILE, TRAIN_FILES
+from rosetta.datasets.cifar10 import (
+    BATCH_IMAGES,
+    LABEL_NAMES,
+    META_FILE,
+    SYNTHETIC_KEY,
+    TEST_FILE,
+    TRAIN_FILES,
+)
 from rosetta.datasets.paths import atomic_write, ensure_writable_dir, resolve_data_dir
 from rosetta.datasets.py2pickle import dumps_py2
 from rosetta.errors import DataError
@@ -149,10 +156,18 @@ def write_synthetic_cifar10(
     ``n_train`` must be a multiple of 5 (five equal training batches). Overwrites any
     existing archive (the CLI asks for ``--force`` first). Returns the archive path.
     """
-    if n_train < 5 or n_train % 5 or n_test < 1:
+    if (
+        n_train < 5
+        or n_train % 5
+        or n_test < 1
+        or n_train > 5 * BATCH_IMAGES
+        or n_test > BATCH_IMAGES
+    ):
         raise DataError(
             f"synthetic CIFAR-10 sizes n_train={n_train}, n_test={n_test}: n_train must be a "
-            "positive multiple of 5 and n_test positive; pass other --cifar-train/--cifar-test"
+            f"positive multiple of 5 up to {5 * BATCH_IMAGES} and n_test from 1 to "
+            f"{BATCH_IMAGES} (the official format's batch size); pass other "
+            "--cifar-train/--cifar-test"
         )
     data_dir = ensure_writable_dir(resolve_data_dir(data_dir))
     target = data_dir / CIFAR10_ARCHIVE.filename

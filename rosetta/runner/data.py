@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from rosetta import datasets
+from rosetta.datasets import registry
+from rosetta.datasets.checksums import GENERATED
 from rosetta.spec.workload import Profile, Workload
 
 
@@ -19,29 +21,18 @@ class CellData:
     y_train: np.ndarray | None
     x_test: np.ndarray | None
     y_test: np.ndarray | None
-    source: str  # "real" | "synthetic" | "generated"
+    source: str  # "official" | "user-provided" | "synthetic" | "generated"
     checksum: str  # digest of the file the arrays came from ("" for generated images)
 
 
 def load_cell_data(workload: Workload, profile: Profile, data_dir: str | Path | None) -> CellData:
-    """Load the workload's data set and keep the profile's first train/test samples."""
+    """Load the workload's data set (found in the dataset registry) and keep the profile's
+    first train/test samples."""
     ds = workload.dataset
-    if ds.name == "random_images":
-        return CellData(None, None, None, None, "generated", "")
-    if ds.name == "cifar10":
-        d = datasets.load_cifar10(data_dir, layout="NCHW")
-    elif ds.name == "imdb":
-        d = datasets.load_imdb(
-            data_dir,
-            num_words=int(ds.get("num_words")),
-            maxlen=int(ds.get("maxlen")),
-            padding=str(ds.get("padding")),
-            start_id=int(ds.get("start_id")),
-            oov_id=int(ds.get("oov_id")),
-            index_from=int(ds.get("index_from")),
-        )
-    else:  # the spec loader admits no other name
-        raise AssertionError(ds.name)
+    entry = registry.get(ds.name)
+    if entry.generated or entry.load is None:
+        return CellData(None, None, None, None, GENERATED, "")
+    d = entry.load(datasets.resolve_data_dir(data_dir), dict(ds.options))
     n_train, n_test = profile.train_samples, profile.test_samples
     return CellData(
         d.x_train[:n_train],

@@ -1,17 +1,28 @@
 """Walks over a graph (a tuple of nodes, residuals nested): shapes, parameters, FLOPs.
 
-A graph is sequential; the only branching node is ``Residual``, whose two branches are graphs
-themselves. Backends walk it the same way: a sequence of ops, recursing into residuals.
+A graph is sequential; the only branching node is ``Residual``, whose ``branches`` are graphs
+themselves. Backends walk it the same way: a sequence of ops, recursing into branches.
+This module knows ops only through the :class:`Op` protocol (``rosetta.spec.ops`` imports it,
+never the other way round).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Protocol
 
-from rosetta.spec.ops import Node, ParamSpec, Residual, Shape
+from rosetta.spec.params import ParamSpec, Shape
 
 
-def infer_shape(nodes: Sequence[Node], in_shape: Shape) -> Shape:
+class Op(Protocol):
+    """What every op of ``rosetta.spec.ops`` answers (a branching op also has ``branches``)."""
+
+    def out_shape(self, in_shape: Shape) -> Shape: ...
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]: ...
+    def flops(self, in_shape: Shape) -> int: ...
+
+
+def infer_shape(nodes: Sequence[Op], in_shape: Shape) -> Shape:
     """The per-sample output shape of ``nodes`` applied to ``in_shape``."""
     shape = in_shape
     for node in nodes:
@@ -19,7 +30,7 @@ def infer_shape(nodes: Sequence[Node], in_shape: Shape) -> Shape:
     return shape
 
 
-def collect_params(nodes: Sequence[Node], in_shape: Shape) -> list[ParamSpec]:
+def collect_params(nodes: Sequence[Op], in_shape: Shape) -> list[ParamSpec]:
     """Every parameter and buffer of ``nodes``, in graph order."""
     specs: list[ParamSpec] = []
     shape = in_shape
@@ -29,8 +40,8 @@ def collect_params(nodes: Sequence[Node], in_shape: Shape) -> list[ParamSpec]:
     return specs
 
 
-def count_flops(nodes: Sequence[Node], in_shape: Shape) -> int:
-    """Forward FLOPs per sample of ``nodes`` (conventions in ``rosetta.spec.counts``)."""
+def count_flops(nodes: Sequence[Op], in_shape: Shape) -> int:
+    """Forward FLOPs per sample of ``nodes`` (conventions in ``rosetta/models/README.md``)."""
     total = 0
     shape = in_shape
     for node in nodes:
@@ -39,14 +50,15 @@ def count_flops(nodes: Sequence[Node], in_shape: Shape) -> int:
     return total
 
 
-def walk(nodes: Sequence[Node], in_shape: Shape) -> Iterator[tuple[Node, Shape, Shape]]:
-    """Yield ``(node, in_shape, out_shape)`` for every leaf op, depth first, residuals opened."""
+def walk(nodes: Sequence[Op], in_shape: Shape) -> Iterator[tuple[Op, Shape, Shape]]:
+    """Yield ``(node, in_shape, out_shape)`` for every leaf op, depth first, branches opened."""
     shape = in_shape
     for node in nodes:
         out = node.out_shape(shape)
-        if isinstance(node, Residual):
-            yield from walk(node.body, shape)
-            yield from walk(node.shortcut, shape)
+        branches = getattr(node, "branches", None)
+        if branches is not None:
+            for branch in branches:
+                yield from walk(branch, shape)
         else:
             yield node, shape, out
         shape = out

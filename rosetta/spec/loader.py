@@ -5,11 +5,16 @@ The YAML format (see ``rosetta/models/README.md``): top-level ``name``, ``descri
 placeholders, instantiated by ``{block, name, repeat, args, first}``), optional ``defaults``
 (per-op fields filled in where an op leaves them out), ``loss``, ``optimizer``, ``profiles``,
 ``tolerances``.
+
+Loading is bounded (:mod:`rosetta.spec.limits`): the file's size, YAML values, nesting and aliases,
+values after alias expansion, ``repeat``, leaf layers, parameters and activation sizes are all
+checked before the work they guard, so any file loads (or is refused) in well under a second.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -18,7 +23,10 @@ import yaml
 
 from rosetta.errors import SpecError
 from rosetta.spec import ops
+from rosetta.spec.fields import KINDS, OpSchema, op_schema
 from rosetta.spec.init import Init, make_init
+from rosetta.spec.limits import DEFAULT_LIMITS, SpecLimits, TooLarge, expanded_size
+from rosetta.spec.params import numel
 from rosetta.spec.workload import (
     SGD,
     Adam,
@@ -49,65 +57,157 @@ DATASET_OPTIONS: dict[str, dict[str, type | tuple]] = {
     },
     "random_images": {"seed": int, "count": int},
 }
-# op -> (required fields, names of its init entries); "name" is required for ops with params.
-OP_FIELDS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
-    "conv2d": (
-        {
-            "name": "str",
-            "out_channels": "posint",
-            "kernel": "pair",
-            "stride": "pair",
-            "padding": "quad",
-            "bias": "bool",
-        },
-        ("kernel", "bias"),
-    ),
-    "maxpool2d": ({"kernel": "pair", "stride": "pair", "padding": "quad"}, ()),
-    "relu": ({}, ()),
-    "dropout": ({"rate": "rate"}, ()),
-    "flatten": ({"order": "CHW"}, ()),
-    "dense": ({"name": "str", "units": "posint", "bias": "bool"}, ("kernel", "bias")),
-    "batchnorm": (
-        {"name": "str", "eps": "posfloat", "momentum": "rate"},
-        ("gamma", "beta", "mean", "var"),
-    ),
-    "global_avgpool": ({}, ()),
-    "embedding": ({"name": "str", "vocab": "posint", "dim": "posint"}, ("table",)),
-    "gru": (
-        {
-            "name": "str",
-            "units": "posint",
-            "gate_order": "zrh",
-            "reset_after": "true",
-            "initial_state": "zeros",
-            "output": "last",
-        },
-        ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent"),
-    ),
-}
 _PLACEHOLDER = re.compile(r"^\$(\w+)(?:\*(\d+))?$")
 
 
-def load_workload(path: str | Path) -> Workload:
-    """Parse and validate one workload spec file; raises ``SpecError`` (one line) if malformed."""
+def load_workload(path: str | Path, limits: SpecLimits = DEFAULT_LIMITS) -> Workload:
+    """Parse and validate one workload spec file; raises ``SpecError`` (one line) if malformed
+    or if it exceeds ``limits``."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        with open(path, "rb") as fh:
+            data = fh.read(limits.max_bytes + 1)
     except FileNotFoundError:
         raise SpecError(f"{path}: spec file not found") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the spec file ({exc.strerror or exc})") from None
+    if len(data) > limits.max_bytes:
+        raise SpecError(
+            f"{path}: spec file larger than {limits.max_bytes:,} bytes (limit max_bytes); "
+            "a workload spec is a few kilobytes"
+        )
+    too_deep = _flow_nesting_over(data, limits.max_depth)
+    if too_deep:
+        raise SpecError(
+            f"{path}: line {too_deep}: YAML nested deeper than {limits.max_depth} levels "
+            "(limit max_depth)"
+        )
+    loader = _BoundedLoader(data, path, limits)
+    try:
+        raw = loader.get_single_data()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise SpecError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    return _Parser(path).workload(raw)
+    finally:
+        loader.dispose()
+    parser = _Parser(path, limits)
+    parser.check_size(raw)
+    return parser.workload(raw)
+
+
+def _flow_nesting_over(data: bytes, limit: int) -> int:
+    """The line where ``[``/``{`` nesting first passes ``limit`` (0 if never), outside quotes
+    and comments. PyYAML's scanner costs time quadratic in flow nesting before its composer
+    sees the first level, so such a file is refused before it is parsed."""
+    depth, line, quote, comment, prev = 0, 1, 0, False, 32
+    for c in data:
+        if c == 10:  # newline
+            line, comment = line + 1, False
+        elif comment:
+            pass
+        elif quote:
+            quote = 0 if c == quote else quote
+        elif c in (34, 39):  # " '
+            quote = c
+        elif c == 35 and prev in (32, 9, 10):  # '#' after whitespace starts a comment
+            comment = True
+        elif c in (91, 123):  # [ {
+            depth += 1
+            if depth > limit:
+                return line
+        elif c in (93, 125):  # ] }
+            depth = max(depth - 1, 0)
+        prev = c
+    return 0
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing too many values or aliases, or too deep nesting, while it
+    composes (so a large file stops early instead of being parsed whole)."""
+
+    def __init__(self, data: bytes, path: Path, limits: SpecLimits):
+        super().__init__(data)
+        self.path, self.limits = path, limits
+        self.aliases = self.depth = self.nodes = 0
+
+    def compose_node(self, parent, index):  # noqa: ANN001, ANN201 (PyYAML's signature)
+        line = self.peek_event().start_mark.line + 1
+        self.nodes += 1
+        if self.nodes > self.limits.max_nodes:
+            raise SpecError(
+                f"{self.path}: line {line}: more than {self.limits.max_nodes:,} YAML values "
+                "(limit max_nodes); a workload spec has a few hundred"
+            )
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > self.limits.max_aliases:
+                raise SpecError(
+                    f"{self.path}: line {line}: more than {self.limits.max_aliases:,} YAML "
+                    "aliases (limit max_aliases); write the layers out or use `blocks`"
+                )
+        self.depth += 1
+        if self.depth > self.limits.max_depth:
+            raise SpecError(
+                f"{self.path}: line {line}: YAML nested deeper than {self.limits.max_depth} "
+                "levels (limit max_depth)"
+            )
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 class _Parser:
     """Carries the file name so every error can name it."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, limits: SpecLimits = DEFAULT_LIMITS):
         self.path = path
+        self.limits = limits
         self.where: dict[int, str] = {}  # id(node) -> the YAML field it came from
+        self.sizes: dict[int, int] = {}  # id(YAML value) -> its size, aliases expanded
+        self.copied = 0  # YAML values copied by block instances and defaults so far
+        self.leaves = 0  # leaf ops built so far
+
+    def too_large(self, field: str, what: str, limit: str) -> SpecError:
+        return SpecError(f"{self.path}: field '{field}': {what} (limit {limit})")
+
+    def expansion_error(self, exc: TooLarge, field: str, cap: int, limit: str) -> SpecError:
+        if exc.recursive:
+            return SpecError(
+                f"{self.path}: field '{field}': a recursive YAML alias (a value "
+                "that contains itself)"
+            )
+        return self.too_large(
+            field, f"more than {cap:,} YAML values once aliases are expanded", limit
+        )
+
+    def check_size(self, raw: Any) -> None:
+        """Refuse a document whose top-level fields expand (aliases) past ``max_nodes``."""
+        items = raw.items() if isinstance(raw, dict) else [("<top level>", raw)]
+        budget = self.limits.max_nodes
+        for key, value in items:
+            try:
+                budget -= expanded_size(value, budget, self.sizes)
+            except TooLarge as exc:
+                raise self.expansion_error(
+                    exc, str(key), self.limits.max_nodes, "max_nodes"
+                ) from None
+
+    def charge(self, value: Any, field: str) -> None:
+        """Count the YAML values about to be copied (a block repetition, an op's defaults)."""
+        try:
+            self.copied += expanded_size(value, self.limits.max_expanded, self.sizes)
+        except TooLarge as exc:
+            raise self.expansion_error(
+                exc, field, self.limits.max_expanded, "max_expanded"
+            ) from None
+        if self.copied > self.limits.max_expanded:
+            raise self.too_large(
+                field,
+                f"blocks and defaults expand to more than {self.limits.max_expanded:,} values",
+                "max_expanded",
+            )
 
     def fail(self, field: str, expected: str, got: Any = "<missing>") -> SpecError:
         got_s = got if isinstance(got, str) and got.startswith("<") else repr(got)
@@ -133,68 +233,11 @@ class _Parser:
         return m[key]
 
     def scalar(self, value: Any, kind: str, field: str) -> Any:
-        """Check ``value`` against a kind name used in ``OP_FIELDS``."""
-        is_int = isinstance(value, int) and not isinstance(value, bool)
-        is_num = (is_int or isinstance(value, float)) and not isinstance(value, bool)
-        if kind == "str":
-            if isinstance(value, str) and value:
-                return value
-            raise self.fail(field, "a non-empty string", value)
-        if kind == "bool":
-            if isinstance(value, bool):
-                return value
-            raise self.fail(field, "true or false", value)
-        if kind == "posint":
-            if is_int and value > 0:
-                return value
-            raise self.fail(field, "a positive integer", value)
-        if kind == "nonnegint":
-            if is_int and value >= 0:
-                return value
-            raise self.fail(field, "an integer >= 0", value)
-        if kind == "posfloat":
-            if is_num and value > 0:
-                return float(value)
-            raise self.fail(field, "a positive number", value)
-        if kind == "rate":
-            if is_num and 0 <= value < 1:
-                return float(value)
-            raise self.fail(field, "a number in [0, 1)", value)
-        if kind in ("pair", "quad"):
-            n = 2 if kind == "pair" else 4
-            ok = isinstance(value, list) and len(value) == n
-            ok = ok and all(
-                isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
-            )
-            if ok and (kind == "quad" or all(v > 0 for v in value)):
-                return tuple(value)
-            what = (
-                "[h, w] of positive integers"
-                if n == 2
-                else "[top, bottom, left, right] of integers >= 0"
-            )
-            raise self.fail(field, what, value)
-        if kind == "CHW":
-            if value == "CHW":
-                return value
-            raise self.fail(
-                field, "CHW (channel-major flatten, the only order the spec allows)", value
-            )
-        if kind == "zrh":
-            if value == ["z", "r", "h"]:
-                return tuple(value)
-            raise self.fail(field, "[z, r, h] (canonical gate order; backends reorder)", value)
-        if kind == "true":
-            if value is True:
-                return value
-            raise self.fail(
-                field, "true (reset gate after the recurrent matmul, cuDNN convention)", value
-            )
-        if kind in ("zeros", "last"):
-            if value == kind:
-                return value
-            raise self.fail(field, f"{kind!r} (the only supported value)", value)
-        raise AssertionError(kind)
+        """Check ``value`` against a field kind of :data:`rosetta.spec.fields.KINDS`."""
+        rule = KINDS[kind]
+        if rule.accepts(value):
+            return rule.convert(value)
+        raise self.fail(field, rule.expected, value)
 
     def init(self, value: Any, field: str) -> Init:
         if isinstance(value, str):
@@ -220,16 +263,24 @@ class _Parser:
                 node = self.op(item, where, blocks, defaults, prefix)
                 self.where[id(node)] = where
                 out.append(node)
+                self.leaves += not isinstance(node, ops.Residual)
+                if self.leaves > self.limits.max_layers:
+                    raise self.too_large(
+                        where, f"more than {self.limits.max_layers:,} layers", "max_layers"
+                    )
         return tuple(out)
 
     def op(self, item: dict, field: str, blocks: dict, defaults: dict, prefix: str) -> ops.Node:
         kind = self.req(item, "op", field)
         if kind == "residual":
             return self.residual(item, field, blocks, defaults, prefix)
-        if kind not in OP_FIELDS:
+        if kind not in ops.OPS:
             raise self.fail(f"{field}.op", f"one of {', '.join(sorted(ops.OPS))}", kind)
-        item = _merge(defaults.get(kind, {}), item)
-        fields, init_names = OP_FIELDS[kind]
+        if kind in defaults:
+            self.charge(defaults[kind], f"defaults.{kind}")
+            item = _merge(defaults[kind], item)
+        schema = _schema(ops.OPS[kind])
+        fields, init_names = schema.fields, schema.inits
         allowed = set(fields) | {"op"} | ({"init"} if init_names else set())
         self.mapping(item, field, allowed)
         values = {
@@ -245,8 +296,6 @@ class _Parser:
                 n: self.init(self.req(inits, n, f"{field}.init"), f"{field}.init.{n}")
                 for n in needed
             }
-        if kind == "gru":
-            values["gate_order"] = tuple(values["gate_order"])
         return ops.OPS[kind](**values)
 
     def residual(
@@ -284,6 +333,12 @@ class _Parser:
         params = block.get("params", [])
         name = self.scalar(self.req(item, "name", field), "str", f"{field}.name")
         repeat = self.scalar(item.get("repeat", 1), "posint", f"{field}.repeat")
+        if repeat > self.limits.max_repeat:
+            raise self.too_large(
+                f"{field}.repeat",
+                f"repeat {repeat:,} is more than {self.limits.max_repeat:,}",
+                "max_repeat",
+            )
         args = self.mapping(item.get("args", {}), f"{field}.args", set(params))
         first = self.mapping(item.get("first", {}), f"{field}.first", set(params))
         nodes: list = []
@@ -294,6 +349,7 @@ class _Parser:
                 raise self.fail(
                     f"{field}.args.{missing[0]}", f"a value for block parameter '{missing[0]}'"
                 )
+            self.charge(block["layers"], f"{field}.repeat")
             layers = _substitute(copy.deepcopy(block["layers"]), bound, self, f"blocks.{bname}")
             nodes.extend(
                 self.layers(
@@ -329,7 +385,7 @@ class _Parser:
         for bname, block in blocks.items():
             self.mapping(block, f"blocks.{bname}", {"params", "layers"})
             self.req(block, "layers", f"blocks.{bname}")
-        defaults = self.mapping(m.get("defaults", {}), "defaults", set(OP_FIELDS))
+        defaults = self.mapping(m.get("defaults", {}), "defaults", set(ops.OPS) - {"residual"})
         graph = self.layers(self.req(m, "layers", ""), "layers", blocks, defaults, "")
         input_spec = InputSpec(tuple(shape), dtype)
         self.check_graph(graph, input_spec.shape)
@@ -458,34 +514,49 @@ class _Parser:
 
     # -- cross-field checks ------------------------------------------------------------------
     def check_graph(self, graph: tuple, in_shape: tuple) -> None:
-        """Shape inference with errors that name the offending layer."""
-        names: set[str] = set()
-        self._check(graph, in_shape, "layers", names)
+        """Shape inference with errors that name the offending layer; bounds the model's size."""
+        self.params = 0
+        self.check_values(in_shape, "input.shape")
+        self._check(graph, in_shape, "layers", set())
+
+    def check_values(self, shape: tuple, field: str) -> None:
+        if numel(shape) > self.limits.max_values:
+            raise self.too_large(
+                field,
+                f"shape {list(shape)} holds more than {self.limits.max_values:,} values per sample",
+                "max_values",
+            )
 
     def _check(self, nodes: tuple, shape: tuple, field: str, names: set[str]) -> tuple:
         for i, node in enumerate(nodes):
             where = self.where.get(id(node), f"{field}[{i}]")
             label = getattr(node, "name", type(node).__name__.lower())
-            if isinstance(node, ops.Residual):
-                main = self._check(node.body, shape, f"{where}.body", names)
-                side = self._check(node.shortcut, shape, f"{where}.shortcut.layers", names)
-                if main != side:
-                    raise self.fail(
-                        where,
-                        f"residual branches of equal shape (body {main})",
-                        f"<shortcut {side}>",
-                    )
-                shape = main
-                continue
-            if hasattr(node, "name"):
-                if node.name in names:
-                    raise self.fail(f"{where}.name", "a name unique in the model", node.name)
-                names.add(node.name)
+            if isinstance(node, ops.Residual):  # check each branch where its layers are written
+                self._check(node.body, shape, f"{where}.body", names)
+                self._check(node.shortcut, shape, f"{where}.shortcut.layers", names)
+            else:
+                if hasattr(node, "name"):
+                    if node.name in names:
+                        raise self.fail(f"{where}.name", "a name unique in the model", node.name)
+                    names.add(node.name)
             try:
-                shape = node.out_shape(shape)
+                out = node.out_shape(shape)
             except ValueError as exc:
                 raise self.fail(where, f"an input that fits layer {label!r}", f"<{exc}>") from None
+            if not isinstance(node, ops.Residual):  # a residual's params are its layers'
+                self.count_params(node, shape, where)
+            self.check_values(out, where)
+            shape = out
         return shape
+
+    def count_params(self, node: Any, shape: tuple, where: str) -> None:
+        self.params += sum(numel(p.shape) for p in node.param_specs(shape))
+        if self.params > self.limits.max_params:
+            raise self.too_large(
+                where,
+                f"the model passes {self.limits.max_params:,} parameter values here",
+                "max_params",
+            )
 
     def check_consistency(self, w: Workload) -> None:
         out = w.output_shape
@@ -508,6 +579,11 @@ class _Parser:
                     f"an embedding with vocab >= dataset.num_words ({w.dataset.get('num_words')})",
                     getattr(emb, "vocab", type(emb).__name__),
                 )
+
+
+@functools.cache
+def _schema(cls: type) -> OpSchema:
+    return op_schema(cls)
 
 
 def _merge(base: dict, over: dict) -> dict:

@@ -6,7 +6,11 @@ answers three questions, all from data alone:
 
 - ``out_shape(in_shape)``: shape inference (raises ``ValueError`` when the input does not fit);
 - ``param_specs(in_shape)``: the parameters it owns, with canonical names, layouts and inits;
-- ``flops(in_shape)``: forward FLOPs per sample (see ``rosetta.spec.counts`` for the convention).
+- ``flops(in_shape)``: forward FLOPs per sample (conventions: ``rosetta/models/README.md``).
+
+Each op's YAML fields are declared on the dataclass itself (``spec_field(kind)``,
+``init_field(names)``, see :mod:`rosetta.spec.fields`) and ``@register("name")`` enters it in
+:data:`OPS`: the loader derives its schema from there, so adding an op is adding one class.
 
 Canonical parameter layouts (backends convert only at their ``set_params/get_params`` boundary):
 conv2d kernel ``OIHW``; dense kernel ``IO`` (rows in the producer's ``C, H, W`` flatten order);
@@ -16,24 +20,34 @@ embedding table ``VE``; GRU kernel ``E,3H`` and recurrent kernel ``H,3H`` with g
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
+from rosetta.spec.fields import init_field, spec_field
+from rosetta.spec.graph import collect_params, count_flops, infer_shape
 from rosetta.spec.init import Init
+from rosetta.spec.params import ParamSpec, Shape
+from rosetta.spec.params import numel as _numel
 
-Shape = tuple[int, ...]
+__all__ = ["OPS", "Node", "ParamSpec", "Shape", "register"]
+
+#: op name in the YAML -> class; the loader and every backend dispatch on these.
+OPS: dict[str, type] = {}
+_T = TypeVar("_T", bound=type)
 
 
-@dataclass(frozen=True)
-class ParamSpec:
-    """One named tensor of a model: a trainable parameter or a buffer (BatchNorm statistics)."""
+def register(name: str) -> Callable[[_T], _T]:
+    """Class decorator: enter an op dataclass in :data:`OPS` under its YAML name ``name``."""
 
-    name: str  # canonical name, "<layer>.<role>", e.g. "conv1.kernel", "layer2.0.bn1.mean"
-    shape: Shape
-    layout: str  # axis letters, e.g. "OIHW", "IO", "O", "VE", "E3H"
-    init: Init
-    trainable: bool = True  # False for buffers (not counted as parameters, no gradient)
-    fan_in: int = 1  # for variance-scaling initialisers
-    fan_out: int = 1
+    def deco(cls: _T) -> _T:
+        if name in OPS:
+            raise ValueError(f"op {name!r} registered twice")
+        cls.OP = name  # type: ignore[attr-defined]
+        OPS[name] = cls
+        return cls
+
+    return deco
 
 
 def _conv_out(size: int, k: int, s: int, lo: int, hi: int) -> int:
@@ -45,17 +59,18 @@ def _need_rank(op: str, in_shape: Shape, rank: int, what: str) -> None:
         raise ValueError(f"{op} expects a {what} input, got shape {in_shape}")
 
 
+@register("conv2d")
 @dataclass(frozen=True)
 class Conv2D:
     """2-D cross-correlation with explicit zero padding ``(top, bottom, left, right)``."""
 
-    name: str
-    out_channels: int
-    kernel: tuple[int, int]
-    stride: tuple[int, int]
-    padding: tuple[int, int, int, int]
-    bias: bool
-    init: dict[str, Init]
+    name: str = spec_field("str")
+    out_channels: int = spec_field("posint")
+    kernel: tuple[int, int] = spec_field("pair")
+    stride: tuple[int, int] = spec_field("pair")
+    padding: tuple[int, int, int, int] = spec_field("quad")
+    bias: bool = spec_field("bool")
+    init: dict[str, Init] = init_field("kernel", "bias")
 
     def out_shape(self, in_shape: Shape) -> Shape:
         _need_rank("conv2d", in_shape, 3, "(C, H, W)")
@@ -94,13 +109,14 @@ class Conv2D:
         return 2 * macs + (o * ho * wo if self.bias else 0)
 
 
+@register("maxpool2d")
 @dataclass(frozen=True)
 class MaxPool2D:
     """Max pooling; padded cells count as -inf (never selected)."""
 
-    kernel: tuple[int, int]
-    stride: tuple[int, int]
-    padding: tuple[int, int, int, int]
+    kernel: tuple[int, int] = spec_field("pair")
+    stride: tuple[int, int] = spec_field("pair")
+    padding: tuple[int, int, int, int] = spec_field("quad")
 
     def out_shape(self, in_shape: Shape) -> Shape:
         _need_rank("maxpool2d", in_shape, 3, "(C, H, W)")
@@ -122,6 +138,7 @@ class MaxPool2D:
         return c * ho * wo * (self.kernel[0] * self.kernel[1] - 1)  # comparisons
 
 
+@register("relu")
 @dataclass(frozen=True)
 class ReLU:
     """max(x, 0), elementwise."""
@@ -136,12 +153,13 @@ class ReLU:
         return _numel(in_shape)
 
 
+@register("dropout")
 @dataclass(frozen=True)
 class Dropout:
     """Inverted dropout: at training, keep with probability 1 - rate and scale by 1/(1 - rate);
     identity at evaluation (and in the equivalence gate, where masks cannot be shared)."""
 
-    rate: float
+    rate: float = spec_field("rate")
 
     def out_shape(self, in_shape: Shape) -> Shape:
         return in_shape
@@ -153,11 +171,12 @@ class Dropout:
         return 0  # forward FLOPs are counted in inference mode
 
 
+@register("flatten")
 @dataclass(frozen=True)
 class Flatten:
     """(C, H, W) -> (C*H*W,) in channel-major order (the only order the spec allows: ``CHW``)."""
 
-    order: str = "CHW"
+    order: str = spec_field("CHW", default="CHW")
 
     def out_shape(self, in_shape: Shape) -> Shape:
         return (_numel(in_shape),)
@@ -169,14 +188,15 @@ class Flatten:
         return 0
 
 
+@register("dense")
 @dataclass(frozen=True)
 class Dense:
     """y = x @ kernel + bias with kernel ``(in, out)``."""
 
-    name: str
-    units: int
-    bias: bool
-    init: dict[str, Init]
+    name: str = spec_field("str")
+    units: int = spec_field("posint")
+    bias: bool = spec_field("bool")
+    init: dict[str, Init] = init_field("kernel", "bias")
 
     def out_shape(self, in_shape: Shape) -> Shape:
         _need_rank("dense", in_shape, 1, "flat (features,)")
@@ -202,16 +222,17 @@ class Dense:
         return 2 * in_shape[0] * self.units + (self.units if self.bias else 0)
 
 
+@register("batchnorm")
 @dataclass(frozen=True)
 class BatchNorm:
     """Inference-mode batch normalisation over axis 0 of the per-sample shape (channels):
     y = (x - mean) / sqrt(var + eps) * gamma + beta. ``momentum`` is PyTorch's convention
     (new = (1 - m) * old + m * batch), recorded for frameworks; inference never uses it."""
 
-    name: str
-    eps: float
-    momentum: float
-    init: dict[str, Init]
+    name: str = spec_field("str")
+    eps: float = spec_field("posfloat")
+    momentum: float = spec_field("rate")
+    init: dict[str, Init] = init_field("gamma", "beta", "mean", "var")
 
     def out_shape(self, in_shape: Shape) -> Shape:
         if len(in_shape) not in (1, 3):
@@ -231,6 +252,7 @@ class BatchNorm:
         return 2 * _numel(in_shape)  # folded into one scale and one shift per element
 
 
+@register("global_avgpool")
 @dataclass(frozen=True)
 class GlobalAvgPool:
     """(C, H, W) -> (C,): mean over the spatial axes."""
@@ -246,14 +268,15 @@ class GlobalAvgPool:
         return _numel(in_shape)
 
 
+@register("embedding")
 @dataclass(frozen=True)
 class Embedding:
     """Token ids (T,) -> vectors (T, dim) by table lookup; id 0 (padding) is an ordinary row."""
 
-    name: str
-    vocab: int
-    dim: int
-    init: dict[str, Init]
+    name: str = spec_field("str")
+    vocab: int = spec_field("posint")
+    dim: int = spec_field("posint")
+    init: dict[str, Init] = init_field("table")
 
     def out_shape(self, in_shape: Shape) -> Shape:
         _need_rank("embedding", in_shape, 1, "token-id (T,)")
@@ -275,6 +298,7 @@ class Embedding:
         return 0  # a lookup
 
 
+@register("gru")
 @dataclass(frozen=True)
 class GRU:
     """GRU over (T, E), zero initial state, returning the last step's state (H,).
@@ -283,13 +307,13 @@ class GRU:
     ``rosetta/models/gru.yaml`` for the equations). The spec format admits no other convention, so a
     backend never has to guess."""
 
-    name: str
-    units: int
-    gate_order: tuple[str, str, str]
-    reset_after: bool
-    initial_state: str
-    output: str
-    init: dict[str, Init]
+    name: str = spec_field("str")
+    units: int = spec_field("posint")
+    gate_order: tuple[str, str, str] = spec_field("zrh")
+    reset_after: bool = spec_field("true")
+    initial_state: str = spec_field("zeros")
+    output: str = spec_field("last")
+    init: dict[str, Init] = init_field("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")
 
     def out_shape(self, in_shape: Shape) -> Shape:
         _need_rank("gru", in_shape, 2, "sequence (T, E)")
@@ -328,6 +352,7 @@ class GRU:
         return t * (matmuls + elementwise)
 
 
+@register("residual")
 @dataclass(frozen=True)
 class Residual:
     """y = body(x) + shortcut(x); an empty shortcut is the identity."""
@@ -335,9 +360,12 @@ class Residual:
     body: tuple[Node, ...]
     shortcut: tuple[Node, ...] = ()
 
-    def out_shape(self, in_shape: Shape) -> Shape:
-        from rosetta.spec.graph import infer_shape
+    @property
+    def branches(self) -> tuple[tuple[Node, ...], tuple[Node, ...]]:
+        """The two graphs whose outputs are added (walkers open them, see ``graph.walk``)."""
+        return (self.body, self.shortcut)
 
+    def out_shape(self, in_shape: Shape) -> Shape:
         main = infer_shape(self.body, in_shape)
         side = infer_shape(self.shortcut, in_shape)
         if main != side:
@@ -348,13 +376,9 @@ class Residual:
         return main
 
     def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
-        from rosetta.spec.graph import collect_params
-
         return collect_params(self.body, in_shape) + collect_params(self.shortcut, in_shape)
 
     def flops(self, in_shape: Shape) -> int:
-        from rosetta.spec.graph import count_flops
-
         out = self.out_shape(in_shape)
         return count_flops(self.body, in_shape) + count_flops(self.shortcut, in_shape) + _numel(out)
 
@@ -363,25 +387,3 @@ Node = (
     Conv2D | MaxPool2D | ReLU | Dropout | Flatten | Dense | BatchNorm | GlobalAvgPool | Embedding
     | GRU | Residual
 )  # fmt: skip
-
-#: op name in the YAML -> class; the loader and every backend dispatch on these.
-OPS: dict[str, type] = {
-    "conv2d": Conv2D,
-    "maxpool2d": MaxPool2D,
-    "relu": ReLU,
-    "dropout": Dropout,
-    "flatten": Flatten,
-    "dense": Dense,
-    "batchnorm": BatchNorm,
-    "global_avgpool": GlobalAvgPool,
-    "embedding": Embedding,
-    "gru": GRU,
-    "residual": Residual,
-}
-
-
-def _numel(shape: Shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n

@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from rosetta.spec.graph import collect_params, count_flops, infer_shape
-from rosetta.spec.ops import Node, ParamSpec, Shape
+from rosetta.spec.ops import Node
+from rosetta.spec.params import ParamSpec, Shape
+from rosetta.spec.params import numel as _numel
 
 
 @dataclass(frozen=True)
@@ -198,10 +200,3 @@ class Workload:
                 f"workload {self.name!r} has no profile {name!r}; valid: {sorted(self.profiles)}"
             )
         return self.profiles[name]
-
-
-def _numel(shape: Shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
