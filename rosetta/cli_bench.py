@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     resuming = bool(args.resume) or (results_dir / run_id).is_dir()
     if args.resume and not (results_dir / run_id).is_dir():
         raise RosettaError(f"no run {run_id!r} in {results_dir} to resume")
-    _ensure_data(workload_list, args.data_dir)
+    data_sources = _ensure_data(workload_list, args.data_dir)
     sample_every = args.sample_every or (4 if args.device == "cuda" else 1)
     template = CellConfig(
         backend="",
@@ -188,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
         retry_failed=args.retry_failed,
         memory_limit_mb=args.memory_limit_mb,
         executor=args.executor,
+        data_sources=data_sources,
     )
     from rosetta.runner.progress import make_display
 
@@ -244,11 +245,14 @@ def _report(run_dir: Path, report_dir: Path | None) -> None:
     print(f"HTML report: {path}")
 
 
-def _ensure_data(workload_list: list[str], data_dir: str | None) -> None:
-    """Verify each data set (synthesising it only in the default data dir); print its source."""
+def _ensure_data(workload_list: list[str], data_dir: str | None) -> dict[str, str]:
+    """Verify each data set (synthesising it only in the default data dir), print its source;
+    returns ``{workload: data source}`` so that every record can say which data ran."""
     from rosetta.datasets import prepare_data
 
-    prepare_data([get_workload(w).dataset.name for w in workload_list], data_dir)
+    names = {w: get_workload(w).dataset.name for w in workload_list}
+    sources = prepare_data(list(names.values()), data_dir)
+    return {w: sources[d] for w, d in names.items()}
 
 
 def _row(r: dict) -> dict:
@@ -313,8 +317,10 @@ def summary(recs: list[dict]) -> str:
         row = _row(r)
         wall = f"{row['wall_s']:>6.0f}" if isinstance(row["wall_s"], float) else f"{'':>6}"
         if r["status"] != "ok":
+            source = f" [data: {row['data_source']}]" if row["data_source"] else ""
             lines.append(
                 f"{r['workload']:<9} {r['backend']:<11} {r['status']:<8} -- {r.get('error', '')}"
+                + source
             )
             continue
         step = (

@@ -53,7 +53,10 @@ def fmt_interval(v: object, lo: object, hi: object, f=fmt_ms) -> str:
 
 
 def source_mark(source: object) -> str:
-    """'real' for the official or a user's own data, 'synthetic'/'generated' as recorded."""
+    """'real' for the official files, 'real, user-provided' for a user's accepted copy (its
+    bytes differ from the official checksum), 'synthetic'/'generated' as recorded."""
     if missing(source):
         return ""
+    if source == "user-provided":
+        return "real, user-provided"
     return "real" if source in REAL_SOURCES else str(source)

@@ -121,9 +121,10 @@ def start(namespace: dict) -> Cell:
     config = CellConfig(**fields)
     if config.threads:
         os.environ["ROSETTA_THREADS"] = str(config.threads)
-    from rosetta.cli_bench import _ensure_data
+    from rosetta.datasets import prepare_data
+    from rosetta.spec import get_workload
 
-    _ensure_data([config.workload], config.data_dir)
+    prepare_data([get_workload(config.workload).dataset.name], config.data_dir)
     return Cell(config)
 
 

@@ -30,9 +30,13 @@ from rosetta.runner.config import CellConfig
 from rosetta.runner.notebook import make_notebook, notebook_source, staged
 
 
-def failure_record(config: CellConfig, status: str, error: str, **extra) -> dict:
-    """A non-ok record that still carries the config and the environment manifest."""
+def failure_record(
+    config: CellConfig, status: str, error: str, data_source: str = "", **extra
+) -> dict:
+    """A non-ok record that still carries the config, the environment manifest and the data
+    source the cell was to run on."""
     env = manifest.environment(config.device if config.device != "auto" else "cpu")
+    env["data_source"] = data_source or "unknown"
     return records.make_record(
         backend=config.backend,
         workload=config.workload,
