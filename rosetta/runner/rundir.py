@@ -45,14 +45,19 @@ def check_run_id(run_id: str) -> str:
 
 
 def check_results_dir(path: Path) -> Path:
-    """Create ``path`` if needed and prove it writable, before anything runs."""
-    path = Path(path)
+    """Prove ``path`` usable before anything runs, creating nothing: an existing folder must be
+    writable, a missing one must be creatable (its nearest existing parent a writable folder)."""
+    path = Path(path).absolute()
     fix = f"choose a writable folder with --results-dir or ${RESULTS_ENV}"
     if path.exists() and not path.is_dir():
         raise RosettaError(f"results directory {path} is a file, not a folder; {fix}")
+    probe_dir = path
+    while not probe_dir.exists():
+        probe_dir = probe_dir.parent
+    if not probe_dir.is_dir():
+        raise RosettaError(f"results directory {path} cannot be created under a file; {fix}")
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=path)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=probe_dir)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
@@ -75,7 +80,8 @@ class RunDir:
         self.path = Path(results_dir) / run_id
         if create:
             try:
-                self.path.mkdir(parents=False, exist_ok=False)
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.mkdir(exist_ok=False)
             except FileExistsError:
                 raise RosettaError(
                     f"run {run_id!r} already exists in {results_dir}; resume it with "
