@@ -1,0 +1,230 @@
+"""The Rosetta of JAX: every op of the spec as a pure function of ``jax.lax`` primitives.
+
+``LOWERINGS`` maps each op class to a function ``lower(op, b) -> Layer``; a ``Layer`` is a pure
+function ``(params, x, run) -> y`` over the parameter pytree (a dict keyed by canonical names,
+arrays in the native layouts of ``layout.py``). A graph lowers to one composed function that
+``jax.jit`` traces once per batch shape (``model.py``).
+
+Why ``jax.lax`` and not Flax modules: the spec already *is* the module tree, with canonical
+parameter names; a Flax model would add a second naming scheme (``params/Conv_0/kernel``) to map
+back and forth, and hide the choices this backend must state: the convolution's dimension
+numbers (NHWC or NCHW), explicit asymmetric padding, the max-pool's ``-inf`` padding, the GRU's
+``reset_after`` gate equations under ``lax.scan``, and float32 precision (``Precision.HIGHEST``,
+no TF32 on GPUs). Here each is one line a reader can check against ``numpy_ref``. The
+hand-written Flax models in ``benchmarks/handwritten/jax_models.py`` measure what this costs.
+
+Layouts: images are ``NHWC`` or ``NCHW`` (``Builder.layout``), kernels ``HWIO`` or ``OIHW`` to
+match; sequences run time-major through ``lax.scan``. Every array made here takes the model's
+dtype explicitly (see ``runtime.precision_scope``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from rosetta.backends.base import unsupported
+from rosetta.spec import ops
+
+Params = dict[str, Any]  # canonical name -> jax array in native layout
+
+
+class Run(NamedTuple):
+    """Per-call context of a forward pass: training mode (static) and the dropout key."""
+
+    training: bool
+    key: Any = None  # a jax PRNG key, or None with dropout off
+
+
+Layer = Callable[[Params, Any, Run], Any]
+
+
+@dataclass
+class Builder:
+    """What a lowering needs to know beyond its op: layout, dtype, dropout sites."""
+
+    layout: str  # "NHWC" | "NCHW"
+    dtype: Any  # jnp.float32 | jnp.float64
+    backend: str = "jax"
+    sites: Iterator[int] = field(default_factory=itertools.count)  # dropout key per site
+
+    @property
+    def channel_axis(self) -> int:
+        return 3 if self.layout == "NHWC" else 1
+
+    @property
+    def spatial_axes(self) -> tuple[int, int]:
+        return (1, 2) if self.layout == "NHWC" else (2, 3)
+
+    def spatial(self, a: tuple, fill: Any) -> tuple:
+        """A per-axis tuple for an image tensor: ``a`` (H, W) on the spatial axes, else ``fill``."""
+        out = [fill] * 4
+        out[self.spatial_axes[0]], out[self.spatial_axes[1]] = a
+        return tuple(out)
+
+
+HIGHEST = lax.Precision.HIGHEST  # float32 stays float32 (no TF32/bf16 passes on accelerators)
+
+
+def _conv2d(op: ops.Conv2D, b: Builder) -> Layer:
+    kernel_layout = "HWIO" if b.layout == "NHWC" else "OIHW"
+    dims = (b.layout, kernel_layout, b.layout)
+    top, bottom, left, right = op.padding
+    shape = [1, 1, 1, 1]
+    shape[b.channel_axis] = op.out_channels
+
+    def conv2d(p: Params, x: Any, run: Run) -> Any:
+        y = lax.conv_general_dilated(
+            x,
+            p[f"{op.name}.kernel"],
+            window_strides=op.stride,
+            padding=((top, bottom), (left, right)),
+            dimension_numbers=dims,
+            precision=HIGHEST,
+        )
+        return y + p[f"{op.name}.bias"].reshape(shape) if op.bias else y
+
+    return conv2d
+
+
+def _maxpool2d(op: ops.MaxPool2D, b: Builder) -> Layer:
+    top, bottom, left, right = op.padding
+    window = b.spatial(op.kernel, 1)
+    strides = b.spatial(op.stride, 1)
+    padding = b.spatial(((top, bottom), (left, right)), (0, 0))
+
+    def maxpool2d(p: Params, x: Any, run: Run) -> Any:
+        # padded cells are -inf: they never win
+        return lax.reduce_window(x, np.array(-np.inf, x.dtype), lax.max, window, strides, padding)
+
+    return maxpool2d
+
+
+def _relu(op: ops.ReLU, b: Builder) -> Layer:
+    return lambda p, x, run: jnp.maximum(x, 0)  # weak 0: dtype kept; gradient 0 at x == 0
+
+
+def _dropout(op: ops.Dropout, b: Builder) -> Layer:
+    site = next(b.sites)
+    keep = 1.0 - op.rate
+
+    def dropout(p: Params, x: Any, run: Run) -> Any:
+        if not run.training or op.rate == 0:
+            return x
+        mask = jax.random.bernoulli(jax.random.fold_in(run.key, site), keep, x.shape)
+        return jnp.where(mask, x / jnp.asarray(keep, x.dtype), jnp.zeros((), x.dtype))
+
+    return dropout
+
+
+def _flatten(op: ops.Flatten, b: Builder) -> Layer:
+    # (N, H, W, C) -> (N, H*W*C) in NHWC: the next dense layer's rows were permuted from the
+    # spec's channel-major order at set_params (layout.py); (N, C, H, W) -> (N, C*H*W) in NCHW
+    return lambda p, x, run: x.reshape(x.shape[0], -1)
+
+
+def _dense(op: ops.Dense, b: Builder) -> Layer:
+    def dense(p: Params, x: Any, run: Run) -> Any:
+        y = jnp.dot(x, p[f"{op.name}.kernel"], precision=HIGHEST)  # (N, I) @ (I, O) -> (N, O)
+        return y + p[f"{op.name}.bias"] if op.bias else y
+
+    return dense
+
+
+def _batchnorm(op: ops.BatchNorm, b: Builder) -> Layer:
+    n = op.name
+
+    def batchnorm(p: Params, x: Any, run: Run) -> Any:
+        shape = [1] * x.ndim  # per-channel statistics broadcast on the channel axis
+        shape[b.channel_axis if x.ndim == 4 else 1] = -1
+        eps = jnp.asarray(op.eps, x.dtype)
+        mean, var = p[f"{n}.mean"].reshape(shape), p[f"{n}.var"].reshape(shape)
+        gamma, beta = p[f"{n}.gamma"].reshape(shape), p[f"{n}.beta"].reshape(shape)
+        return (x - mean) / jnp.sqrt(var + eps) * gamma + beta  # inference mode
+
+    return batchnorm
+
+
+def _global_avgpool(op: ops.GlobalAvgPool, b: Builder) -> Layer:
+    return lambda p, x, run: jnp.mean(x, axis=b.spatial_axes)  # (N, ., ., .) -> (N, C)
+
+
+def _embedding(op: ops.Embedding, b: Builder) -> Layer:
+    # token ids (N, T) -> time-major vectors (T, N, E): the GRU's scan runs over axis 0
+    return lambda p, x, run: jnp.take(p[f"{op.name}.table"], x.T, axis=0)
+
+
+def _gru(op: ops.GRU, b: Builder) -> Layer:
+    n, h = op.name, op.units
+
+    def gru(p: Params, x: Any, run: Run) -> Any:
+        # input projections of every step in one matmul: (T, N, E) @ (E, 3H) -> (T, N, 3H)
+        xproj = jnp.dot(x, p[f"{n}.kernel"], precision=HIGHEST) + p[f"{n}.bias_input"]
+        rk, br = p[f"{n}.recurrent_kernel"], p[f"{n}.bias_recurrent"]
+
+        def step(state: Any, xp: Any) -> tuple[Any, None]:
+            hproj = jnp.dot(state, rk, precision=HIGHEST) + br  # (N, H) @ (H, 3H) -> (N, 3H)
+            z = jax.nn.sigmoid(xp[:, :h] + hproj[:, :h])  # gate blocks z | r | h
+            r = jax.nn.sigmoid(xp[:, h : 2 * h] + hproj[:, h : 2 * h])
+            cand = jnp.tanh(xp[:, 2 * h :] + r * hproj[:, 2 * h :])  # reset after the matmul
+            return z * state + (1 - z) * cand, None
+
+        h0 = jnp.zeros((x.shape[1], h), dtype=x.dtype)  # zero initial state (N, H)
+        last, _ = lax.scan(step, h0, xproj, unroll=GRU_UNROLL)
+        return last  # the last step's state (N, H)
+
+    return gru
+
+
+GRU_UNROLL = 1  # lax.scan unroll factor (measured in benchmarks/lowering_jax.py --gru-unroll)
+
+
+def _residual(op: ops.Residual, b: Builder) -> Layer:
+    body = lower_sequence(op.body, b)
+    shortcut = lower_sequence(op.shortcut, b)
+    return lambda p, x, run: body(p, x, run) + shortcut(p, x, run)
+
+
+LOWERINGS: dict[type, Callable[[Any, Builder], Layer]] = {
+    ops.Conv2D: _conv2d,  # lax.conv_general_dilated, NHWC x HWIO
+    ops.MaxPool2D: _maxpool2d,  # lax.reduce_window(max), -inf padding
+    ops.ReLU: _relu,  # jnp.maximum
+    ops.Dropout: _dropout,  # jax.random.bernoulli, key folded per site
+    ops.Flatten: _flatten,  # reshape (dense rows permuted at set_params)
+    ops.Dense: _dense,  # jnp.dot
+    ops.BatchNorm: _batchnorm,  # inference-mode affine
+    ops.GlobalAvgPool: _global_avgpool,  # jnp.mean over H, W
+    ops.Embedding: _embedding,  # jnp.take, time-major out
+    ops.GRU: _gru,  # lax.scan over time, reset_after
+    ops.Residual: _residual,  # body + shortcut
+}
+
+
+def lower_sequence(nodes: tuple, b: Builder) -> Layer:
+    """Lower ``nodes`` in order into one ``Layer``; an empty sequence is the identity."""
+    layers = []
+    for node in nodes:
+        lower = LOWERINGS.get(type(node))
+        if lower is None:
+            raise unsupported(b.backend, node)
+        layers.append(lower(node, b))
+
+    def sequence(p: Params, x: Any, run: Run) -> Any:
+        for layer in layers:
+            x = layer(p, x, run)
+        return x
+
+    return sequence
+
+
+def softmax_cross_entropy(logits: Any, labels: Any) -> Any:
+    """Mean softmax cross-entropy of ``logits`` (N, K) against integer ``labels`` (N,)."""
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
