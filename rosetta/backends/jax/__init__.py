@@ -74,10 +74,12 @@ def build(
     device: str = "cpu",
     seed: int = 0,
     layout: str | None = None,
+    conv_weight_grad: str = "auto",
 ) -> JaxModel:
     """Lower ``workload`` to jitted JAX programs holding ``params`` (canonical names).
 
-    ``layout`` (``"NHWC"``/``"NCHW"``) overrides the device's default, for the benchmarks."""
+    ``layout`` (``"NHWC"``/``"NCHW"``) and ``conv_weight_grad`` (``"auto"``/``"xla"``/``"gemm"``)
+    override the measured defaults, for the benchmarks that measure them."""
     return JaxModel(
         workload,
         params,
@@ -86,6 +88,7 @@ def build(
         seed=seed,
         layout=layout or LAYOUT.get(device, "NHWC"),
         settings=SETTINGS,
+        conv_weight_grad=conv_weight_grad,
     )
 
 

@@ -53,7 +53,18 @@ class Builder:
     layout: str  # "NHWC" | "NCHW"
     dtype: Any  # jnp.float32 | jnp.float64
     backend: str = "jax"
+    platform: str = "cpu"  # the jax platform the programs run on
+    conv_weight_grad: str = "auto"  # "xla" | "gemm" | "auto" (see use_gemm_weight_grad)
     sites: Iterator[int] = field(default_factory=itertools.count)  # dropout key per site
+
+    def use_gemm_weight_grad(self, op: ops.Conv2D) -> bool:
+        """Whether conv ``op`` takes its kernel gradient from per-tap GEMMs.
+
+        ``auto``: on the CPU in NHWC (XLA:CPU's kernel-gradient convolution is the slow one;
+        cuDNN's is not). Measured in ``benchmarks/lowering_jax.py --conv-grad``."""
+        if self.layout != "NHWC" or self.conv_weight_grad == "xla":
+            return False
+        return self.conv_weight_grad == "gemm" or self.platform == "cpu"
 
     @property
     def channel_axis(self) -> int:
@@ -80,18 +91,62 @@ def _conv2d(op: ops.Conv2D, b: Builder) -> Layer:
     shape = [1, 1, 1, 1]
     shape[b.channel_axis] = op.out_channels
 
-    def conv2d(p: Params, x: Any, run: Run) -> Any:
-        y = lax.conv_general_dilated(
+    def conv(x: Any, w: Any) -> Any:
+        return lax.conv_general_dilated(
             x,
-            p[f"{op.name}.kernel"],
+            w,
             window_strides=op.stride,
             padding=((top, bottom), (left, right)),
             dimension_numbers=dims,
             precision=HIGHEST,
         )
+
+    if b.use_gemm_weight_grad(op):
+        conv = _with_gemm_weight_grad(conv, op)
+
+    def conv2d(p: Params, x: Any, run: Run) -> Any:
+        y = conv(x, p[f"{op.name}.kernel"])
         return y + p[f"{op.name}.bias"].reshape(shape) if op.bias else y
 
     return conv2d
+
+
+def _with_gemm_weight_grad(conv: Callable, op: ops.Conv2D) -> Callable:
+    """``conv`` (NHWC x HWIO) whose kernel gradient is one GEMM per kernel tap.
+
+    XLA:CPU lowers the kernel gradient of a convolution to another convolution whose "kernel" is
+    the whole output gradient (32 x 32 for the CNN's conv2) and runs it 4-6x slower per FLOP
+    than the forward convolution (measured; PyTorch's oneDNN does it at forward speed). Written
+    as ``dW[i, j] = x_shifted(i, j)^T @ dy`` over the (N*Ho*Wo) rows it is plain GEMMs. The input
+    gradient stays XLA's (as fast as its forward). Used where measured faster (``Builder``)."""
+    kh, kw = op.kernel
+    sh, sw = op.stride
+    top, bottom, left, right = op.padding
+
+    @jax.custom_vjp
+    def conv_gemm(x: Any, w: Any) -> Any:
+        return conv(x, w)
+
+    def fwd(x: Any, w: Any) -> tuple[Any, tuple[Any, Any]]:
+        return conv(x, w), (x, w)
+
+    def bwd(res: tuple[Any, Any], dy: Any) -> tuple[Any, Any]:
+        x, w = res
+        (dx,) = jax.vjp(lambda x_: conv(x_, w), x)[1](dy)
+        _, ho, wo, o = dy.shape
+        c = x.shape[3]
+        xp = jnp.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))  # (N, Hp, Wp, C)
+        dyt = dy.reshape(-1, o).T  # (N, Ho, Wo, O) -> (N*Ho*Wo, O) -> (O, N*Ho*Wo)
+        taps = []
+        for i in range(kh):
+            for j in range(kw):
+                # input pixels under tap (i, j) of every output: (N, Ho, Wo, C) -> (N*Ho*Wo, C)
+                xs = xp[:, i : i + sh * (ho - 1) + 1 : sh, j : j + sw * (wo - 1) + 1 : sw]
+                taps.append(jnp.dot(dyt, xs.reshape(-1, c), precision=HIGHEST).T)  # (C, O)
+        return dx, jnp.stack(taps).reshape(kh, kw, c, o)  # (KH*KW, C, O) -> HWIO
+
+    conv_gemm.defvjp(fwd, bwd)
+    return conv_gemm
 
 
 def _maxpool2d(op: ops.MaxPool2D, b: Builder) -> Layer:
@@ -99,8 +154,18 @@ def _maxpool2d(op: ops.MaxPool2D, b: Builder) -> Layer:
     window = b.spatial(op.kernel, 1)
     strides = b.spatial(op.stride, 1)
     padding = b.spatial(((top, bottom), (left, right)), (0, 0))
+    tiles = op.kernel == op.stride and op.padding == (0, 0, 0, 0)
 
     def maxpool2d(p: Params, x: Any, run: Run) -> Any:
+        (h, w), (kh, kw) = (x.shape[i] for i in b.spatial_axes), op.kernel
+        if tiles and h % kh == 0 and w % kw == 0 and b.layout == "NHWC":
+            # non-overlapping windows tile the image: a reshape and a max over the window axes,
+            # (N, H, W, C) -> (N, H/kh, kh, W/kw, kw, C) -> (N, H/kh, W/kw, C). Its gradient is a
+            # fused compare-and-select, 5x faster on XLA:CPU than reduce_window's
+            # select-and-scatter (measured). Ties split the gradient where the reference gives it
+            # to the first maximum; both are subgradients, and random inputs never tie.
+            n, c = x.shape[0], x.shape[3]
+            return x.reshape(n, h // kh, kh, w // kw, kw, c).max(axis=(2, 4))
         # padded cells are -inf: they never win
         return lax.reduce_window(x, np.array(-np.inf, x.dtype), lax.max, window, strides, padding)
 

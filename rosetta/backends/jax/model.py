@@ -33,6 +33,8 @@ from rosetta.backends.jax.layout import ParamLayout, image_to_canonical, image_t
 from rosetta.backends.jax.optim import make_optimizer
 from rosetta.backends.jax.runtime import Settings, jax_device, precision_scope
 from rosetta.errors import BackendError
+from rosetta.spec import ops
+from rosetta.spec.graph import walk
 from rosetta.spec.weights import check_weights
 from rosetta.spec.workload import Workload
 
@@ -63,6 +65,7 @@ class JaxModel(Model):
         seed: int,
         layout: str,
         settings: Settings,
+        conv_weight_grad: str = "auto",
     ) -> None:
         if dtype not in ("float32", "float64"):
             raise BackendError(f"backend 'jax' supports float32 and float64, not {dtype!r}")
@@ -74,7 +77,9 @@ class JaxModel(Model):
         self.compile_log: list[tuple[str, float]] = []  # (program and batch shapes, seconds)
         self._jdev = jax_device(device)
         self._jdtype = jnp.dtype(dtype)
-        self._builder = lowering.Builder(layout, self._jdtype)
+        self._builder = lowering.Builder(
+            layout, self._jdtype, platform=self._jdev.platform, conv_weight_grad=conv_weight_grad
+        )
         self._forward = lowering.lower_sequence(workload.graph, self._builder)
         self._playout = ParamLayout.for_workload(workload, layout)
         self._trainable = [p.name for p in workload.param_specs if p.trainable]
@@ -246,6 +251,7 @@ class JaxModel(Model):
                 " batches ahead"
             ),
             "optimizer": self._opt_desc,
+            "conv_weight_grad": self._conv_grad_note(),
             "xla_flags": s.xla_flags,
             "jax_platforms": s.platforms,
             "threads_pinned": s.pinned,
@@ -256,6 +262,15 @@ class JaxModel(Model):
             "compile_count": self.compile_count,
             "note": s.note,
         }
+
+    def _conv_grad_note(self) -> str:
+        convs = [n for n, _, _ in walk(self.workload.graph, self.workload.input.shape)]
+        convs = [n for n in convs if isinstance(n, ops.Conv2D)]
+        if not convs or self.workload.task != "train":
+            return "n/a"
+        if self._builder.use_gemm_weight_grad(convs[0]):
+            return "per-tap GEMMs (custom_vjp; XLA:CPU's kernel-gradient conv is 4-6x slower)"
+        return "XLA's convolution"
 
     def peak_device_memory_bytes(self) -> int | None:
         """Peak bytes in use on a GPU (``Device.memory_stats``); None on the CPU."""
@@ -281,8 +296,17 @@ class JaxModel(Model):
             self._tp, self._buffers, x
         )
         counts: dict[str, int] = {}
-        for eqn in jaxpr.jaxpr.eqns:
-            counts[eqn.primitive.name] = counts.get(eqn.primitive.name, 0) + 1
-        lines.append(f"jitted forward: {len(jaxpr.jaxpr.eqns)} jaxpr equations")
+        _count_primitives(jaxpr.jaxpr, counts)
+        lines.append(f"jitted forward: {sum(counts.values())} jaxpr equations (inner ones too)")
         lines.append(", ".join(f"{k} x{v}" for k, v in sorted(counts.items())))
         return "\n".join(lines)
+
+
+def _count_primitives(jaxpr: Any, counts: dict[str, int]) -> None:
+    """Count primitives of ``jaxpr`` and of the jaxprs inside it (scan bodies, custom_vjp)."""
+    for eqn in jaxpr.eqns:
+        counts[eqn.primitive.name] = counts.get(eqn.primitive.name, 0) + 1
+        for value in eqn.params.values():
+            inner = getattr(value, "jaxpr", value)  # a ClosedJaxpr holds its Jaxpr
+            if hasattr(inner, "eqns"):
+                _count_primitives(inner, counts)
