@@ -170,22 +170,6 @@ def test_gemm_kernel_gradient_equals_xla_convolution_gradient(kernel, stride, pa
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-12)
 
 
-def test_tiled_maxpool_gradient_equals_reduce_window_gradient():
-    rng = np.random.default_rng(0)
-    op = ops.MaxPool2D((2, 2), (2, 2), (0, 0, 0, 0))
-    with jax.enable_x64(True):
-        x = jnp.asarray(rng.normal(size=(2, 6, 8, 3)))
-        tiled = lowering.LOWERINGS[ops.MaxPool2D](op, lowering.Builder("NHWC", jnp.float64))
-        window = lowering.LOWERINGS[ops.MaxPool2D](op, lowering.Builder("NCHW", jnp.float64))
-
-        def g(pool, x_, perm):
-            return jax.grad(lambda a: jnp.sum(jnp.cos(pool({}, a, lowering.Run(False)))))(x_)
-
-        got = g(tiled, x, None)
-        want = jnp.transpose(g(window, jnp.transpose(x, (0, 3, 1, 2)), None), (0, 2, 3, 1))
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-14)
-
-
 # -- float64 containment, compile cache, dropout keys ------------------------------------------
 
 
