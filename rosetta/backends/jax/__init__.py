@@ -75,11 +75,12 @@ def build(
     seed: int = 0,
     layout: str | None = None,
     conv_weight_grad: str = "auto",
+    gru_unroll: int = lowering.GRU_UNROLL,
 ) -> JaxModel:
     """Lower ``workload`` to jitted JAX programs holding ``params`` (canonical names).
 
-    ``layout`` (``"NHWC"``/``"NCHW"``) and ``conv_weight_grad`` (``"auto"``/``"xla"``/``"gemm"``)
-    override the measured defaults, for the benchmarks that measure them."""
+    ``layout`` (``"NHWC"``/``"NCHW"``), ``conv_weight_grad`` (``"auto"``/``"xla"``/``"gemm"``) and
+    ``gru_unroll`` override the measured defaults, for the benchmarks that measure them."""
     return JaxModel(
         workload,
         params,
@@ -89,6 +90,7 @@ def build(
         layout=layout or LAYOUT.get(device, "NHWC"),
         settings=SETTINGS,
         conv_weight_grad=conv_weight_grad,
+        gru_unroll=gru_unroll,
     )
 
 

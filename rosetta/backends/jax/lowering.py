@@ -55,6 +55,7 @@ class Builder:
     backend: str = "jax"
     platform: str = "cpu"  # the jax platform the programs run on
     conv_weight_grad: str = "auto"  # "xla" | "gemm" | "auto" (see use_gemm_weight_grad)
+    gru_unroll: int = 1  # lax.scan unroll factor of the GRU (GRU_UNROLL by default)
     sites: Iterator[int] = field(default_factory=itertools.count)  # dropout key per site
 
     def use_gemm_weight_grad(self, op: ops.Conv2D) -> bool:
@@ -81,6 +82,7 @@ class Builder:
         return tuple(out)
 
 
+GRU_UNROLL = 1  # the default scan unroll (measured: benchmarks/lowering_jax.py --choices)
 HIGHEST = lax.Precision.HIGHEST  # float32 stays float32 (no TF32/bf16 passes on accelerators)
 
 
@@ -234,13 +236,10 @@ def _gru(op: ops.GRU, b: Builder) -> Layer:
             return z * state + (1 - z) * cand, None
 
         h0 = jnp.zeros((x.shape[1], h), dtype=x.dtype)  # zero initial state (N, H)
-        last, _ = lax.scan(step, h0, xproj, unroll=GRU_UNROLL)
+        last, _ = lax.scan(step, h0, xproj, unroll=b.gru_unroll)
         return last  # the last step's state (N, H)
 
     return gru
-
-
-GRU_UNROLL = 1  # lax.scan unroll factor (measured in benchmarks/lowering_jax.py --gru-unroll)
 
 
 def _residual(op: ops.Residual, b: Builder) -> Layer:

@@ -66,6 +66,7 @@ class JaxModel(Model):
         layout: str,
         settings: Settings,
         conv_weight_grad: str = "auto",
+        gru_unroll: int = lowering.GRU_UNROLL,
     ) -> None:
         if dtype not in ("float32", "float64"):
             raise BackendError(f"backend 'jax' supports float32 and float64, not {dtype!r}")
@@ -78,7 +79,11 @@ class JaxModel(Model):
         self._jdev = jax_device(device)
         self._jdtype = jnp.dtype(dtype)
         self._builder = lowering.Builder(
-            layout, self._jdtype, platform=self._jdev.platform, conv_weight_grad=conv_weight_grad
+            layout,
+            self._jdtype,
+            platform=self._jdev.platform,
+            conv_weight_grad=conv_weight_grad,
+            gru_unroll=gru_unroll,
         )
         self._forward = lowering.lower_sequence(workload.graph, self._builder)
         self._playout = ParamLayout.for_workload(workload, layout)
@@ -241,8 +246,8 @@ class JaxModel(Model):
             "compile": "jax.jit (XLA), AOT lower().compile() per batch shape, donated state",
             "autotune": "n/a" if self.device == "cpu" else "XLA GPU autotuning (default on)",
             "fused_rnn": (
-                f"no: lax.scan over time (unroll={lowering.GRU_UNROLL}), input projections in one "
-                "matmul; XLA has no fused GRU kernel"
+                f"no: lax.scan over time (unroll={self._builder.gru_unroll}), input projections "
+                "in one matmul; XLA has no fused GRU kernel"
                 if not image
                 else "n/a"
             ),
