@@ -246,8 +246,8 @@ class JaxModel(Model):
             "compile": "jax.jit (XLA), AOT lower().compile() per batch shape, donated state",
             "autotune": "n/a" if self.device == "cpu" else "XLA GPU autotuning (default on)",
             "fused_rnn": (
-                f"no: lax.scan over time (unroll={self._builder.gru_unroll}), input projections "
-                "in one matmul; XLA has no fused GRU kernel"
+                f"no: lax.scan over time (unroll={self._builder.gru_unroll}), one matmul per gate "
+                "and side per step; XLA has no fused GRU kernel"
                 if not image
                 else "n/a"
             ),
