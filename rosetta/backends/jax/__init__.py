@@ -6,9 +6,10 @@ function, and why lax rather than Flax), ``layout.py`` (every canonical <-> nati
 ``optim.py`` (optax, checked against the spec's rules), ``loader.py`` (device prefetching),
 ``model.py`` (the jitted train/predict programs and both faces of the contract).
 
-Layout: images run NHWC on the CPU (measured faster than NCHW in XLA:CPU, see
-``benchmarks/lowering_jax.py``) and NHWC on CUDA too, where XLA's layout assignment picks the
-physical layout cuDNN wants whatever the logical one.
+Layout: images run NHWC on the CPU (the CNN step in NCHW took 1.25x [1.17, 1.31] as long on
+this machine, ``benchmarks/lowering_jax.py --choices``) and NHWC on CUDA too, where XLA's layout
+assignment picks the physical layout cuDNN wants whatever the logical one (not measured here: no
+GPU).
 """
 
 from __future__ import annotations

@@ -274,7 +274,10 @@ class JaxModel(Model):
         if not convs or self.workload.task != "train":
             return "n/a"
         if self._builder.use_gemm_weight_grad(convs[0]):
-            return "per-tap GEMMs (custom_vjp; XLA:CPU's kernel-gradient conv is 4-6x slower)"
+            return (
+                "per-tap GEMMs (custom_vjp): XLA's kernel-gradient convolution made the CNN step "
+                "1.19x [1.14, 1.27] as long (benchmarks/lowering_jax.py --choices)"
+            )
         return "XLA's convolution"
 
     def peak_device_memory_bytes(self) -> int | None:
