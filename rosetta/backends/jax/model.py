@@ -1,0 +1,320 @@
+"""``JaxModel``: a workload lowered to jitted JAX programs over a parameter pytree.
+
+Three programs, each traced and compiled by XLA once per batch shape and kept:
+
+- ``train``: forward (dropout on, key = ``fold_in(seed key, step)``), softmax cross-entropy,
+  ``jax.value_and_grad``, the optax update; the trainable parameters, the optimiser state and
+  the step counter are *donated* (XLA updates them in place instead of allocating new buffers);
+- ``steps``: the same program with dropout off (``deterministic_steps`` of the gate);
+- ``grads``: loss and gradients, no update; ``predict``: the evaluation-mode forward.
+
+Compilation is explicit (``jit(...).lower(...).compile()``, ahead of the first call with a new
+batch shape) and timed: ``compile_log`` holds every compilation with its seconds, so the cold
+start's compile time is reported apart from steady steps, and a steady state that recompiles is
+visible (``compile_count`` must not move; ``benchmarks/lowering_jax.py`` asserts it).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from rosetta.backends.base import Batch, Model, Params
+from rosetta.backends.jax import loader as loader_mod
+from rosetta.backends.jax import lowering
+from rosetta.backends.jax.layout import ParamLayout, image_to_canonical, image_to_native
+from rosetta.backends.jax.optim import make_optimizer
+from rosetta.backends.jax.runtime import Settings, jax_device, precision_scope
+from rosetta.errors import BackendError
+from rosetta.spec import ops
+from rosetta.spec.graph import walk
+from rosetta.spec.weights import check_weights
+from rosetta.spec.workload import Workload
+
+
+def _scoped(method: Callable) -> Callable:
+    """Run ``method`` inside the model's precision scope (x64 on for float64 models only)."""
+
+    @functools.wraps(method)
+    def wrapper(self: JaxModel, *args: Any, **kwargs: Any) -> Any:
+        with precision_scope(self.dtype):
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+class JaxModel(Model):
+    """A workload as jitted JAX programs (see the module docstring)."""
+
+    backend = "jax"
+
+    def __init__(
+        self,
+        workload: Workload,
+        params: Params,
+        *,
+        dtype: str,
+        device: str,
+        seed: int,
+        layout: str,
+        settings: Settings,
+        conv_weight_grad: str = "auto",
+        gru_unroll: int = lowering.GRU_UNROLL,
+    ) -> None:
+        if dtype not in ("float32", "float64"):
+            raise BackendError(f"backend 'jax' supports float32 and float64, not {dtype!r}")
+        self.workload = workload
+        self.dtype = dtype
+        self.device = device
+        self.layout = layout
+        self.settings = settings
+        self.compile_log: list[tuple[str, float]] = []  # (program and batch shapes, seconds)
+        self._jdev = jax_device(device)
+        self._jdtype = jnp.dtype(dtype)
+        self._builder = lowering.Builder(
+            layout,
+            self._jdtype,
+            platform=self._jdev.platform,
+            conv_weight_grad=conv_weight_grad,
+            gru_unroll=gru_unroll,
+        )
+        self._forward = lowering.lower_sequence(workload.graph, self._builder)
+        self._playout = ParamLayout.for_workload(workload, layout)
+        self._trainable = [p.name for p in workload.param_specs if p.trainable]
+        self._buffer_names = [p.name for p in workload.param_specs if not p.trainable]
+        self._tx, self._opt_desc = make_optimizer(workload)
+        self._cache: dict[tuple, Any] = {}
+        self._jits = self._make_jits()
+        with precision_scope(dtype):
+            self._key = jax.device_put(jax.random.key(seed), self._jdev)
+        self._last: Any = None  # outputs of the last dispatched program (what sync waits on)
+        self.set_params(params)
+
+    # -- the programs ------------------------------------------------------------------------
+    def _make_jits(self) -> dict[str, Any]:
+        forward, tx = self._forward, self._tx
+
+        def loss_fn(tp, buffers, x, y, run):
+            logits = forward({**tp, **buffers}, x, run)
+            return lowering.softmax_cross_entropy(logits, y)
+
+        def update(tp, opt_state, step, buffers, key, x, y, *, training):
+            run = lowering.Run(training, jax.random.fold_in(key, step) if training else None)
+            loss, grads = jax.value_and_grad(loss_fn)(tp, buffers, x, y, run)
+            updates, opt_state = tx.update(grads, opt_state, tp)
+            return optax.apply_updates(tp, updates), opt_state, step + 1, loss
+
+        def grads(tp, buffers, x, y):
+            return jax.value_and_grad(loss_fn)(tp, buffers, x, y, lowering.Run(False))
+
+        def predict(tp, buffers, x):
+            return forward({**tp, **buffers}, x, lowering.Run(False))
+
+        donate = (0, 1, 2)  # trainable parameters, optimiser state, step counter
+        return {
+            "train": jax.jit(functools.partial(update, training=True), donate_argnums=donate),
+            "steps": jax.jit(functools.partial(update, training=False), donate_argnums=donate),
+            "grads": jax.jit(grads),
+            "predict": jax.jit(predict),
+        }
+
+    def _run(self, name: str, *args: Any, batch_args: int) -> Any:
+        """Run program ``name``, compiling it first for a batch shape not seen before."""
+        sig = (name, *((a.shape, str(a.dtype)) for a in args[-batch_args:]))
+        exe = self._cache.get(sig)
+        if exe is None:
+            t0 = time.perf_counter()
+            exe = self._jits[name].lower(*args).compile()
+            self.compile_log.append((f"{name}{[s for s, _ in sig[1:]]}", time.perf_counter() - t0))
+            self._cache[sig] = exe
+        out = exe(*args)
+        self._last = out
+        return out
+
+    @property
+    def compile_count(self) -> int:
+        """How many programs were compiled so far (constant in a steady state)."""
+        return len(self.compile_log)
+
+    def _require_train(self) -> None:
+        if self.workload.task != "train":
+            raise BackendError(f"workload {self.workload.name!r} is forward-only")
+
+    # -- the timed face ----------------------------------------------------------------------
+    def loader(
+        self, x: np.ndarray, y: np.ndarray | None, order: np.ndarray, batch_size: int
+    ) -> Iterable[Batch]:
+        return loader_mod.device_loader(
+            x, y, order, batch_size, device=self._jdev, dtype=self.dtype, layout=self.layout
+        )
+
+    @_scoped
+    def train_step(self, batch: Batch) -> Any:
+        self._require_train()
+        x, y = batch
+        self._tp, self._opt_state, self._step, loss = self._run(
+            "train", self._tp, self._opt_state, self._step, self._buffers, self._key, x, y,
+            batch_args=2,
+        )  # fmt: skip
+        return loss
+
+    @_scoped
+    def predict(self, batch: Batch) -> Any:
+        return self._run("predict", self._tp, self._buffers, batch[0], batch_args=1)
+
+    @_scoped
+    def sync(self, value: Any = None) -> None:
+        jax.block_until_ready(self._last if value is None else value)
+
+    @_scoped
+    def to_numpy(self, value: Any) -> np.ndarray:
+        return np.asarray(value)
+
+    # -- the NumPy face ----------------------------------------------------------------------
+    @_scoped
+    def set_params(self, params: Params) -> None:
+        check_weights(self.workload, params)
+
+        def put(name: str) -> Any:
+            native = self._playout.native(name, np.asarray(params[name], dtype=self.dtype))
+            return jax.device_put(native, self._jdev)
+
+        self._tp = {n: put(n) for n in self._trainable}
+        self._buffers = {n: put(n) for n in self._buffer_names}
+        self._opt_state = jax.device_put(self._tx.init(self._tp), self._jdev)
+        self._step = jax.device_put(np.int32(0), self._jdev)
+        self._last = self._tp
+
+    @_scoped
+    def get_params(self) -> Params:
+        arrays = {**self._tp, **self._buffers}
+        return {n: self._playout.canonical(n, np.asarray(a)) for n, a in arrays.items()}
+
+    def _native_xy(self, x: np.ndarray, y: np.ndarray) -> tuple[Any, Any]:
+        (xb, yb) = next(
+            loader_mod.host_batches(
+                x, y, np.arange(len(x)), len(x), dtype=self.dtype, layout=self.layout
+            )
+        )
+        return jax.device_put(xb, self._jdev), jax.device_put(yb, self._jdev)
+
+    @_scoped
+    def loss_and_grads(self, x: np.ndarray, y: np.ndarray) -> tuple[float, Params]:
+        self._require_train()
+        xb, yb = self._native_xy(x, y)
+        loss, grads = self._run("grads", self._tp, self._buffers, xb, yb, batch_args=2)
+        return float(loss), {n: self._playout.canonical(n, np.asarray(g)) for n, g in grads.items()}
+
+    @_scoped
+    def deterministic_steps(self, x: np.ndarray, y: np.ndarray, k: int) -> Params:
+        self._require_train()
+        xb, yb = self._native_xy(x, y)
+        for _ in range(k):
+            self._tp, self._opt_state, self._step, _ = self._run(
+                "steps", self._tp, self._opt_state, self._step, self._buffers, self._key, xb, yb,
+                batch_args=2,
+            )  # fmt: skip
+        return self.get_params()
+
+    @_scoped
+    def batch_to_numpy(self, batch: Batch) -> tuple[np.ndarray, ...]:
+        x = np.asarray(batch[0])
+        x = image_to_canonical(x, self.layout) if x.ndim == 4 else x
+        return (x, *(np.asarray(a) for a in batch[1:]))
+
+    def native_input(self, x: np.ndarray) -> np.ndarray:
+        """Canonical inputs in this model's layout (host side; for benchmarks)."""
+        return image_to_native(x, self.layout) if x.ndim == 4 else x
+
+    # -- what ran ------------------------------------------------------------------------------
+    def manifest(self) -> dict:
+        image = len(self.workload.input.shape) == 3
+        s = self.settings
+        return {
+            "backend": self.backend,
+            "device": f"{self.device} ({self._jdev.device_kind})",
+            "dtype": self.dtype,
+            "layout": self.layout if image else "NT ids -> TNC (time-major lax.scan)",
+            "threads": s.threads,
+            "compile": "jax.jit (XLA), AOT lower().compile() per batch shape, donated state",
+            "autotune": "n/a" if self.device == "cpu" else "XLA GPU autotuning (default on)",
+            "fused_rnn": (
+                f"no: lax.scan over time (unroll={self._builder.gru_unroll}), one matmul per gate "
+                "and side per step; XLA has no fused GRU kernel"
+                if not image
+                else "n/a"
+            ),
+            "loader": (
+                f"host np.take + layout -> jax.device_put, prefetching {loader_mod.PREFETCH_DEPTH}"
+                " batches ahead"
+            ),
+            "optimizer": self._opt_desc,
+            "conv_weight_grad": self._conv_grad_note(),
+            "xla_flags": s.xla_flags,
+            "jax_platforms": s.platforms,
+            "threads_pinned": s.pinned,
+            "precision": f"{self.dtype}, dot/conv precision HIGHEST (no TF32)",
+            "dropout_rng": "jax.random.bernoulli, key fold_in(key(seed), step) per site",
+            "x64_scope": "jax.enable_x64 entered per call" if self.dtype == "float64" else "off",
+            "compile_s": {name: round(sec, 4) for name, sec in self.compile_log},
+            "compile_count": self.compile_count,
+            "note": s.note,
+        }
+
+    def _conv_grad_note(self) -> str:
+        convs = [n for n, _, _ in walk(self.workload.graph, self.workload.input.shape)]
+        convs = [n for n in convs if isinstance(n, ops.Conv2D)]
+        if not convs or self.workload.task != "train":
+            return "n/a"
+        if self._builder.use_gemm_weight_grad(convs[0]):
+            return (
+                "per-tap GEMMs (custom_vjp): XLA's kernel-gradient convolution made the CNN step "
+                "1.19x [1.14, 1.27] as long (benchmarks/lowering_jax.py --choices)"
+            )
+        return "XLA's convolution"
+
+    def peak_device_memory_bytes(self) -> int | None:
+        """Peak bytes in use on a GPU (``Device.memory_stats``); None on the CPU."""
+        if self.device == "cpu":
+            return None
+        stats = self._jdev.memory_stats() or {}
+        return stats.get("peak_bytes_in_use")
+
+    @_scoped
+    def summary(self) -> str:
+        """Parameters (native shapes, conversions) and the primitives of the jitted forward."""
+        lines = [f"JAX model {self.workload.name}: {self.dtype} on {self._jdev}, {self.layout}"]
+        lines.append(f"{'parameter':<34} {'native shape':<20} conversion")
+        for n, a in {**self._tp, **self._buffers}.items():
+            conv = self._playout.description.get(n, "")
+            lines.append(f"{n:<34} {str(tuple(a.shape)):<20} {conv}")
+        shape = (1, *self.workload.input.shape)
+        if len(shape) == 4:
+            shape = image_to_native(np.zeros(shape), self.layout).shape
+        xdt = jnp.int32 if self.workload.input.dtype == "int32" else self._jdtype
+        x = jax.ShapeDtypeStruct(shape, xdt)
+        jaxpr = jax.make_jaxpr(lambda tp, b, x: self._forward({**tp, **b}, x, lowering.Run(False)))(
+            self._tp, self._buffers, x
+        )
+        counts: dict[str, int] = {}
+        _count_primitives(jaxpr.jaxpr, counts)
+        lines.append(f"jitted forward: {sum(counts.values())} jaxpr equations (inner ones too)")
+        lines.append(", ".join(f"{k} x{v}" for k, v in sorted(counts.items())))
+        return "\n".join(lines)
+
+
+def _count_primitives(jaxpr: Any, counts: dict[str, int]) -> None:
+    """Count primitives of ``jaxpr`` and of the jaxprs inside it (scan bodies, custom_vjp)."""
+    for eqn in jaxpr.eqns:
+        counts[eqn.primitive.name] = counts.get(eqn.primitive.name, 0) + 1
+        for value in eqn.params.values():
+            inner = getattr(value, "jaxpr", value)  # a ClosedJaxpr holds its Jaxpr
+            if hasattr(inner, "eqns"):
+                _count_primitives(inner, counts)

@@ -1,0 +1,272 @@
+"""JAX-specific checks the conformance suite does not make: optax against the spec's optimiser
+rules in float64, the layout conversions, the custom gradients of the lowering, the float64 flag's
+containment, the compile cache, the prefetching loader, threads and devices.
+
+Tolerances: float64 comparisons of the same arithmetic in another order use 1e-12 relative
+(rounding of a few hundred float64 operations is ~1e-14); bit-identity is asserted where the
+same program must run (the x64 containment)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rosetta import backends
+
+if not backends.status("jax").usable:
+    pytest.skip(f"jax: {backends.status('jax').reason}", allow_module_level=True)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+from rosetta.backends import jax as jb  # noqa: E402
+from rosetta.backends import numpy_ref  # noqa: E402
+from rosetta.backends.jax import loader, lowering, optim  # noqa: E402
+from rosetta.errors import BackendError  # noqa: E402
+from rosetta.spec import canonical_weights, get_workload, ops  # noqa: E402
+
+
+def tiny_cnn():
+    """The cnn spec's op kinds with few channels (fast to compile): conv-relu-pool-flatten-dense."""
+    w = get_workload("cnn")
+    conv, dense = w.graph[0], w.graph[-1]
+    graph = (
+        dataclasses.replace(conv, name="c1", out_channels=4),
+        ops.ReLU(),
+        ops.MaxPool2D((2, 2), (2, 2), (0, 0, 0, 0)),
+        ops.Dropout(0.25),
+        ops.Flatten("CHW"),
+        dataclasses.replace(dense, name="fc", units=10),
+    )
+    return dataclasses.replace(w, graph=graph)
+
+
+def images(n, seed=0, shape=(3, 32, 32)):
+    return np.random.default_rng(seed).random((n, *shape), dtype=np.float32)
+
+
+# -- optimisers: optax against numpy_ref.optim, float64 -----------------------------------------
+
+
+def _optax_steps(workload, params, grads_seq):
+    tx, _ = optim.make_optimizer(workload)
+    with jax.enable_x64(True):
+        p = {k: jnp.asarray(v) for k, v in params.items()}
+        state = tx.init(p)
+        for g in grads_seq:
+            updates, state = tx.update({k: jnp.asarray(v) for k, v in g.items()}, state, p)
+            p = jax.tree.map(lambda a, u: a + u, p, updates)
+        return {k: np.asarray(v) for k, v in p.items()}
+
+
+def _reference_steps(opt, params, grads_seq):
+    p = {k: v.copy() for k, v in params.items()}
+    for g in grads_seq:
+        opt.step(p, g)
+    return p
+
+
+@pytest.mark.parametrize("name", ["cnn", "gru"])
+def test_optax_rule_is_the_spec_rule_in_float64(name):
+    w = get_workload(name)
+    rng = np.random.default_rng(0)
+    params = {"a": rng.normal(size=(5, 7)), "b": rng.normal(size=(7,))}
+
+    # gradients spanning 1e-10 .. 1: Adam's epsilon placement only shows where |g| ~ eps
+    def grad(v):
+        return rng.normal(size=v.shape) * 10.0 ** rng.integers(-10, 1, size=v.shape)
+
+    grads = [{k: grad(v) for k, v in params.items()} for _ in range(5)]
+    o = w.optimizer
+    ref = (
+        numpy_ref.optim.SGD(o.lr, o.momentum, o.nesterov)
+        if name == "cnn"
+        else numpy_ref.optim.Adam(o.lr, o.beta1, o.beta2, o.eps)
+    )
+    want = _reference_steps(ref, params, grads)
+    got = _optax_steps(w, params, grads)
+    for k in params:
+        change, want_change = got[k] - params[k], want[k] - params[k]
+        np.testing.assert_allclose(change, want_change, rtol=1e-12, atol=1e-15, err_msg=k)
+
+
+def test_adam_epsilon_placement_would_be_caught():
+    # Keras/Chainer's placement (eps * sqrt(1 - beta2**t)) against the same gradients: the
+    # float64 check above must be able to fail, so the two rules must differ beyond 1e-12 here
+    w = get_workload("gru")
+    o = w.optimizer
+    p = {"a": np.zeros(4)}
+    grads = [{"a": np.array([1e-9, 1e-8, 1e-7, 1.0])}]
+    got = _optax_steps(w, p, grads)["a"]
+    t = 1
+    m = (1 - o.beta1) * grads[0]["a"]
+    v = (1 - o.beta2) * grads[0]["a"] ** 2
+    lr_t = o.lr * np.sqrt(1 - o.beta2**t) / (1 - o.beta1**t)
+    keras = -lr_t * m / (np.sqrt(v) + o.eps)
+    assert np.max(np.abs(got - keras) / np.abs(keras)) > 1e-3
+
+
+# -- layouts --------------------------------------------------------------------------------
+
+
+def test_nhwc_and_nchw_compute_the_same_function_float64():
+    # the NHWC model permutes fc1's rows at set_params; NCHW flattens channel-major as the spec
+    w = tiny_cnn()
+    params = canonical_weights(w, seed=3)
+    x = images(3, seed=1)
+    nhwc = jb.build(w, params, dtype="float64", layout="NHWC")
+    nchw = jb.build(w, params, dtype="float64", layout="NCHW")
+    ref = numpy_ref.build(w, params, dtype="float64").predict_numpy(x)
+    np.testing.assert_allclose(nhwc.predict_numpy(x), ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(nchw.predict_numpy(x), ref, rtol=1e-12, atol=1e-14)
+
+
+def test_native_parameter_layouts():
+    w = tiny_cnn()
+    params = canonical_weights(w, seed=3)
+    m = jb.build(w, params, layout="NHWC")
+    k = np.asarray(m._tp["c1.kernel"])  # (KH, KW, I, O)
+    np.testing.assert_array_equal(k, params["c1.kernel"].transpose(2, 3, 1, 0))
+    fc = np.asarray(m._tp["fc.kernel"])  # rows in (H, W, C) order of the NHWC flatten
+    c, h, wd = 4, 16, 16
+    row_hwc = (5 * wd + 7) * c + 2  # pixel (5, 7), channel 2
+    row_chw = 2 * h * wd + 5 * wd + 7
+    np.testing.assert_array_equal(fc[row_hwc], params["fc.kernel"][row_chw])
+
+
+# -- custom gradients of the lowering -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kernel,stride,padding",
+    [
+        ((3, 3), (1, 1), (1, 1, 1, 1)),
+        ((7, 7), (2, 2), (3, 3, 3, 3)),
+        ((3, 2), (2, 1), (0, 1, 2, 0)),
+    ],
+)
+def test_gemm_kernel_gradient_equals_xla_convolution_gradient(kernel, stride, padding):
+    op = ops.Conv2D("c", 5, kernel, stride, padding, False, {})
+    rng = np.random.default_rng(0)
+    with jax.enable_x64(True):
+        x = jnp.asarray(rng.normal(size=(2, 9, 8, 3)))
+        w = jnp.asarray(rng.normal(size=(*kernel, 3, 5)))
+        grads = {}
+        for mode in ("xla", "gemm"):
+            b = lowering.Builder("NHWC", jnp.float64, conv_weight_grad=mode)
+            conv = lowering.LOWERINGS[ops.Conv2D](op, b)
+
+            def loss(w_, x_, conv=conv):
+                y = conv({"c.kernel": w_}, x_, lowering.Run(False))
+                return jnp.sum(jnp.sin(y))  # a non-trivial output gradient
+
+            grads[mode] = jax.grad(loss, argnums=(0, 1))(w, x)
+    for got, want in zip(grads["gemm"], grads["xla"], strict=True):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-12)
+
+
+# -- float64 containment, compile cache, dropout keys ------------------------------------------
+
+
+def test_float64_models_leave_float32_models_unchanged():
+    w = tiny_cnn()
+    params = canonical_weights(w, seed=2)
+    x = images(4, seed=2)
+    f32 = jb.build(w, params, dtype="float32")
+    before = f32.predict_numpy(x)
+    f64 = jb.build(w, params, dtype="float64")
+    out64 = f64.predict_numpy(x)
+    assert out64.dtype == np.float64 and not jax.config.jax_enable_x64  # flag back off
+    after = f32.predict_numpy(x)
+    with jax.enable_x64(True):  # even with the flag on around it, a float32 model stays float32
+        inside = f32.predict_numpy(x)
+    assert before.dtype == after.dtype == inside.dtype == np.float32
+    np.testing.assert_array_equal(after, before)
+    np.testing.assert_array_equal(inside, before)
+
+
+def test_steady_steps_hit_the_compile_cache():
+    w = tiny_cnn()
+    m = jb.build(w, canonical_weights(w), dtype="float32")
+    x, y = images(16), np.arange(16) % 10
+    batches = list(m.loader(x, y, np.arange(16), 4))
+    m.train_step(batches[0])
+    compiled = m.compile_count
+    for b in batches[1:]:
+        m.sync(m.train_step(b))
+    assert m.compile_count == compiled == 1  # one program, compiled once
+    m.sync(m.train_step(next(iter(m.loader(x, y, np.arange(16), 8)))))  # a new batch shape
+    assert m.compile_count == 2
+    assert len(m.manifest()["compile_s"]) == 2
+
+
+def test_dropout_keys_come_from_the_seed_and_the_step():
+    w = tiny_cnn()
+    params = canonical_weights(w)
+    x, y = images(8, seed=4), np.arange(8) % 10
+    runs = []
+    m0, m1 = jb.build(w, params, seed=0), jb.build(w, params, seed=1)
+    for m in (m0, m0, m1):
+        m.set_params(params)  # weights, optimiser state and step counter start afresh
+        b = next(iter(m.loader(x, y, np.arange(8), 8)))
+        runs.append([float(m.to_numpy(m.train_step(b))) for _ in range(2)])
+    assert runs[0] == runs[1]  # same seed and steps: same masks, same losses
+    assert runs[0] != runs[2]  # another seed: other masks
+    m0.set_params(params)
+    det, _ = m0.loss_and_grads(x, y)  # dropout off
+    assert runs[0][0] != pytest.approx(det, rel=1e-6)  # so step 0's loss had dropout on
+
+
+# -- loader, threads, devices, summary --------------------------------------------------------
+
+
+def test_prefetch_keeps_batches_in_flight_ahead():
+    put_log = []
+
+    def put(b):
+        put_log.append(b[0])
+        return b
+
+    it = loader.prefetch(((i,) for i in range(5)), put, depth=2)
+    first = next(it)
+    assert first == (0,) and put_log == [0, 1, 2]  # two batches already on their way
+    assert [b[0] for b in it] == [1, 2, 3, 4]
+
+
+def test_threads_setting_reaches_xla_before_import():
+    code = (
+        "import os, json\n"
+        "from rosetta.backends import jax as jb\n"
+        "print(json.dumps([os.environ['XLA_FLAGS'], len(os.sched_getaffinity(0)),"
+        " jb.SETTINGS.threads, jb.SETTINGS.note]))\n"
+    )
+    env = {**os.environ, "ROSETTA_THREADS": "1", "PYTHONPATH": os.getcwd()}
+    env.pop("XLA_FLAGS", None)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    import json
+
+    flags, affinity, threads, note = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "--xla_cpu_multi_thread_eigen=false" in flags
+    assert threads == 1 and note == ""
+    assert affinity == 1 or len(os.sched_getaffinity(0)) == 1
+
+
+def test_cuda_is_a_clear_error_without_a_gpu():
+    if jb.cuda_available():
+        pytest.skip("a CUDA GPU is visible")
+    with pytest.raises(BackendError, match="jax sees no CUDA GPU"):
+        jb.build(tiny_cnn(), canonical_weights(tiny_cnn()), device="cuda")
+
+
+def test_summary_names_the_native_program():
+    text = jb.build(tiny_cnn(), canonical_weights(tiny_cnn())).summary()
+    assert "conv_general_dilated" in text and "(3, 3, 3, 4)" in text and "OIHW->HWIO" in text
+    gru = get_workload("gru")
+    assert "scan" in jb.build(gru, canonical_weights(gru)).summary()
