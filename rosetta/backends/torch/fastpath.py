@@ -22,8 +22,13 @@ import torch
 from rosetta.backends.base import threads_setting
 
 COMPILE_ENV = "ROSETTA_TORCH_COMPILE"
-#: eager unless asked: measured (fastpath_torch.py) compile costs a cold start of minutes on this
-#: 2-core CPU (inductor writes and builds C++) for a steady-state gain within noise; see the note
+#: eager unless asked. Measured (fastpath_torch.py, compile; 2-core CPU, load average 8-14):
+#:   workload   cold start eager / compiled   steady compiled / eager, median [95% CI]
+#:   cnn          9.1 s / 177.9 s              0.992 [0.775, 1.107]  (n=15)
+#:   gru         18.4 s /  21.0 s              0.923 [0.646, 1.316]  (n=20; nn.GRU stays one op)
+#:   resnet50    22.3 s / 167.4 s              0.762 [0.615, 1.107]  (n=5)
+#: No interval excludes 1, and the cold start grows by 2.5-3 minutes (inductor builds C++): even
+#: resnet50's best case (24% of ~4 s on a quiet machine, 41 batches in `full`) does not repay it.
 COMPILE_DEFAULT = False
 
 #: memory format on CPU per workload, from the interleaved measurement of fastpath_torch.py

@@ -129,7 +129,6 @@ def read_grads(binds: dict[str, Binding]) -> dict[str, np.ndarray]:
     for n, b in binds.items():
         if b.trainable:
             g = b.tensor.grad
-            g = np.zeros(tuple(b.tensor.shape), _to_numpy(b.tensor).dtype) if g is None else g
-            g = g if isinstance(g, np.ndarray) else _to_numpy(g)
-            out[n] = np.array(b.to_canonical(g), order="C")
+            g = torch.zeros_like(b.tensor, device="cpu") if g is None else g
+            out[n] = np.array(b.to_canonical(_to_numpy(g)), order="C")
     return out
