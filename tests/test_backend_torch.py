@@ -110,17 +110,26 @@ def test_dense_kernel_is_transposed_and_fc1_rows_stay_chw():
     assert params._gru_bias(params._gru_bias(np.arange(6.0))).tolist() == list(range(6))
 
 
-@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
-def test_cnn_matches_reference_in_both_memory_formats(layout):
-    # the conformance suite runs the measured default; this runs both (flatten order in
-    # channels_last, fc1 rows): float64, the spec's strict tolerances
+def test_cnn_computes_the_same_in_both_memory_formats():
+    # the conformance suite checks the measured default (channels_last) against the reference;
+    # NCHW must compute the same function (flatten order, fc1 rows): float64, where only oneDNN's
+    # summation order differs (~1e-15 relative), checked at 1e-10 for outputs, loss, gradients
+    # and the parameters after 2 SGD steps
     w = get_workload("cnn")
     p = canonical_weights(w)
-    model = tb.build(w, p, dtype="float64", layout=layout)
-    assert model.manifest()["layout"].startswith(layout)
     x, y = gate_batch(w, n=4)
-    result = run_gate(model, w, p, x, y, "float64")
-    assert result.equivalent, result.divergence
+    runs = {}
+    for layout in ("NHWC", "NCHW"):
+        model = tb.build(w, p, dtype="float64", layout=layout)
+        assert model.manifest()["layout"].startswith(layout)
+        loss, grads = model.loss_and_grads(x, y)
+        runs[layout] = (model.predict_numpy(x), loss, grads, model.deterministic_steps(x, y, 2))
+    (o1, l1, g1, s1), (o2, l2, g2, s2) = runs["NHWC"], runs["NCHW"]
+    np.testing.assert_allclose(o1, o2, rtol=1e-10, atol=1e-13)
+    assert abs(l1 - l2) <= 1e-12 * abs(l2)
+    for n in g2:
+        np.testing.assert_allclose(g1[n], g2[n], rtol=1e-10, atol=1e-13 * np.abs(g2[n]).max())
+        np.testing.assert_allclose(s1[n] - p[n], s2[n] - p[n], rtol=1e-9, atol=1e-15)
 
 
 def test_resnet_in_nchw_matches_reference():

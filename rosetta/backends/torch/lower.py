@@ -54,14 +54,14 @@ class LastStepGRU(nn.Module):
         return h_n[0]  # (N, H): the last step's state
 
 
-def _pads(op_name: str, padding: tuple[int, int, int, int]) -> tuple[int, int] | None:
+def _pads(padding: tuple[int, int, int, int]) -> tuple[int, int] | None:
     """Symmetric ``(top, bottom, left, right)`` -> PyTorch's ``(h, w)``; None if asymmetric."""
     t, b, left, right = padding
     return (t, left) if (t == b and left == right) else None
 
 
 def _conv2d(op: ops.Conv2D, in_shape: Shape, at_input: bool) -> nn.Module:
-    sym = _pads(op.name, op.padding)
+    sym = _pads(op.padding)
     conv = nn.Conv2d(
         in_shape[0],
         op.out_channels,
@@ -77,7 +77,7 @@ def _conv2d(op: ops.Conv2D, in_shape: Shape, at_input: bool) -> nn.Module:
 
 
 def _maxpool2d(op: ops.MaxPool2D, in_shape: Shape, at_input: bool) -> nn.Module:
-    sym = _pads("maxpool2d", op.padding)
+    sym = _pads(op.padding)
     if sym is not None and 2 * max(sym) <= min(op.kernel):  # what nn.MaxPool2d accepts
         return nn.MaxPool2d(op.kernel, op.stride, padding=sym)  # pads with -inf
     t, b, left, right = op.padding
