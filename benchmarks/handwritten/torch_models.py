@@ -1,0 +1,137 @@
+"""The three workloads written by hand, the way a PyTorch user writes them from the architecture.
+
+Plain ``nn.Module`` classes and a plain training step: the yardstick the lowered models are timed
+against (``benchmarks/lowering_torch.py``). Their parameters are declared in the same order as
+the spec's layers, so ``copy_weights`` can load a lowered model's weights to check that both
+compute the same function before their clocks are compared.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class VGGNet(nn.Module):
+    """The Rosetta Stone CIFAR-10 CNN (ReLU after max-pool, as the original)."""
+
+    def __init__(self, num_classes: int = 10) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 50, 3, padding=1)
+        self.conv2 = nn.Conv2d(50, 50, 3, padding=1)
+        self.conv3 = nn.Conv2d(50, 100, 3, padding=1)
+        self.conv4 = nn.Conv2d(100, 100, 3, padding=1)
+        self.fc1 = nn.Linear(100 * 8 * 8, 512)
+        self.fc2 = nn.Linear(512, num_classes)
+        self.drop1 = nn.Dropout(0.25)
+        self.drop2 = nn.Dropout(0.25)
+        self.drop3 = nn.Dropout(0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.conv1(x))
+        x = self.drop1(F.relu(F.max_pool2d(self.conv2(x), 2)))
+        x = F.relu(self.conv3(x))
+        x = self.drop2(F.relu(F.max_pool2d(self.conv4(x), 2)))
+        x = torch.flatten(x, 1)  # (N, 100, 8, 8) -> (N, 6400)
+        x = self.drop3(F.relu(self.fc1(x)))
+        return self.fc2(x)
+
+
+class GRUNet(nn.Module):
+    """Embedding(30000, 125) - GRU(100) - last output - Linear(2)."""
+
+    def __init__(self, vocab: int = 30000, dim: int = 125, hidden: int = 100) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, dim)
+        self.gru = nn.GRU(dim, hidden, batch_first=True)
+        self.fc = nn.Linear(hidden, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.gru(self.embedding(x))  # (N, T, H)
+        return self.fc(out[:, -1])
+
+
+class Bottleneck(nn.Module):
+    """ResNet v1.5 bottleneck (stride on the 3x3 conv), torchvision's layout."""
+
+    def __init__(self, in_ch: int, width: int, stride: int = 1) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_ch, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, width * 4, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(width * 4)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = None
+        if stride != 1 or in_ch != width * 4:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(in_ch, width * 4, 1, stride=stride, bias=False),
+                nn.BatchNorm2d(width * 4),
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        identity = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        out += identity
+        return self.relu(out)
+
+
+class ResNet50Features(nn.Module):
+    """ResNet-50 up to the global average pool: (N, 3, H, W) -> (N, 2048)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        layers, in_ch = [], 64
+        for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            stage = []
+            for i in range(blocks):
+                stage.append(Bottleneck(in_ch, width, stride if i == 0 else 1))
+                in_ch = width * 4
+            layers.append(nn.Sequential(*stage))
+        self.layer1, self.layer2, self.layer3, self.layer4 = layers
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return torch.flatten(self.avgpool(x), 1)
+
+
+MODELS = {"cnn": VGGNet, "gru": GRUNet, "resnet50": ResNet50Features}
+
+
+def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, x, y) -> torch.Tensor:
+    """The step every PyTorch tutorial writes."""
+    optimizer.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def features_step(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Feature extraction as a user writes it."""
+    with torch.inference_mode():
+        return model(x)
+
+
+def copy_weights(src: nn.Module, dst: nn.Module) -> None:
+    """Load ``src``'s parameters and buffers into ``dst`` by position (same declaration order)."""
+    a, b = src.state_dict(), dst.state_dict()
+    a = [v for k, v in a.items() if not k.endswith("num_batches_tracked")]
+    b_keys = [k for k in b if not k.endswith("num_batches_tracked")]
+    if len(a) != len(b_keys):
+        raise ValueError(f"{len(a)} tensors in the source, {len(b_keys)} in the destination")
+    with torch.no_grad():
+        for value, key in zip(a, b_keys, strict=True):
+            if value.shape != b[key].shape:
+                raise ValueError(f"{key}: shape {tuple(b[key].shape)} != {tuple(value.shape)}")
+            b[key].copy_(value)
