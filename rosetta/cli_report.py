@@ -14,9 +14,10 @@ import re
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS_DIR = REPO / "results"
-REPORT_DIR = REPO / "report"
+from rosetta.runner.rundir import default_report_dir, default_results_dir
+
+RESULTS_DIR = default_results_dir()  # ./results of the working directory, or $ROSETTA_RESULTS_DIR
+REPORT_DIR = default_report_dir()  # ./report, or $ROSETTA_REPORT_DIR
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,8 +33,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="run ids in --results-dir (or paths to run folders); two or more are compared "
         "against the first",
     )
-    p.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
-    p.add_argument("--out-dir", type=Path, default=REPORT_DIR, help="parent of report/<name>/")
+    p.add_argument(
+        "--results-dir", type=Path, default=None, help="default ./results or $ROSETTA_RESULTS_DIR"
+    )
+    p.add_argument(
+        "--out-dir", type=Path, default=None, help="parent of <name>/ (default ./report)"
+    )
     p.add_argument("--name", default=None, help="report folder name (default: from the run ids)")
     p.add_argument(
         "--export",
@@ -56,14 +61,15 @@ def run(args: argparse.Namespace) -> int:
     from rosetta.report.html import write_html
     from rosetta.report.load import find_runs
 
-    run_dirs, missing = find_runs(args.results_dir, list(args.runs))
+    results_dir = args.results_dir or default_results_dir()
+    run_dirs, missing = find_runs(results_dir, list(args.runs))
     for line in missing:
         print(f"rosetta report: {line}", file=sys.stderr)
     tables = load_tables(run_dirs)
     for line in tables.runs.problems:
         print(f"rosetta report: {line}", file=sys.stderr)
     ids = [r.run_id for r in tables.runs.runs]
-    out_dir = args.out_dir / (args.name or report_name(ids))
+    out_dir = (args.out_dir or default_report_dir()) / (args.name or report_name(ids))
     if missing:  # show the missing run ids in the page too
         from dataclasses import replace
 

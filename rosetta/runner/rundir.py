@@ -34,6 +34,12 @@ def default_results_dir() -> Path:
     return Path(env).expanduser() if env else Path.cwd() / "results"
 
 
+def default_report_dir() -> Path:
+    """``$ROSETTA_REPORT_DIR``, else ``./report`` of the working directory."""
+    env = os.environ.get("ROSETTA_REPORT_DIR", "").strip()
+    return Path(env).expanduser() if env else Path.cwd() / "report"
+
+
 def check_run_id(run_id: str) -> str:
     """A run id is a plain folder name: letters, digits, ``._-``; never a path."""
     if not RUN_ID.match(run_id) or run_id in (".", ".."):
