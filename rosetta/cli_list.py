@@ -80,6 +80,8 @@ def _describe(prof, task: str) -> str:
             f"batch {prof.batch_size}, {prof.epochs} epoch(s), {prof.train_samples:,} train / "
             f"{prof.test_samples:,} test samples ({prof.steps_per_epoch} steps/epoch)"
         )
+    size = f", images {prof.image_size}x{prof.image_size}" if prof.image_size else ""
     return (
-        f"batch {prof.batch_size}, {prof.batches} timed batches after {prof.warmup_batches} warm-up"
+        f"batch {prof.batch_size}, {prof.batches} timed batches after {prof.warmup_batches} "
+        f"warm-up{size}"
     )
