@@ -10,11 +10,13 @@ Everything else Chainer needs from NumPy still exists. The layer, in full:
    own table. No other module, and no other backend in the same process, sees it afterwards.
 2. ``as_strided``'s module-global ``np`` becomes a proxy of NumPy that also carries that
    ``sctypes`` table: its backward reads ``np.sctypes['float']`` at call time (line 252).
-3. ``resize_images``'s module-global ``numpy`` becomes a proxy that also carries ``float``
-   (NumPy 1.x's deprecated alias of the builtin ``float``, removed in NumPy 1.24): lines 179-196
-   build their interpolation grids with ``dtype=numpy.float``. Rosetta does not call
+3. ``resize_images.compute_indices_and_weights`` is re-created with globals in which ``numpy``
+   is a proxy that also carries ``float`` (NumPy 1.x's alias of the builtin ``float``, removed
+   in NumPy 1.24): its lines 179-196 build the interpolation grids with ``dtype=numpy.float``.
+   Only that one function sees the proxy: the rest of the module tests ``xp is numpy`` to pick
+   its CPU path, which a module-wide proxy would break. Rosetta does not call
    ``F.resize_images``; the line is here because Chainer users meet it, and it costs nothing
-   outside that one Chainer module.
+   outside that function.
 4. Two warnings Chainer's import emits and that say nothing about Rosetta are silenced during
    the import only: ``numpy.distutils`` is deprecated (Chainer's environment check imports it)
    and ``pkg_resources`` is deprecated (hence ``setuptools<81``, pinned by the bootstrap).
@@ -56,6 +58,15 @@ class _NumPy1(types.ModuleType):
         return getattr(np, name)
 
 
+def _with_globals(fn: types.FunctionType, **names: object) -> types.FunctionType:
+    """``fn`` re-created over a copy of its module's globals with ``names`` replaced."""
+    g = {**fn.__globals__, **names}
+    new = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__doc__ = fn.__doc__
+    return new
+
+
 def applied() -> dict[str, str]:
     """What the layer did in this process (empty before ``load``): for the manifest and tests."""
     return dict(_state.get("applied", {}))  # type: ignore[arg-type]
@@ -70,7 +81,7 @@ def load() -> types.ModuleType:
         np.sctypes = NUMPY_1_SCTYPES  # 1. visible only during the import below
     try:
         with warnings.catch_warnings():  # 4.
-            warnings.filterwarnings("ignore", message=r".*numpy\.distutils", category=Warning)
+            warnings.filterwarnings("ignore", message=r"(?s).*numpy\.distutils", category=Warning)
             warnings.filterwarnings("ignore", message=r"(?s).*pkg_resources", category=Warning)
             chainer = importlib.import_module("chainer")
             importlib.import_module("chainer.functions")
@@ -86,8 +97,11 @@ def load() -> types.ModuleType:
         done["as_strided.np.sctypes"] = "proxy of NumPy (as_strided backward reads it)"
     if not hasattr(np, "float"):
         mod = importlib.import_module("chainer.functions.array.resize_images")
-        mod.numpy = _NumPy1(float=float)  # 3.
-        done["resize_images.numpy.float"] = "proxy of NumPy (NumPy 1.x alias of builtin float)"
+        fn = mod.compute_indices_and_weights
+        mod.compute_indices_and_weights = _with_globals(fn, numpy=_NumPy1(float=float))  # 3.
+        done["resize_images.numpy.float"] = (
+            "proxy of NumPy in compute_indices_and_weights only (NumPy 1.x alias of float)"
+        )
     _state["applied"] = done
     _state["chainer"] = chainer
     return chainer

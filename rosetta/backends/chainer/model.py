@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from rosetta.backends.base import Batch, Model, Params, threads_setting
-from rosetta.backends.chainer import compat, device, lowering, loader, optim, weights
+from rosetta.backends.chainer import compat, device, loader, lowering, optim, weights
 from rosetta.errors import BackendError
 from rosetta.spec.graph import walk
 from rosetta.spec.weights import check_weights
@@ -85,7 +85,9 @@ class ChainerModel(Model):
                 target = weights.attribute(link, path)
                 array = target.array if isinstance(target, chainer.Variable) else target
                 if array.shape != value.shape:
-                    raise BackendError(f"chainer: {op.name} {path} is {array.shape}, got {value.shape}")
+                    raise BackendError(
+                        f"chainer: {op.name} {path} is {array.shape}, got {value.shape}"
+                    )
                 array[...] = self.placement.device.send(np.asarray(value, dtype=self.dtype))
         self.optimizer = optim.make_optimizer(self.workload)  # fresh state
         if self.optimizer is not None:
@@ -169,7 +171,7 @@ class ChainerModel(Model):
     def summary(self) -> str:
         lines = [str(self.net), "", "parameters (Chainer's names, shapes, dtype):"]
         total = 0
-        for name, param in sorted(self.net.namedparams()):
+        for name, param in self.net.namedparams():
             lines.append(f"  {name:<40} {tuple(param.shape)!s:<20} {param.dtype}")
             total += param.size
         lines.append(f"  total: {total:,} parameters")

@@ -111,7 +111,8 @@ def describe(workload: Workload) -> str:
     o = workload.optimizer
     if isinstance(o, SGD):
         return (
-            "chainer.optimizers.MomentumSGD (v = m*v - lr*g; w += v: the spec's rule at constant lr)"
+            "chainer.optimizers.MomentumSGD (v = m*v - lr*g; w += v: the spec's rule at "
+            "constant lr)"
             if o.momentum
             else "chainer.optimizers.SGD"
         )
