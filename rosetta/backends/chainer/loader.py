@@ -3,7 +3,8 @@
 The runner's sample order is handed to ``SerialIterator`` as its ``order_sampler`` (no shuffle
 of its own, no repeat); only complete batches are yielded. Each batch of examples is stacked by
 ``chainer.dataset.concat_examples``, cast to the model's types (images to its float dtype,
-labels and token ids to int32, what Chainer's ``softmax_cross_entropy`` and ``EmbedID`` take)
+labels and token ids to int32, what Chainer's ``softmax_cross_entropy`` and ``EmbedID`` take;
+token ids also to time-major ``(T, B)``, the GRU's layout)
 and sent to the model's device with ``chainer.dataset.to_device`` (a no-op on the CPU, a
 host-to-GPU copy with CuPy). ``MultiprocessIterator`` is not used: a batch here is a 64-row
 gather of in-memory arrays (~100 microseconds), nothing a worker process would hide.
@@ -35,10 +36,13 @@ def native_batches(
     it = chainer.iterators.SerialIterator(
         dataset, batch_size, repeat=False, shuffle=None, order_sampler=lambda _o, _i: order
     )
-    x_dtype = np.int32 if np.issubdtype(x.dtype, np.integer) else np.dtype(float_dtype)
+    tokens = np.issubdtype(x.dtype, np.integer)
+    x_dtype = np.int32 if tokens else np.dtype(float_dtype)
     for _ in range(len(order) // batch_size):
         arrays = chainer.dataset.concat_examples(next(it))  # (B, ...) [, (B,)]
         arrays = arrays if isinstance(arrays, tuple) else (arrays,)
         xb = arrays[0].astype(x_dtype, copy=False)
+        if tokens:
+            xb = np.ascontiguousarray(xb.T)  # token ids (B, T) -> time-major (T, B)
         out = (xb,) if y is None else (xb, arrays[1].astype(np.int32, copy=False))
         yield tuple(chainer.dataset.to_device(device, a) for a in out)

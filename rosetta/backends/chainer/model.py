@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rosetta.backends.base import Batch, Model, Params, threads_setting
-from rosetta.backends.chainer import compat, device, loader, lowering, optim, weights
+from rosetta.backends.base import THREADS_ENV, Batch, Model, Params, threads_setting
+from rosetta.backends.chainer import compat, device, loader, lowering, optim, threads, weights
 from rosetta.errors import BackendError
 from rosetta.spec.graph import walk
 from rosetta.spec.weights import check_weights
@@ -32,7 +32,9 @@ class ChainerModel(Model):
         self.workload = workload
         self.dtype = dtype
         self.placement = placement
+        self.tokens = workload.input.dtype == "int32"  # token ids: time-major in Chainer
         self.device = placement.kind
+        threads.apply()  # $ROSETTA_THREADS, also where NumPy was loaded before the runner's env
         for node, _, _ in walk(workload.graph, workload.input.shape):
             if type(node) not in lowering.LOWERINGS:
                 raise lowering.unsupported(self.backend, node)
@@ -132,7 +134,10 @@ class ChainerModel(Model):
         return self.get_params()
 
     def batch_to_numpy(self, batch: Batch) -> tuple[np.ndarray, ...]:
-        return tuple(self.to_numpy(a) for a in batch)
+        arrays = [self.to_numpy(a) for a in batch]
+        if self.tokens:
+            arrays[0] = arrays[0].T  # time-major (T, N) -> canonical (N, T)
+        return tuple(arrays)
 
     def _need_training(self) -> None:
         if self.workload.task != "train" or self.optimizer is None:
@@ -144,17 +149,17 @@ class ChainerModel(Model):
     def manifest(self) -> dict:
         has_gru = any(type(op).__name__ == "GRU" for op, _ in self.layers)
         cuda = self.placement.kind == "cuda"
-        threads = threads_setting()
+        blas = threads.current()
         return {
             "backend": self.backend,
             "device": self.placement.name,
             "dtype": self.dtype,
-            "layout": "NCHW" if len(self.workload.input.shape) == 3 else "NTC (NStepGRU: TNC)",
+            "layout": "TNC (time-major)" if self.tokens else "NCHW",
             "threads": (
-                f"{threads} (BLAS threads from $OMP/OPENBLAS_NUM_THREADS, set by the runner "
-                "before NumPy loads)"
-                if threads
-                else "BLAS default"
+                f"{blas} (NumPy's OpenBLAS threads: $OPENBLAS/OMP_NUM_THREADS set by the runner "
+                f"before NumPy loads; ${THREADS_ENV}={threads_setting()} applied in-process)"
+                if blas is not None
+                else f"BLAS default (${THREADS_ENV}={threads_setting()})"
             ),
             "compile": "define-by-run (eager); chainer.config.type_check off in timed steps",
             "autotune": "cuDNN use_cudnn=always, autotune=True" if cuda else "n/a",
