@@ -43,6 +43,7 @@ class ChainerModel(Model):
         self.layers = list(lowering.named_layers(workload.graph, self.net))
         self.trainable = [p.name for p in workload.param_specs if p.trainable]
         self.optimizer = None
+        self.type_check = False  # in timed steps (see device.py); the NumPy face keeps it on
         self.set_params(params)
 
     # -- timed face ----------------------------------------------------------------------------
@@ -63,11 +64,14 @@ class ChainerModel(Model):
 
     def train_step(self, batch: Batch):
         self._need_training()
-        with device.step_config(self.placement, train=True):
+        with device.step_config(self.placement, train=True, type_check=self.type_check):
             return self._step(batch[0], batch[1]).array  # 0-d array, left on the device
 
     def predict(self, batch: Batch):
-        with device.step_config(self.placement, train=False, backprop=False):
+        cfg = device.step_config(
+            self.placement, train=False, backprop=False, type_check=self.type_check
+        )
+        with cfg:
             return self.net(batch[0]).array
 
     def sync(self, value=None) -> None:
