@@ -391,3 +391,14 @@ def test_summary_shows_the_chain_and_manifest_records_the_path():
     man = model.manifest()
     assert man["layout"].startswith("TNC") and "SpecAdam" in man["optimizer"]
     assert "SerialIterator" in man["loader"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dropout_in_training_keeps_the_dtype_and_scales_survivors(dtype):
+    # F.dropout draws its mask from NumPy's global generator (float64 uniforms) in either dtype;
+    # the survivors are x / (1 - rate) rounded in ``dtype`` (here exactly 2 for rate 0.5)
+    x = np.full((4, 5000), 3.0, dtype=dtype)
+    y = cb.run_op(ops.Dropout(0.5), x, dtype=dtype, seed=1, training=True)
+    assert y.dtype == np.dtype(dtype)
+    assert set(np.unique(y)) == {0.0, 6.0}
+    assert 0.45 < np.mean(y == 0) < 0.55  # 20000 draws: 14 standard deviations of slack

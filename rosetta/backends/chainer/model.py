@@ -78,7 +78,7 @@ class ChainerModel(Model):
         if self.placement.kind == "cuda":
             from chainer.backends import cuda
 
-            cuda.Stream.null.synchronize()
+            cuda.cupy.cuda.Device().synchronize()  # every queued kernel, any stream
 
     def to_numpy(self, value) -> np.ndarray:
         return np.asarray(chainer.backend.CpuDevice().send(value))
