@@ -7,7 +7,8 @@ labels and token ids to int32, what Chainer's ``softmax_cross_entropy`` and ``Em
 token ids also to time-major ``(T, B)``, the GRU's layout)
 and sent to the model's device with ``chainer.dataset.to_device`` (a no-op on the CPU, a
 host-to-GPU copy with CuPy). ``MultiprocessIterator`` is not used: a batch here is a 64-row
-gather of in-memory arrays (~100 microseconds), nothing a worker process would hide.
+gather of in-memory arrays, measured at ~1 ms per CIFAR batch and ~0.3 ms per IMDB batch on
+the reference CPU (under 0.1% of a training step), nothing a worker process would hide.
 """
 
 from __future__ import annotations
