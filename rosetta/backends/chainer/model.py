@@ -168,7 +168,11 @@ class ChainerModel(Model):
             "compile": "define-by-run (eager); chainer.config.type_check off in timed steps",
             "autotune": "cuDNN use_cudnn=always, autotune=True" if cuda else "n/a",
             "fused_rnn": (
-                ("cuDNN NStepGRU" if cuda else "no: NStepGRU's CPU path loops over time steps")
+                (
+                    "cuDNN fused GRU (F.n_step_gru)"
+                    if cuda
+                    else "no: F.n_step_gru's CPU path loops over time steps in Python"
+                )
                 if has_gru
                 else "n/a"
             ),
