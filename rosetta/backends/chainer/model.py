@@ -13,6 +13,7 @@ import numpy as np
 from rosetta.backends.base import THREADS_ENV, Batch, Model, Params, threads_setting
 from rosetta.backends.chainer import compat, device, loader, lowering, optim, threads, weights
 from rosetta.errors import BackendError
+from rosetta.spec import ops
 from rosetta.spec.graph import walk
 from rosetta.spec.weights import check_weights
 from rosetta.spec.workload import Workload
@@ -151,7 +152,7 @@ class ChainerModel(Model):
 
     # -- description ---------------------------------------------------------------------------
     def manifest(self) -> dict:
-        has_gru = any(type(op).__name__ == "GRU" for op, _ in self.layers)
+        has_gru = any(isinstance(op, ops.GRU) for op, _ in self.layers)
         cuda = self.placement.kind == "cuda"
         blas = threads.current()
         return {
