@@ -1,0 +1,404 @@
+"""Chainer-specific checks the conformance suite does not make: the NumPy-2 compatibility layer,
+every Chainer function and link Rosetta uses (float32 and float64, forward and backward, against
+the NumPy reference's own ops), NStepGRU's weight order and reset convention, the optimisers'
+semantics in float64, the loader's types, and the device errors.
+
+Tolerances: float64 compares ops that differ only in summation order, so 1e-10 relative (the
+reference's own float64 bound for forward passes is 1e-10); float32 one op at a time, 1e-5 of the
+tensor's largest entry (a few float32 ulps accumulated over at most a few hundred products).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rosetta import backends
+from rosetta.backends.numpy_ref import optim as ref_optim
+from rosetta.backends.numpy_ref.model import LOWERINGS as REF_LOWERINGS
+from rosetta.backends.numpy_ref.model import _Ctx
+from rosetta.errors import BackendError
+from rosetta.spec import ops
+
+if not backends.status("chainer").usable:
+    pytest.skip("chainer is not installed", allow_module_level=True)
+
+from rosetta.backends import chainer as cb  # noqa: E402
+from rosetta.backends.chainer import compat, device, lowering, weights  # noqa: E402
+from rosetta.backends.chainer.optim import SpecAdam  # noqa: E402
+
+chainer = compat.load()
+F = chainer.functions
+CPU = device.place("cpu")
+DTYPES = ("float32", "float64")
+TOL = {"float32": dict(rtol=1e-5, scale="max"), "float64": dict(rtol=1e-10, scale="elem")}
+
+
+def assert_close(a, b, dtype, what):
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    assert a.shape == b.shape, f"{what}: shape {a.shape} vs {b.shape}"
+    tol = TOL[dtype]
+    ref = np.abs(b).max(initial=0.0) if tol["scale"] == "max" else np.abs(b)
+    bound = tol["rtol"] * ref + 1e-30
+    worst = float((np.abs(a - b) / bound).max(initial=0.0))
+    assert worst <= 1.0, f"{what} ({dtype}): {worst:.3g}x over rtol {tol['rtol']}"
+
+
+# --------------------------------------------------------------------------- compat layer
+
+
+def test_compat_adds_nothing_to_numpy_after_the_import():
+    code = (
+        "import numpy as np\n"
+        "from rosetta.backends.chainer import compat\n"
+        "compat.load()\n"
+        "import chainer.functions.array.as_strided as a, chainer.functions.array.resize_images"
+        " as r\n"
+        "print(hasattr(np, 'sctypes'), hasattr(np, 'float'), 'sctypes' in vars(a.np),"
+        " r.compute_indices_and_weights.__globals__['numpy'].float is float, r.numpy is np,"
+        " a.np.ndarray is np.ndarray)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # NumPy itself is untouched; only the two Chainer modules see the proxied names
+    assert out.stdout.split() == ["False", "False", "True", "True", "True", "True"], out.stderr
+
+
+def test_compat_layer_is_recorded():
+    assert set(compat.applied()) == {
+        "numpy.sctypes",
+        "as_strided.np.sctypes",
+        "resize_images.numpy.float",
+    }
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_functions_behind_the_compat_lines_run(dtype):
+    # as_strided's backward reads np.sctypes['float']; resize_images builds grids with np.float
+    x = chainer.Variable(np.arange(6, dtype=dtype))
+    y = F.as_strided(x, (2, 2), (1, 1))  # y[i, j] = x[i + j] (strides in elements)
+    F.sum(y).backward()
+    np.testing.assert_array_equal(x.grad, np.array([1, 2, 1, 0, 0, 0], dtype=dtype))
+    img = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)  # resize_images is float32-only
+    up = F.resize_images(img, (7, 7), align_corners=True)
+    np.testing.assert_allclose(up.array[0, 0, ::2, ::2], img[0, 0], rtol=1e-6)
+    np.testing.assert_allclose(up.array[0, 0, 1, 1], img[0, 0, :2, :2].mean(), rtol=1e-6)
+
+
+# ------------------------------------------------------------------ every op, vs the reference
+
+
+class _NoInit(dict):
+    """``op.init`` for ops built by hand: the test draws their values itself."""
+
+    def __missing__(self, key):
+        return None
+
+
+NI = _NoInit()
+
+
+def _conv(padding, bias=True):
+    return ops.Conv2D("c", 4, (3, 3), (2, 2), padding, bias, NI)
+
+
+OP_CASES = [
+    ("conv2d", _conv((1, 1, 1, 1)), (2, 3, 9, 9)),
+    ("conv2d_asym", _conv((0, 1, 2, 1), bias=False), (2, 3, 8, 8)),
+    ("maxpool2x2", ops.MaxPool2D((2, 2), (2, 2), (0, 0, 0, 0)), (2, 3, 8, 8)),
+    ("maxpool3x3s2p1", ops.MaxPool2D((3, 3), (2, 2), (1, 1, 1, 1)), (2, 3, 9, 9)),
+    ("maxpool_asym", ops.MaxPool2D((3, 3), (2, 2), (0, 1, 1, 0)), (2, 3, 8, 8)),
+    ("relu", ops.ReLU(), (2, 3, 4, 4)),
+    ("dropout_eval", ops.Dropout(0.5), (2, 7)),
+    ("flatten", ops.Flatten("CHW"), (2, 3, 4, 5)),
+    ("dense", ops.Dense("d", 6, True, NI), (3, 10)),
+    ("batchnorm", ops.BatchNorm("bn", 1e-5, 0.1, NI), (2, 3, 4, 4)),
+    ("global_avgpool", ops.GlobalAvgPool(), (2, 3, 4, 5)),
+    ("embedding", ops.Embedding("e", 11, 5, NI), (3, 6)),
+    ("gru", ops.GRU("g", 4, ("z", "r", "h"), True, "zeros", "last", NI), (3, 6, 5)),
+    (
+        "residual",
+        ops.Residual(
+            body=(ops.Conv2D("r.c", 3, (3, 3), (1, 1), (1, 1, 1, 1), False, NI), ops.ReLU()),
+            shortcut=(ops.BatchNorm("r.bn", 1e-5, 0.1, NI),),
+        ),
+        (2, 3, 5, 5),
+    ),
+]
+
+
+def _random_params(op, in_shape, rng):
+    params = {}
+    for spec in op.param_specs(in_shape):
+        v = rng.normal(size=spec.shape) * 0.5
+        if spec.name.endswith(".var"):
+            v = rng.uniform(0.5, 1.5, size=spec.shape)
+        params[spec.name] = v
+    return params
+
+
+def _input(name, shape, rng):
+    if name == "embedding":
+        return rng.integers(0, 11, size=shape).astype(np.int32)
+    if name == "gru":
+        return rng.normal(size=shape)
+    return rng.normal(size=shape)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name,op,shape", OP_CASES, ids=[c[0] for c in OP_CASES])
+def test_every_lowered_op_forward_and_backward(name, op, shape, dtype):
+    rng = np.random.default_rng(1)
+    in_shape = shape[1:]
+    params = {k: v.astype(dtype) for k, v in _random_params(op, in_shape, rng).items()}
+    x = _input(name, shape, rng)
+    x = x if x.dtype == np.int32 else x.astype(dtype)
+    # reference: forward, then the backward of a fixed output gradient
+    ctx = _Ctx({k: v.astype(np.float64) for k, v in params.items()}, False, rng)
+    x_ref = x.astype(np.int64) if x.dtype == np.int32 else x.astype(np.float64)
+    y_ref, back = REF_LOWERINGS[type(op)](op, x_ref, ctx)
+    dy = rng.normal(size=y_ref.shape)
+    dx_ref = back(dy)
+    # Chainer: the lowered layer with the same canonical parameters
+    layer = lowering.lower(op, in_shape, dtype)
+    chain = chainer.Sequential(layer)
+    nodes = (op,)
+    for node, link in lowering.named_layers(nodes, chain):
+        for path, value in weights.to_native(node, params).items():
+            target = weights.attribute(link, path)
+            (target.array if isinstance(target, chainer.Variable) else target)[...] = value
+    if name in ("gru", "embedding"):  # sequences are time-major in the Chainer backend
+        x = np.ascontiguousarray(np.swapaxes(x, 0, 1))
+    xv = chainer.Variable(x) if x.dtype != np.int32 else x
+    chain.cleargrads()  # a new Parameter's gradient is NaN-filled, and backward accumulates
+    with device.step_config(CPU, train=False, type_check=True):
+        y = chain(xv)
+        # embedding output: (T, N, E) here, (N, T, E) in the reference
+        swap = (lambda a: np.swapaxes(a, 0, 1)) if name == "embedding" else (lambda a: a)
+        y.grad = np.ascontiguousarray(swap(dy.astype(dtype)))
+        y.backward()
+    assert y.dtype == np.dtype(dtype), f"{name}: output dtype {y.dtype}"
+    assert_close(swap(y.array), y_ref, dtype, f"{name} forward")
+    if dx_ref is not None:
+        dx = np.swapaxes(xv.grad, 0, 1) if name == "gru" else xv.grad
+        assert_close(dx, dx_ref, dtype, f"{name} input gradient")
+    got = {}
+    for node, link in lowering.named_layers(nodes, chain):
+
+        def read(path, link=link):
+            t = weights.attribute(link, path)
+            return t.grad if isinstance(t, chainer.Variable) else np.zeros_like(t)
+
+        got.update(weights.to_canonical(node, read))
+    for pname, g in ctx.grads.items():
+        assert_close(got[pname], g, dtype, f"{name} gradient of {pname}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_cross_entropy_matches_reference(dtype):
+    from rosetta.backends.numpy_ref import nn
+
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(5, 3)) * 3
+    labels = rng.integers(0, 3, size=5)
+    loss_ref, cache = nn.softmax_cross_entropy_forward(logits, labels)
+    v = chainer.Variable(logits.astype(dtype))
+    loss = F.softmax_cross_entropy(v, labels.astype(np.int32))
+    loss.backward()
+    assert_close(loss.array, loss_ref, dtype, "loss")
+    assert_close(v.grad, nn.softmax_cross_entropy_backward(cache), dtype, "dlogits")
+
+
+def test_maxpool_lowering_uses_cover_all_false():
+    x = np.random.default_rng(0).normal(size=(1, 2, 32, 32)).astype(np.float32)
+    op = ops.MaxPool2D((3, 3), (2, 2), (1, 1, 1, 1))
+    got = cb.run_op(op, x)
+    assert got.shape == (1, 2, 16, 16)  # the spec's floor((32 + 2 - 3) / 2) + 1
+    # Chainer's default would add a row and a column of partial windows
+    assert F.max_pooling_2d(x, 3, 2, 1).shape == (1, 2, 17, 17)
+
+
+# --------------------------------------------------------------------------- NStepGRU convention
+
+
+def test_gru_weight_indices_follow_the_gate_names():
+    h, e = 3, 2
+    op = ops.GRU("g", h, ("z", "r", "h"), True, "zeros", "last", NI)
+    # every gate block marked by its own constant: z -> 1, r -> 2, h -> 3 (input), +10 recurrent
+    marks = {"z": 1.0, "r": 2.0, "h": 3.0}
+    kernel = np.concatenate([np.full((e, h), marks[g]) for g in "zrh"], axis=1)
+    rec = np.concatenate([np.full((h, h), 10 + marks[g]) for g in "zrh"], axis=1)
+    bi = np.concatenate([np.full(h, 100 + marks[g]) for g in "zrh"])
+    br = np.concatenate([np.full(h, 1000 + marks[g]) for g in "zrh"])
+    native = weights.to_native(
+        op,
+        {"g.kernel": kernel, "g.recurrent_kernel": rec, "g.bias_input": bi, "g.bias_recurrent": br},
+    )
+    # chainer.functions.n_step_gru: W0/W3 reset gate, W1/W4 update gate, W2/W5 candidate
+    for i, gate in ((0, "r"), (1, "z"), (2, "h")):
+        assert np.all(native[f"rnn.0.w{i}"] == marks[gate]) and native[f"rnn.0.w{i}"].shape == (
+            h,
+            e,
+        )
+        assert np.all(native[f"rnn.0.w{i + 3}"] == 10 + marks[gate])
+        assert np.all(native[f"rnn.0.b{i}"] == 100 + marks[gate])
+        assert np.all(native[f"rnn.0.b{i + 3}"] == 1000 + marks[gate])
+
+
+def _sig(a):
+    return 1 / (1 + np.exp(-a))
+
+
+def test_nstepgru_is_reset_after_with_the_recurrent_bias_inside():
+    # Chainer's documented equations, written out on its native weights, must equal the link,
+    # and must differ from the reset-before variant (r * h before the matmul) on the same weights
+    rng = np.random.default_rng(3)
+    n, t, e, h = 2, 3, 4, 5
+    link = lowering.GRULast(e, h)
+    with chainer.using_config("dtype", np.float64):
+        link = lowering.GRULast(e, h)
+    w = [getattr(link.rnn[0], f"w{i}").array for i in range(6)]
+    b = [getattr(link.rnn[0], f"b{i}").array for i in range(6)]
+    for arr in b:
+        arr[...] = rng.normal(size=arr.shape)  # non-zero biases: b5's place matters
+    x = rng.normal(size=(n, t, e))
+    hs = np.zeros((n, h))
+    hs_before = np.zeros((n, h))
+    for step in range(t):
+        xt = x[:, step]
+        r = _sig(xt @ w[0].T + b[0] + hs @ w[3].T + b[3])
+        z = _sig(xt @ w[1].T + b[1] + hs @ w[4].T + b[4])
+        cand = np.tanh(xt @ w[2].T + b[2] + r * (hs @ w[5].T + b[5]))
+        hs = (1 - z) * cand + z * hs
+        rb = _sig(xt @ w[0].T + b[0] + hs_before @ w[3].T + b[3])
+        zb = _sig(xt @ w[1].T + b[1] + hs_before @ w[4].T + b[4])
+        cb_ = np.tanh(xt @ w[2].T + b[2] + (rb * hs_before) @ w[5].T + b[5])
+        hs_before = (1 - zb) * cb_ + zb * hs_before
+    with chainer.using_config("train", False):
+        got = link(np.ascontiguousarray(x.transpose(1, 0, 2))).array  # time-major (T, N, E)
+    np.testing.assert_allclose(got, hs, rtol=1e-12, atol=1e-14)
+    assert np.abs(got - hs_before).max() > 1e-3  # the convention is observable here
+
+
+# --------------------------------------------------------------------------- optimisers (float64)
+
+
+def _run_chainer_optimizer(opt, p0, grads):
+    link = chainer.Link()
+    with link.init_scope():
+        link.p = chainer.Parameter(p0.copy())
+    opt.setup(link)
+    for g in grads:
+        link.p.grad = g.copy()
+        opt.update()
+    return link.p.array
+
+
+def _run_reference(opt, p0, grads):
+    params = {"p": p0.copy()}
+    for g in grads:
+        opt.step(params, {"p": g})
+    return params["p"]
+
+
+def test_momentum_sgd_is_the_specs_rule_in_float64():
+    rng = np.random.default_rng(4)
+    p0 = rng.normal(size=(7, 3))
+    grads = [rng.normal(size=p0.shape) for _ in range(5)]
+    got = _run_chainer_optimizer(chainer.optimizers.MomentumSGD(lr=0.01, momentum=0.9), p0, grads)
+    want = _run_reference(ref_optim.SGD(lr=0.01, momentum=0.9), p0, grads)
+    # v = m*v - lr*g; w += v  equals  buf = m*buf + g; w -= lr*buf  at constant lr: only
+    # rounding differs, so the change of w agrees to ~1e-15 of its size (bound 1e-12)
+    np.testing.assert_allclose(got - p0, want - p0, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_spec_adam_is_algorithm_1_bit_for_bit(dtype):
+    rng = np.random.default_rng(5)
+    p0 = rng.normal(size=(6, 4)).astype(dtype)
+    # gradients from O(1) down to O(eps): epsilon placement only shows at |g| ~ eps
+    scale = np.logspace(0, -9, p0.size).reshape(p0.shape)
+    grads = [(rng.normal(size=p0.shape) * scale).astype(dtype) for _ in range(4)]
+    got = _run_chainer_optimizer(SpecAdam(alpha=1e-3, beta1=0.9, beta2=0.999, eps=1e-8), p0, grads)
+    want = _run_reference(ref_optim.Adam(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8), p0, grads)
+    # the same IEEE operations in the same order: identical bits
+    np.testing.assert_array_equal(got, want)
+
+
+def test_chainers_own_adam_is_not_the_spec_where_gradients_are_tiny():
+    rng = np.random.default_rng(6)
+    p0 = rng.normal(size=(50,))
+    grads = [np.full(50, 1e-9) for _ in range(3)]  # |g| ~ eps
+    want = _run_reference(ref_optim.Adam(lr=1e-3, eps=1e-8), p0, grads) - p0
+    stock = _run_chainer_optimizer(chainer.optimizers.Adam(alpha=1e-3, eps=1e-8), p0, grads) - p0
+    spec = _run_chainer_optimizer(SpecAdam(alpha=1e-3, eps=1e-8), p0, grads) - p0
+    np.testing.assert_allclose(spec, want, rtol=1e-12)
+    # eps outside the bias correction: the update differs by ~(1 - sqrt(1 - beta2^t)), O(10%)
+    assert np.abs(stock - want).max() > 0.05 * np.abs(want).max()
+
+
+# --------------------------------------------------------------------------- loader, devices, model
+
+
+def _tiny_cnn():
+    from rosetta.spec import get_workload
+
+    return get_workload("cnn")
+
+
+def test_loader_types_and_complete_batches():
+    from rosetta.spec import canonical_weights
+
+    w = _tiny_cnn()
+    model = cb.build(w, canonical_weights(w, 0), dtype="float64")
+    x = np.random.default_rng(0).random((10, 3, 32, 32), dtype=np.float32)
+    y = np.arange(10) % 10
+    batches = list(model.loader(x, y, np.arange(10)[::-1], 4))
+    assert len(batches) == 2  # 10 // 4 complete batches, the last 2 samples dropped
+    xb, yb = batches[0]
+    assert xb.dtype == np.float64 and yb.dtype == np.int32
+    np.testing.assert_array_equal(xb, x[[9, 8, 7, 6]])
+    np.testing.assert_array_equal(yb, y[[9, 8, 7, 6]])
+
+
+def test_cuda_is_a_clear_error_without_cupy_or_gpu():
+    assert cb.cuda_available() is False
+    with pytest.raises(BackendError, match="backend 'chainer' on cuda"):
+        device.place("cuda")
+
+
+def test_run_op_dropout_is_seeded_and_restores_numpy_global_state():
+    x = np.ones((4, 1000), dtype=np.float32)
+    np.random.seed(123)
+    before = np.random.get_state()[1].copy()
+    a = cb.run_op(ops.Dropout(0.5), x, seed=7, training=True)
+    b = cb.run_op(ops.Dropout(0.5), x, seed=7, training=True)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(np.random.get_state()[1], before)
+
+
+def test_summary_shows_the_chain_and_manifest_records_the_path():
+    from rosetta.spec import canonical_weights, get_workload
+
+    w = get_workload("gru")
+    model = cb.build(w, canonical_weights(w, 0))
+    text = model.summary()
+    assert "EmbedID" in text and "Linear" in text and "GRULast" in text
+    assert "/rnn/0/w0" in text and "total: " in text
+    man = model.manifest()
+    assert man["layout"].startswith("TNC") and "SpecAdam" in man["optimizer"]
+    assert "SerialIterator" in man["loader"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dropout_in_training_keeps_the_dtype_and_scales_survivors(dtype):
+    # F.dropout draws its mask from NumPy's global generator (float64 uniforms) in either dtype;
+    # the survivors are x / (1 - rate) rounded in ``dtype`` (here exactly 2 for rate 0.5)
+    x = np.full((4, 5000), 3.0, dtype=dtype)
+    y = cb.run_op(ops.Dropout(0.5), x, dtype=dtype, seed=1, training=True)
+    assert y.dtype == np.dtype(dtype)
+    assert set(np.unique(y)) == {0.0, 6.0}
+    assert 0.45 < np.mean(y == 0) < 0.55  # 20000 draws: 14 standard deviations of slack
