@@ -98,6 +98,9 @@ class Cell:
         self.params = canonical_weights(w, cfg.seed)
         t0 = clock.now_ns()
         self.module = backends.load(cfg.backend)
+        ok, why = self.module.available()  # imports the framework: its cost is import_s
+        if not ok:
+            raise RosettaError(f"backend {cfg.backend!r} cannot run here: {why}")
         self.timing["import_s"] = (clock.now_ns() - t0) / 1e9
         self.device = resolve_device(self.module, cfg.device)
         self.model = self.module.build(
