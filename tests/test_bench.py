@@ -322,3 +322,38 @@ def test_summary_flags_noisy_cells_and_unmet_profiles(tmp_path, small_data, caps
     text = summary([noisy])
     assert "synthetic" in text and "* numpy_ref x cnn: steady-state CV 40%" in text
     assert os.path.exists(tmp_path / "results" / "s" / "summary.csv")
+
+
+def test_a_profile_larger_than_the_data_is_flagged_and_no_test_batch_refused(tmp_path):
+    from rosetta import datasets
+    from rosetta.errors import RosettaError
+    from rosetta.runner.cell import run_cell
+    from rosetta.runner.config import CellConfig
+
+    short = tmp_path / "short"
+    datasets.write_synthetic_imdb(short, n_train=200, n_test=100)  # ci asks 256 / 128
+    rec = run_cell(CellConfig("numpy_ref", "gru", "ci", data_dir=str(short)))
+    assert rec["status"] == "ok" and rec["metrics"]["steps"] == 200 // 64
+    assert rec["flags"][:2] == [
+        "profile not met: 200 train samples of the 256 that profile 'ci' asks for",
+        "profile not met: 100 test samples of the 128 that profile 'ci' asks for",
+    ]
+    tiny = tmp_path / "tiny"
+    datasets.write_synthetic_imdb(tiny, n_train=200, n_test=40)  # not one test batch of 64
+    with pytest.raises(RosettaError, match="only 40 test samples, fewer than one batch of 64"):
+        run_cell(CellConfig("numpy_ref", "gru", "ci", data_dir=str(tiny)))
+
+
+def test_a_notebook_runs_all_with_its_defaults(tmp_path):
+    """What a person gets from *Run all*: no injected parameters, the ci profile, a record."""
+    import papermill as pm
+
+    from rosetta.runner.notebook import notebooks_dir
+
+    out = tmp_path / "ran.ipynb"
+    pm.execute_notebook(str(notebooks_dir() / "numpy_ref.ipynb"), str(out), kernel_name="python3",
+                        progress_bar=False, cwd=str(tmp_path))  # fmt: skip
+    ran = json.loads(out.read_text())
+    text = "".join("".join(o.get("text", "")) for c in ran["cells"] for o in c.get("outputs", []))
+    assert "cell      numpy_ref x cnn, profile ci" in text
+    assert "equivalent: True" in text and '"status": "ok"' in text
