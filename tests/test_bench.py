@@ -59,6 +59,7 @@ def test_a_failing_cell_is_recorded_and_the_matrix_goes_on(
     rec = cell_record(tmp_path, "f", "fault", "gru")
     assert rec["status"] == status and reason in rec["error"], rec["error"]
     assert rec["manifest"]["cpu_count"] and rec["config"]["workload"] == "gru"  # always a manifest
+    assert rec["manifest"]["data_source"] == "synthetic"  # and the data it was to run on
     assert cell_record(tmp_path, "f", "numpy_ref", "gru")["status"] == "ok"  # the matrix went on
     index = json.loads((tmp_path / "results" / "f" / "index.json").read_text())["cells"]
     assert index["fault__gru"]["status"] == status and index["numpy_ref__gru"]["status"] == "ok"
@@ -133,6 +134,16 @@ def test_notebook_cells_papermill_ok_and_failed(tmp_path, small_data, monkeypatc
     assert bad["error"] == "RuntimeError: planted failure inside the framework"
     assert (run / "fault__gru.ipynb").is_file()  # the partial notebook is kept
     assert not list(run.glob(".*.pending.json"))
+
+
+def test_a_crashing_kernel_is_killed_with_its_partial_notebook(tmp_path, small_data, monkeypatch):
+    fault_env(monkeypatch, "segfault")
+    code = bench(tmp_path, small_data, "--backends", "fault", "--workloads", "gru", "--run-id", "k")
+    assert code == 1
+    rec = cell_record(tmp_path, "k", "fault", "gru")
+    assert rec["status"] == "killed" and "kernel died" in rec["error"]
+    assert rec["manifest"]["data_source"] == "synthetic"
+    assert (tmp_path / "results" / "k" / "fault__gru.ipynb").is_file()
 
 
 def test_resume_keeps_records_refuses_other_settings_and_retries_failed(

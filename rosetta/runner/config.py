@@ -28,6 +28,7 @@ class CellConfig:
     seed: int = 0
     threads: int | None = None  # None: the framework's default
     sample_every: int = 1  # steady state: sync and time every n-th training step
+    data_source: str = ""  # what bench verified before the run (for records of failed cells)
 
     def to_json(self) -> str:
         """The config as one JSON string (what the child receives)."""

@@ -86,6 +86,7 @@ def run_matrix(plan: Plan, run: RunDir, display: Display | None = None) -> dict[
                 plan.template,
                 backend=backend,
                 workload=workload,
+                data_source=(plan.data_sources or {}).get(workload, ""),
                 run_id=run.run_id,
                 out=str(records.record_path(run.path.parent, run.run_id, backend, workload)),
             )

@@ -36,7 +36,7 @@ def failure_record(
     """A non-ok record that still carries the config, the environment manifest and the data
     source the cell was to run on."""
     env = manifest.environment(config.device if config.device != "auto" else "cpu")
-    env["data_source"] = data_source or "unknown"
+    env["data_source"] = data_source or config.data_source or "unknown"
     return records.make_record(
         backend=config.backend,
         workload=config.workload,
