@@ -15,10 +15,10 @@ import os
 import re
 import secrets
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
+from rosetta.datasets.paths import probe_writable
 from rosetta.errors import RosettaError
 from rosetta.runner import records
 
@@ -63,9 +63,7 @@ def check_results_dir(path: Path) -> Path:
     if not probe_dir.is_dir():
         raise RosettaError(f"results directory {path} cannot be created under a file; {fix}")
     try:
-        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=probe_dir)
-        os.close(fd)
-        os.unlink(probe)
+        probe_writable(probe_dir)
     except OSError as exc:
         raise RosettaError(
             f"results directory {path} is not usable ({exc.strerror or exc}); {fix}"
@@ -75,7 +73,7 @@ def check_results_dir(path: Path) -> Path:
 
 def new_run_id() -> str:
     """A time-stamped id with a random suffix: two runs started in the same second differ."""
-    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(4)
 
 
 class RunDir:
