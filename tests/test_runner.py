@@ -14,17 +14,6 @@ from rosetta.runner.config import CellConfig
 from rosetta.spec import get_workload
 
 
-@pytest.fixture(scope="module")
-def small_data(tmp_path_factory):
-    """Synthetic IMDB and CIFAR-10 just big enough for the ci profiles (512 train / 256 test)."""
-    from rosetta import datasets
-
-    d = tmp_path_factory.mktemp("data")
-    datasets.write_synthetic_imdb(d, n_train=1000, n_test=500)
-    datasets.write_synthetic_cifar10(d, n_train=1000, n_test=500)
-    return d
-
-
 def test_summarize_median_interval_and_quartiles():
     times = [1.0, 2.0, 3.0, 4.0, 100.0]
     s = clock.summarize(times)

@@ -65,14 +65,20 @@ def ensure_writable_dir(path: str | os.PathLike[str]) -> Path:
     if not path.is_dir():
         raise DataError(f"data directory {path} is not a directory; {fix}")
     try:
-        fd, probe = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path)
-        os.close(fd)
-        os.unlink(probe)
+        probe_writable(path)
     except OSError as exc:
         raise DataError(
             f"data directory {path} is not writable ({exc.strerror or exc}); {fix}"
         ) from None
     return path
+
+
+def probe_writable(path: str | os.PathLike[str]) -> None:
+    """Create and remove a temporary file in ``path``; raises ``OSError`` if that fails
+    (``os.access`` is not enough: it says yes to root on a read-only mount)."""
+    fd, probe = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path)
+    os.close(fd)
+    os.unlink(probe)
 
 
 @contextlib.contextmanager

@@ -106,7 +106,6 @@ def run_matrix(plan: Plan, run: RunDir, display: Display | None = None) -> dict[
 def _one_cell(plan: Plan, run: RunDir, config: CellConfig, env: dict, display: Display) -> dict:
     label = f"{config.backend} x {config.workload}"
     path = Path(config.out)
-    source = (plan.data_sources or {}).get(config.workload, "")
     st = backends.status(config.backend)
     if path.exists():
         kept = _existing(plan, run, path, st.usable)
@@ -114,13 +113,13 @@ def _one_cell(plan: Plan, run: RunDir, config: CellConfig, env: dict, display: D
             display.done(label, kept["status"], "already recorded, kept")
             return kept
     if not st.usable:
-        records.write_record(path, failure_record(config, "skipped", st.reason, source))
+        records.write_record(path, failure_record(config, "skipped", st.reason))
         display.done(label, "skipped", st.reason)
         return {"status": "skipped", "error": st.reason}
     display.start(label)
     status, error = _execute(plan, config, env, display, label)
     if not path.exists():  # the child left no record: write the one that says why
-        records.write_record(path, failure_record(config, status, error, source))
+        records.write_record(path, failure_record(config, status, error))
     rec = records.read_record(path)
     status, error = rec["status"], rec.get("error", "")
     detail = error
@@ -181,9 +180,8 @@ def _execute(
         except KeyboardInterrupt:
             kill_tree(proc)
             if not Path(config.out).exists():
-                source = (plan.data_sources or {}).get(config.workload, "")
                 why = "interrupted by the user (Ctrl-C)"
-                rec = failure_record(config, "interrupted", why, source)
+                rec = failure_record(config, "interrupted", why)
                 records.write_record(Path(config.out), rec)
             raise
         err.seek(0)
