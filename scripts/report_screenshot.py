@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rosetta.cli_report import REPORT_DIR, RESULTS_DIR, report_name  # noqa: E402
+from rosetta.cli.report import REPORT_DIR, RESULTS_DIR, report_name  # noqa: E402
 from rosetta.errors import RosettaError  # noqa: E402
 
 

@@ -312,7 +312,7 @@ def test_notebooks_are_committed_without_outputs_and_up_to_date():
 
 
 def test_summary_flags_noisy_cells_and_unmet_profiles(tmp_path, small_data, capsys):
-    from rosetta.cli_bench import summary
+    from rosetta.cli.bench import summary
 
     args = ["--backends", "numpy_ref", "--workloads", "cnn", "--executor", "python"]
     assert bench(tmp_path, small_data, *args, "--run-id", "s") == 0

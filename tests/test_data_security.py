@@ -183,7 +183,7 @@ def test_datasets_import_no_framework_and_no_pillow():
     code = (
         "import sys\n"
         "before = set(sys.modules)\n"
-        "import rosetta.datasets, rosetta.datasets.cli\n"
+        "import rosetta.datasets, rosetta.cli.data\n"
         "from rosetta.datasets import random_image_batch, iterate_batches\n"
         "import numpy as np\n"
         "random_image_batch(0, size=8); list(iterate_batches(np.zeros(4), np.zeros(4), 2))\n"

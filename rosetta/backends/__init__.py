@@ -130,3 +130,42 @@ def _version(dist: str) -> str:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return ""
+
+
+def make(
+    backend: str | ModuleType,
+    workload,
+    params,
+    *,
+    dtype: str = "float32",
+    device: str = "cpu",
+    seed: int = 0,
+    threads: int | None = None,
+    precision: str = "fp32",
+    tf32: bool = False,
+    **options,
+):
+    """Configure ``backend`` for this process and build ``workload`` on it: the two contract
+    calls in one, for tests, benchmarks and notebooks (the runner calls them apart, recording
+    the runtime in between)."""
+    from rosetta.runtime import Runtime
+
+    module = load(backend) if isinstance(backend, str) else backend
+    request = Runtime.request(
+        module.NAME,
+        device=device,
+        threads=threads,
+        dtype=dtype,
+        precision=precision,
+        tf32=tf32,
+        seed=seed,
+    )
+    return module.build(workload, params, module.configure(request), **options)
+
+
+def runtime_for(backend: str | ModuleType, **request):
+    """``configure(Runtime.request(NAME, **request))`` for ``backend``: the runtime in effect."""
+    from rosetta.runtime import Runtime
+
+    module = load(backend) if isinstance(backend, str) else backend
+    return module.configure(Runtime.request(module.NAME, **request))

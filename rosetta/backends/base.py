@@ -1,16 +1,29 @@
-"""The backend contract, v2: the names every backend module exposes (the Keras 3 lesson).
+"""The backend contract, v3: the names every backend exposes (the Keras 3 lesson).
 
-A backend module ``rosetta.backends.<name>`` defines (``CONTRACT`` lists them; the
-conformance suite fails a module that lacks one, naming it):
+**A backend is one folder with the same files as the others** (``MODULES``):
 
-- ``NAME: str`` and capability constants ``DEVICES`` (e.g. ``("cpu", "cuda")``) and ``DTYPES``;
-- ``available() -> tuple[bool, str]``: whether its framework imports here, and why not;
-- ``versions() -> dict[str, str]``: framework versions, for the environment manifest;
-- ``cuda_available() -> bool``: whether the framework sees a CUDA GPU (``--device auto``);
-- ``build(workload, params, *, dtype, device, seed) -> Model``;
-- ``run_op(op, x, *, dtype, device, seed, training) -> np.ndarray``: one parameter-free op of
-  the spec (relu, maxpool2d, dropout, flatten, global_avgpool) through the backend's own
-  lowering table, NumPy in and out: the op-level conformance tests and the dropout check.
+- ``__init__.py``: the constants ``NAME``, ``DEVICES``, ``DTYPES``, ``PRECISIONS`` and the entry
+  points, made once for every backend by :class:`BackendAPI` (nothing else);
+- ``runtime.py``: the process settings: ``available()``, ``versions()``, ``cuda_available()``,
+  ``set_threads(n) -> int`` and ``set_tf32(enabled, device) -> bool``, each returning what is
+  *in effect*, read back from the framework;
+- ``lowering.py``: ``TABLE``, a :class:`rosetta.backends.driver.LoweringTable` (op -> native
+  layer, one signature), and ``apply_op(op, x, runtime, training)`` for one parameter-free op;
+- ``weights.py``: every layout conversion between canonical and native weights (OIHW/HWIO, the
+  rows of a dense layer after an NHWC flatten, GRU gate order), and nothing else;
+- ``loader.py``: the framework's own input machinery;
+- ``optim.py``: the optimiser as the spec states it;
+- ``model.py``: the :class:`Model` with its two faces and ``build(workload, params, runtime)``.
+
+A backend may add files of its own (the reference's op kernels, Chainer's NumPy-2 layer).
+
+**The entry points** (``CONTRACT``): ``available() -> (bool, why)``, ``versions() -> dict``,
+``cuda_available() -> bool``, ``configure(request: Runtime) -> Runtime`` (threads first, then
+the device, then the numeric policy; returns the runtime in effect, see ``rosetta.runtime``),
+``build(workload, params, runtime, **options) -> Model`` and ``run_op(op, x, runtime, *,
+training=False) -> np.ndarray`` (one parameter-free op through the backend's own table, NumPy in
+and out: the op-level conformance tests and the dropout check). ``options`` are a backend's own
+fast-path overrides (torch's ``compile``/``layout``), for benchmarks; the runner never passes any.
 
 A ``Model`` has two faces.
 
@@ -30,68 +43,94 @@ with dropout off), both with dropout off, and ``batch_to_numpy(batch)`` (a nativ
 canonical layout). ``set_params`` also resets the optimiser state: loading weights starts
 training afresh. ``manifest()`` says which fast path ran (``MANIFEST_KEYS``).
 
-Layout conversions (NCHW/NHWC, OIHW/HWIO, the rows of a dense layer after an NHWC flatten, GRU
-gate order) happen in ``set_params``/``get_params`` and the loader, nowhere else. An op a backend
-cannot lower raises ``rosetta.errors.BackendError`` naming the backend and the op.
-
-Why these names: ``loader``/``train_step``/``predict`` are what a user of any framework writes
-(Keras' ``predict``, PyTorch's ``DataLoader``), ``to_numpy`` is explicit about the one costly
-crossing, and every NumPy-face method says NumPy in its signature so that nothing timed can
-accidentally use it.
+Layout conversions happen in ``weights.py`` (through ``set_params``/``get_params``) and the
+loader, nowhere else. An op a backend cannot lower raises ``rosetta.errors.BackendError`` naming
+the backend and the op (``driver.unsupported``).
 """
 
 from __future__ import annotations
 
-import os
+import importlib
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
+from rosetta.backends.driver import unsupported
 from rosetta.errors import BackendError
+from rosetta.runtime import Runtime
 from rosetta.spec import ops
 
 Params = dict[str, np.ndarray]
 Batch = tuple[Any, ...]  # a native batch: (x, y) or (x,), framework arrays on the device
 
-#: module-level names every backend defines
+#: module-level names every backend package defines
 CONTRACT = (
     "NAME",
     "DEVICES",
     "DTYPES",
+    "PRECISIONS",
     "available",
     "versions",
     "cuda_available",
+    "configure",
     "build",
     "run_op",
 )
+#: the files of every backend folder, and the names (with their parameters) each must define
+MODULES: dict[str, dict[str, tuple[str, ...] | None]] = {
+    "runtime": {
+        "available": (),
+        "versions": (),
+        "cuda_available": (),
+        "set_threads": ("n",),
+        "set_tf32": ("enabled", "device"),
+    },
+    "lowering": {"TABLE": None, "apply_op": ("op", "x", "runtime", "training")},
+    "weights": {},
+    "loader": {},
+    "optim": {},
+    "model": {"build": ("workload", "params", "runtime")},
+}
 #: keys every ``Model.manifest()`` has (values may be "n/a" where a key does not apply)
 MANIFEST_KEYS = (
     "backend",
     "device",  # "cpu" | "cuda" (+ device name where known)
     "dtype",
+    "precision",  # the numeric policy in effect (rosetta.runtime.PRECISIONS)
+    "tf32",  # bool: TF32 allowed for fp32 matmul/conv (False on the CPU)
     "layout",  # e.g. "NCHW", "NHWC", "TNC" (time-major), "NTC"
-    "threads",  # intra-op threads in use
+    "threads",  # int: intra-op threads in effect, read back from the framework
     "compile",  # eager | jit | tf.function | tf.function+xla | torch.compile ...
     "autotune",  # cuDNN autotune on/off, or "n/a" on CPU
     "fused_rnn",  # whether the GRU runs the framework's fused kernel ("n/a" without a GRU)
     "loader",  # the input machinery that feeds the timed face
     "optimizer",  # the optimiser implementation and any deviation from the framework default
+    "gated_program",  # which compiled function/trace/executable the gate's k steps ran through
 )
 #: the ops ``run_op`` must accept (they own no parameters)
 PARAM_FREE_OPS = (ops.ReLU, ops.MaxPool2D, ops.Dropout, ops.Flatten, ops.GlobalAvgPool)
-DEVICE_CHOICES = ("cpu", "cuda", "auto")
-THREADS_ENV = "ROSETTA_THREADS"  # the runner's single thread setting, read by every backend
 
 
 class Model(ABC):
     """A workload built by one backend (see the module docstring for the two faces)."""
 
     backend: str
-    dtype: str
-    device: str
+    runtime: Runtime
+
+    @property
+    def dtype(self) -> str:
+        """The model's dtype (from its runtime)."""
+        return self.runtime.dtype
+
+    @property
+    def device(self) -> str:
+        """The resolved device (from its runtime)."""
+        return self.runtime.device
 
     # -- the timed face: native values ---------------------------------------------------------
     @abstractmethod
@@ -134,9 +173,23 @@ class Model(ABC):
         """Loss and the gradient of every trainable parameter by canonical name, dropout off."""
 
     @abstractmethod
+    def set_dropout(self, enabled: bool) -> None:
+        """Switch dropout on or off *inside the timed program* (a runtime input of the same
+        compiled step, a rate or keep flag, not a second trace), so the gate checks what is
+        timed. Timed runs leave it on; ``deterministic_steps`` turns it off for its k steps."""
+
     def deterministic_steps(self, x: np.ndarray, y: np.ndarray, k: int) -> Params:
-        """``k`` optimiser steps on batch ``(x, y)`` with dropout off, continuing from the current
-        parameters and optimiser state; returns ``get_params()`` afterwards."""
+        """``k`` optimiser steps on batch ``(x, y)`` through ``train_step`` itself (the timed
+        program) with dropout off, continuing from the current parameters and optimiser state;
+        returns ``get_params()`` afterwards."""
+        batch = next(iter(self.loader(x, y, np.arange(len(x)), len(x))))
+        self.set_dropout(False)
+        try:
+            for _ in range(k):
+                self.train_step(batch)
+        finally:
+            self.set_dropout(True)
+        return self.get_params()
 
     @abstractmethod
     def batch_to_numpy(self, batch: Batch) -> tuple[np.ndarray, ...]:
@@ -157,6 +210,17 @@ class Model(ABC):
         batch = next(iter(self.loader(x, None, np.arange(len(x)), len(x))))
         return self.to_numpy(self.predict(batch))
 
+    def runtime_manifest(self) -> dict:
+        """The manifest keys every backend takes from its runtime (typed, not prose)."""
+        r = self.runtime
+        return {
+            "backend": self.backend,
+            "dtype": r.dtype,
+            "precision": r.precision,
+            "tf32": r.tf32,
+            "threads": r.threads,
+        }
+
 
 def check_contract(module: ModuleType) -> None:
     """Raise ``BackendError`` naming the first contract name ``module`` lacks."""
@@ -168,40 +232,122 @@ def check_contract(module: ModuleType) -> None:
             )
 
 
-def threads_setting() -> int | None:
-    """The runner's thread count (``$ROSETTA_THREADS``), or ``None`` for the framework default."""
-    raw = os.environ.get(THREADS_ENV, "").strip()
-    if not raw:
-        return None
-    try:
-        n = int(raw)
-    except ValueError:
-        raise BackendError(f"${THREADS_ENV} must be a positive integer, got {raw!r}") from None
-    if n < 1:
-        raise BackendError(f"${THREADS_ENV} must be a positive integer, got {raw!r}")
-    return n
+def check_layout(package: str) -> None:
+    """Raise ``BackendError`` naming the first file or name of ``MODULES`` that the backend
+    package ``package`` lacks, or a name whose parameters differ from the contract's."""
+    for mod, names in MODULES.items():
+        try:
+            module = importlib.import_module(f"{package}.{mod}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{package}.{mod}":
+                raise
+            raise BackendError(f"backend {package} lacks its {mod}.py (see MODULES)") from None
+        for name, params in names.items():
+            if not hasattr(module, name):
+                raise BackendError(f"backend {package}.{mod} lacks {name!r} (see MODULES)")
+            if params is None:
+                continue
+            sig = inspect.signature(getattr(module, name))
+            got = tuple(
+                p.name
+                for p in sig.parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                and p.default is p.empty
+            )
+            if got != params:
+                raise BackendError(
+                    f"backend {package}.{mod}.{name} takes {got}, the contract says {params}"
+                )
 
 
-def resolve_device(module: ModuleType, device: str) -> str:
-    """``cpu``/``cuda``/``auto`` -> the device this backend will use, or one clear error."""
-    if device not in DEVICE_CHOICES:
-        raise BackendError(f"unknown device {device!r}; valid: {', '.join(DEVICE_CHOICES)}")
-    has_cuda = "cuda" in module.DEVICES and bool(module.cuda_available())
-    if device == "auto":
-        return "cuda" if has_cuda else "cpu"
-    if device == "cuda" and not has_cuda:
-        why = (
-            "it runs on the CPU only"
-            if "cuda" not in module.DEVICES
-            else "no CUDA GPU is visible to it"
-        )
+def resolve_device(request: Runtime, devices: tuple[str, ...], has_cuda: bool) -> tuple[str, str]:
+    """``cpu``/``cuda``/``auto`` -> (the device this backend will use, why), or one clear error."""
+    name = request.backend
+    if request.device == "cpu":
+        return "cpu", "asked for cpu"
+    usable = "cuda" in devices and has_cuda
+    if request.device == "auto":
+        if usable:
+            return "cuda", "auto: a CUDA GPU is visible"
+        why = "it runs on the CPU only" if "cuda" not in devices else "no CUDA GPU is visible"
+        return "cpu", f"auto: {why} to {name}"
+    if not usable:
+        why = "it runs on the CPU only" if "cuda" not in devices else "no CUDA GPU is visible to it"
         raise BackendError(
-            f"--device cuda asked for, but backend {module.NAME!r} cannot use CUDA here: {why}; "
+            f"--device cuda asked for, but backend {name!r} cannot use CUDA here: {why}; "
             f"use --device cpu or auto"
         )
-    return device
+    return "cuda", "asked for cuda"
 
 
-def unsupported(backend: str, op: object) -> BackendError:
-    """The error for an op a backend cannot lower (names backend and op)."""
-    return BackendError(f"backend {backend!r} cannot lower op {type(op).__name__}")
+def configure(runtime_module: ModuleType, devices: tuple[str, ...], request: Runtime) -> Runtime:
+    """Apply ``request`` to this process through a backend's ``runtime.py`` and return the
+    runtime in effect: threads first (pools start with the framework's first use), then the
+    device, then the numeric policy. Every value is read back, none copied from the request."""
+    threads = int(runtime_module.set_threads(request.wanted_threads))
+    device, reason = resolve_device(request, devices, bool(runtime_module.cuda_available()))
+    if request.tf32 and device != "cuda":
+        raise BackendError(
+            f"--tf32 applies to CUDA only, and backend {request.backend!r} runs on {device} here "
+            f"({reason}); drop --tf32 or run where a GPU is visible"
+        )
+    tf32 = bool(runtime_module.set_tf32(request.tf32, device))
+    return request.resolved(device=device, device_reason=reason, threads=threads, tf32=tf32)
+
+
+def require_resolved(runtime: Runtime) -> None:
+    """Refuse to build under a runtime that was never configured."""
+    if (
+        not isinstance(runtime, Runtime)
+        or runtime.device not in ("cpu", "cuda")
+        or not (runtime.threads)
+    ):
+        raise BackendError(
+            "build needs the runtime in effect: call configure(Runtime.request(...)) first "
+            f"(got {runtime!r})"
+        )
+
+
+@dataclass(frozen=True)
+class BackendAPI:
+    """The entry points of a backend package, written once (each ``__init__`` only names its
+    constants and assigns these). Submodules load on first use, so importing a backend package
+    imports no framework."""
+
+    package: str
+    devices: tuple[str, ...]
+
+    def _mod(self, name: str) -> ModuleType:
+        return importlib.import_module(f"{self.package}.{name}")
+
+    def available(self) -> tuple[bool, str]:
+        """Whether the framework imports here, and why not."""
+        try:
+            runtime = self._mod("runtime")
+        except ImportError as exc:
+            return False, f"{self.package.rsplit('.', 1)[-1]} does not import: {exc}"
+        return runtime.available()
+
+    def versions(self) -> dict[str, str]:
+        """Framework versions, for the environment manifest."""
+        return self._mod("runtime").versions()
+
+    def cuda_available(self) -> bool:
+        """Whether the framework sees a CUDA GPU (``--device auto``)."""
+        return bool(self._mod("runtime").cuda_available())
+
+    def configure(self, request: Runtime) -> Runtime:
+        """The runtime in effect for ``request`` (see :func:`configure`)."""
+        return configure(self._mod("runtime"), self.devices, request)
+
+    def build(self, workload, params: Params, runtime: Runtime, **options) -> Model:
+        """``workload`` lowered to this framework, holding ``params`` (canonical)."""
+        require_resolved(runtime)
+        return self._mod("model").build(workload, params, runtime, **options)
+
+    def run_op(self, op: object, x: np.ndarray, runtime: Runtime, *, training: bool = False):
+        """One parameter-free op through the backend's table, NumPy in and out."""
+        if not isinstance(op, PARAM_FREE_OPS):
+            raise unsupported(self.package.rsplit(".", 1)[-1], op)
+        require_resolved(runtime)
+        return np.asarray(self._mod("lowering").apply_op(op, np.asarray(x), runtime, training))

@@ -35,13 +35,13 @@ from pathlib import Path
 import numpy as np
 
 from rosetta import backends
-from rosetta.backends.base import resolve_device
 from rosetta.datasets import epoch_order
 from rosetta.errors import RosettaError
 from rosetta.runner import clock, manifest, records
 from rosetta.runner.config import CellConfig
 from rosetta.runner.data import feature_images, load_cell_data
 from rosetta.runner.gate import GateResult, run_gate
+from rosetta.runtime import Runtime
 from rosetta.spec import canonical_weights, get_workload
 
 GATE_BATCH = 4  # samples in the equivalence gate's fixed batch (2 for the features)
@@ -62,14 +62,26 @@ class Cell:
         self.data = None
         self.model = None
         self.module = None
+        self.runtime: Runtime | None = None  # resolved in build(), before anything is built
         self.gate_result: GateResult | None = None
         self.result: dict | None = None
         self.timing: dict[str, float] = {}
 
     # -- step 1: what runs where ----------------------------------------------------------------
     def environment(self) -> dict:
-        """The machine and software facts (the backend's own are added after ``build``)."""
-        return manifest.environment(self.config.device)
+        """The machine and software facts (the backend's own are added after ``build``); GPU
+        facts where the resolved runtime runs on CUDA."""
+        return manifest.environment(self.runtime.device if self.runtime else "cpu")
+
+    @property
+    def sample_every(self) -> int:
+        """Every n-th training step is synced and timed: the config's value, else 1 on the CPU
+        (steps are synchronous) and 4 on CUDA, decided from the *resolved* device."""
+        if self.config.sample_every:
+            return self.config.sample_every
+        if self.runtime is None:
+            raise RosettaError("sample_every is decided after the runtime is resolved (build)")
+        return 4 if self.runtime.device == "cuda" else 1
 
     def spec_table(self) -> list[tuple[str, str, str, str]]:
         """The spec as rows (layer, op, output shape per sample, parameters)."""
@@ -91,8 +103,10 @@ class Cell:
 
     # -- step 2: data, weights, the native model -------------------------------------------------
     def build(self):
-        """Load the data and canonical weights, import the backend and build its model."""
+        """Load the data and canonical weights, import the backend, resolve the runtime (threads,
+        device, numeric policy: what is in effect) and build the model under it."""
         cfg, w, prof = self.config, self.workload, self.profile
+        request = cfg.runtime_request()  # bad values end here, before any work
         self.data = load_cell_data(w, prof, cfg.data_dir)
         self._check_data()
         self.params = canonical_weights(w, cfg.seed)
@@ -102,10 +116,8 @@ class Cell:
         if not ok:
             raise RosettaError(f"backend {cfg.backend!r} cannot run here: {why}")
         self.timing["import_s"] = (clock.now_ns() - t0) / 1e9
-        self.device = resolve_device(self.module, cfg.device)
-        self.model = self.module.build(
-            w, self.params, dtype=cfg.dtype, device=self.device, seed=cfg.seed
-        )
+        self.runtime = self.module.configure(request)
+        self.model = self.module.build(w, self.params, self.runtime)
         self.model.sync()
         self.timing["import_build_s"] = (clock.now_ns() - t0) / 1e9
         return self.model
@@ -170,7 +182,7 @@ class Cell:
             order = epoch_order(len(data.y_train), shuffle=True, seed=cfg.seed, epoch=epoch)
             batches = model.loader(data.x_train, data.y_train, order, prof.batch_size)
             pending, step, first = run_epoch(
-                model, batches, sample_every=cfg.sample_every, step=step, samples=steps,
+                model, batches, sample_every=self.sample_every, step=step, samples=steps,
                 cold=first_s is None, progress=lambda i: progress and progress(i, total),
             )  # fmt: skip
             first_s = first if first_s is None else first_s
@@ -194,7 +206,7 @@ class Cell:
                 "first_step_s": first_s,
                 "steady": stats.as_dict(),
                 "steady_raw_s": steady,
-                "sample_every": cfg.sample_every,
+                "sample_every": self.sample_every,
                 "end_to_end_s": train_s,
                 "throughput_samples_per_s": bs / stats.median,
             },
@@ -258,8 +270,11 @@ class Cell:
         env.update(
             backend_versions=self.module.versions(),
             fast_path=self.model.manifest(),
-            precision=cfg.dtype,
-            device=self.device,
+            runtime=self.runtime.as_dict(),
+            precision=self.runtime.precision,
+            dtype=self.runtime.dtype,
+            device=self.runtime.device,
+            threads=self.runtime.threads,
             data_source=self.data.source,
             data_checksum=self.data.checksum,
             seed=cfg.seed,

@@ -24,10 +24,12 @@ class CellConfig:
     out: str = ""  # the record's path ("" = return it without writing)
     data_dir: str | None = None
     dtype: str = "float32"
-    device: str = "cpu"  # cpu | cuda | auto (resolved by the backend in the cell)
-    seed: int = 0
-    threads: int | None = None  # None: the framework's default
-    sample_every: int = 1  # steady state: sync and time every n-th training step
+    device: str = "cpu"  # cpu | cuda | auto: a request, resolved once by the cell (Runtime)
+    seed: int = 0  # weights, sample order and dropout, in every backend
+    threads: int | None = None  # None: all usable cores (the Runtime records the number)
+    precision: str = "fp32"  # numeric policy (rosetta.runtime.PRECISIONS)
+    tf32: bool = False  # allow TF32 on CUDA (recorded; refused on the CPU)
+    sample_every: int | None = None  # steady state: time every n-th step (None: 1 CPU, 4 CUDA)
     data_source: str = ""  # what bench verified before the run (for records of failed cells)
 
     def to_json(self) -> str:
@@ -46,6 +48,20 @@ class CellConfig:
         if unknown:
             raise RosettaError(f"cell config has unknown fields {unknown}; valid: {sorted(known)}")
         return cls(**raw)
+
+    def runtime_request(self):
+        """The ``Runtime`` this config asks for (validated: bad values are one line)."""
+        from rosetta.runtime import Runtime
+
+        return Runtime.request(
+            self.backend,
+            device=self.device,
+            threads=self.threads,
+            dtype=self.dtype,
+            precision=self.precision,
+            tf32=self.tf32,
+            seed=self.seed,
+        )
 
     def as_dict(self) -> dict:
         """Plain-dict form for the record."""

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from rosetta.backends import numpy_ref
+from rosetta.backends import make, numpy_ref
 from rosetta.backends.base import Model, Params
 from rosetta.spec.workload import Tolerance, Workload
 
@@ -105,7 +105,7 @@ def run_gate(
 
     Leaves ``model`` changed by the ``k`` steps: callers ``set_params`` afterwards."""
     tol = workload.tolerances[dtype]
-    ref = numpy_ref.build(workload, params, dtype="float64")
+    ref = make(numpy_ref, workload, params, dtype="float64")
     if model.backend == numpy_ref.NAME and dtype == "float64":
         note = "the reference itself"
     else:

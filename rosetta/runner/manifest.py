@@ -9,7 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "ROSETTA_THREADS")
+from rosetta.runtime import THREAD_VARS
+
+#: variables that choose a BLAS kernel or pool, recorded with every cell (the platform may set
+#: OPENBLAS_CORETYPE to pick an older kernel: it decides NumPy's speed, not the suite)
+RECORDED_VARS = (*THREAD_VARS, "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "XLA_FLAGS")
 
 
 def cpu_model() -> str:
@@ -98,7 +102,7 @@ def environment(device: str = "cpu") -> dict:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "blas": blas_info(),
-        "thread_env": {k: os.environ[k] for k in THREAD_VARS if k in os.environ},
+        "thread_env": {k: os.environ[k] for k in RECORDED_VARS if k in os.environ},
         "git_revision": git_revision(),
         "load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }

@@ -27,9 +27,9 @@ from rosetta import backends
 from rosetta.errors import RosettaError
 from rosetta.runner import records
 from rosetta.runner.config import CellConfig
-from rosetta.runner.manifest import THREAD_VARS
 from rosetta.runner.papercell import failure_record
 from rosetta.runner.rundir import RunDir
+from rosetta.runtime import child_env
 
 EXECUTORS = {
     "papermill": "rosetta.runner.papercell",  # the notebook, in its own kernel
@@ -72,9 +72,7 @@ def cell_command(config: CellConfig, executor: str = "papermill") -> list[str]:
 def run_matrix(plan: Plan, run: RunDir, display: Display | None = None) -> dict[str, dict]:
     """Run every cell of ``plan`` not yet recorded in ``run``; returns ``{cell: index entry}``."""
     display = display or Display()
-    env = dict(os.environ)
-    threads = plan.template.threads or os.cpu_count() or 1
-    env.update({k: str(threads) for k in THREAD_VARS})
+    env = child_env(plan.template.threads)
     index: dict[str, dict] = {}
     cells = [(w, b) for w in plan.workloads for b in plan.backends]
     for w, b in cells:

@@ -11,7 +11,6 @@ notebooks stay a screen long and their logic is tested in the package.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,10 +26,12 @@ PARAMETERS = {  # the papermill parameters cell: CellConfig's fields with the no
     "device": "cpu",
     "dtype": "float32",
     "threads": None,
+    "precision": "fp32",
+    "tf32": False,
     "data_dir": None,
     "out": "",
     "run_id": "notebook",
-    "sample_every": 1,
+    "sample_every": None,
 }
 
 
@@ -119,8 +120,6 @@ def start(namespace: dict) -> Cell:
     """A ``Cell`` from the notebook's parameters; makes the synthetic data if none is there."""
     fields = {k: namespace[k] for k in ("backend", *PARAMETERS) if k in namespace}
     config = CellConfig(**fields)
-    if config.threads:
-        os.environ["ROSETTA_THREADS"] = str(config.threads)
     from rosetta.datasets import prepare_data
     from rosetta.spec import get_workload
 
@@ -135,7 +134,7 @@ def show_environment(cell: Cell) -> None:
     print(f"cell      {c.backend} x {c.workload}, profile {c.profile}, {c.dtype} on {c.device}")
     for key in ("cpu", "cpu_count", "os", "python", "numpy", "blas", "git_revision", "load_avg"):
         print(f"{key:<13} {env.get(key)}")
-    print(f"threads       {c.threads or 'framework default'}")
+    print(f"threads       {c.threads or 'all usable cores'} (asked; in effect after build)")
 
 
 def show_spec(cell: Cell) -> None:

@@ -33,7 +33,7 @@ from rosetta.runner.notebook import make_notebook, notebook_source, staged
 def failure_record(config: CellConfig, status: str, error: str, **extra) -> dict:
     """A non-ok record that still carries the config, the environment manifest and the data
     source the cell was to run on (``config.data_source``, verified by bench)."""
-    env = manifest.environment(config.device if config.device != "auto" else "cpu")
+    env = manifest.environment("cpu")  # the runtime died with the cell: no GPU facts claimed
     env["data_source"] = config.data_source or "unknown"
     return records.make_record(
         backend=config.backend,

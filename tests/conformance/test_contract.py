@@ -10,8 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from rosetta.backends import numpy_ref
-from rosetta.backends.base import MANIFEST_KEYS, check_contract, resolve_device
+from rosetta.backends import make, numpy_ref, runtime_for
+from rosetta.backends.base import MANIFEST_KEYS, check_contract, check_layout
+from rosetta.runtime import Runtime
 from rosetta.datasets import epoch_order, iterate_batches
 from rosetta.errors import BackendError
 from rosetta.spec import ops
@@ -36,7 +37,7 @@ def test_check_contract_names_the_missing_name():
 
 def test_set_get_params_round_trip_is_exact(backend, workload, dtype):
     params = {k: v.astype(dtype) for k, v in weights(workload, seed=1).items()}
-    model = backend.build(workload, params, dtype=dtype, device="cpu", seed=0)
+    model = make(backend, workload, params, dtype=dtype)
     got = model.get_params()
     assert sorted(got) == sorted(params)
     for name, value in params.items():
@@ -51,7 +52,7 @@ def test_set_get_params_round_trip_is_exact(backend, workload, dtype):
 def test_dropout_rate_and_eval_mode(backend, rate):
     n = 200_000
     x = np.ones((8, 25_000), dtype=np.float32)
-    y = backend.run_op(ops.Dropout(rate), x, dtype="float32", device="cpu", seed=3, training=True)
+    y = backend.run_op(ops.Dropout(rate), x, runtime_for(backend, seed=3), training=True)
     dropped = int(np.sum(y == 0))
     # binomial(n, rate): 6 standard deviations is a false alarm once in ~10^9 runs, while a
     # wrong rate (e.g. keep-probability used as drop rate at 0.25) is off by ~400 sigma
@@ -59,7 +60,7 @@ def test_dropout_rate_and_eval_mode(backend, rate):
     assert abs(dropped - n * rate) < 6 * sigma, f"dropped {dropped / n:.4f}, spec rate {rate}"
     kept = y[y != 0]
     np.testing.assert_allclose(kept, 1.0 / (1.0 - rate), rtol=1e-6)  # inverted dropout
-    ev = backend.run_op(ops.Dropout(rate), x, dtype="float32", device="cpu", seed=3, training=False)
+    ev = backend.run_op(ops.Dropout(rate), x, runtime_for(backend, seed=3), training=False)
     np.testing.assert_array_equal(ev, x)
 
 
@@ -76,8 +77,8 @@ PARAM_FREE = [
 def test_parameter_free_ops_match_reference(backend, op, shape):
     # float64, one op: only summation order can differ (the average pool), so 1e-12 relative
     x = np.random.default_rng(0).normal(size=shape)
-    want = numpy_ref.run_op(op, x, dtype="float64")
-    got = backend.run_op(op, x, dtype="float64", device="cpu", seed=0, training=False)
+    want = numpy_ref.run_op(op, x, runtime_for(numpy_ref, dtype="float64"))
+    got = backend.run_op(op, x, runtime_for(backend, dtype="float64"))
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-14)
 
 
@@ -86,7 +87,7 @@ def test_loader_yields_the_runners_batches_in_order(backend, workload):
     rng = np.random.default_rng(5)
     x, _ = gate_batch(workload, n=n, seed=5)
     y = rng.integers(0, 2, size=n)
-    model = backend.build(workload, weights(workload), dtype="float32", device="cpu", seed=0)
+    model = make(backend, workload, weights(workload))
     order = epoch_order(n, shuffle=True, seed=7, epoch=2)
     got = [model.batch_to_numpy(b) for b in model.loader(x, y, order, bs)]
     want = list(iterate_batches(x, y, bs, shuffle=True, seed=7, epoch=2))
@@ -100,7 +101,7 @@ def test_loader_yields_the_runners_batches_in_order(backend, workload):
 
 
 def test_native_steps_and_outputs(backend, workload):
-    model = backend.build(workload, weights(workload), dtype="float32", device="cpu", seed=0)
+    model = make(backend, workload, weights(workload))
     x, y = gate_batch(workload, n=8, seed=2)
     if workload.task == "train":
         batches = list(model.loader(x, y, np.arange(8), 4))
@@ -132,26 +133,43 @@ class Unheard:
 def test_unknown_op_is_a_clear_backend_error(backend, workload):
     w = dataclasses.replace(workload, graph=(*workload.graph, Unheard()))
     with pytest.raises(BackendError, match=rf"backend '{backend.NAME}' cannot lower op Unheard"):
-        backend.build(w, weights(workload), dtype="float32", device="cpu", seed=0)
+        make(backend, w, weights(workload))
     with pytest.raises(BackendError, match="cannot lower op Unheard"):
-        backend.run_op(Unheard(), np.ones(3), dtype="float32", device="cpu", seed=0, training=False)
+        backend.run_op(Unheard(), np.ones(3), runtime_for(backend))
 
 
 def test_manifest_has_required_keys(backend, workload):
-    model = backend.build(workload, weights(workload), dtype="float32", device="cpu", seed=0)
+    model = make(backend, workload, weights(workload))
     man = model.manifest()
     missing = [k for k in MANIFEST_KEYS if k not in man]
     assert not missing, f"{backend.NAME} manifest lacks {missing}"
     assert man["backend"] == backend.NAME and man["dtype"] == "float32"
 
 
-def test_device_resolution(backend):
-    assert resolve_device(backend, "cpu") == "cpu"
-    auto = resolve_device(backend, "auto")
-    assert auto == ("cuda" if "cuda" in backend.DEVICES and backend.cuda_available() else "cpu")
-    with pytest.raises(BackendError, match="unknown device 'tpu'; valid: cpu, cuda, auto"):
-        resolve_device(backend, "tpu")
-    if auto == "cpu":
+def test_configure_resolves_the_device_with_its_reason(backend):
+    cpu = backend.configure(Runtime.request(backend.NAME, device="cpu"))
+    assert (cpu.device, cpu.device_reason) == ("cpu", "asked for cpu")
+    auto = backend.configure(Runtime.request(backend.NAME, device="auto"))
+    has_cuda = "cuda" in backend.DEVICES and backend.cuda_available()
+    assert auto.device == ("cuda" if has_cuda else "cpu")
+    assert auto.device_reason.startswith("auto: ")
+    if not has_cuda:
+        assert "no CUDA GPU" in auto.device_reason or "CPU only" in auto.device_reason
         with pytest.raises(BackendError, match="--device cuda asked for") as err:
-            resolve_device(backend, "cuda")
+            backend.configure(Runtime.request(backend.NAME, device="cuda"))
         assert "\n" not in str(err.value)
+        with pytest.raises(BackendError, match="--tf32 applies to CUDA only"):
+            backend.configure(Runtime.request(backend.NAME, device="auto", tf32=True))
+        assert auto.tf32 is False
+
+
+def test_backend_folder_has_the_contract_files(backend):
+    if not backend.__name__.startswith("rosetta.backends."):
+        pytest.skip("out-of-tree backend")
+    check_layout(backend.__name__)  # every file of MODULES, each name with its parameters
+
+
+def test_manifest_values_are_typed(backend, workload):
+    man = make(backend, workload, weights(workload), threads=1).manifest()
+    assert man["threads"] == 1 and type(man["threads"]) is int
+    assert man["tf32"] is False and man["precision"] == "fp32"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from rosetta.backends import make
 from rosetta.runner.gate import run_gate
 from rosetta.spec import get_workload
 from tests.conformance.conftest import gate_batch, weights
@@ -17,7 +18,7 @@ from tests.conformance.conftest import gate_batch, weights
 
 def _check(backend, workload, dtype, n=4):
     params = weights(workload)
-    model = backend.build(workload, params, dtype=dtype, device="cpu", seed=0)
+    model = make(backend, workload, params, dtype=dtype)
     x, y = gate_batch(workload, n=n)
     result = run_gate(model, workload, params, x, y, dtype)
     detail = "; ".join(

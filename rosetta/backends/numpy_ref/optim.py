@@ -144,3 +144,17 @@ class Adam:
             "m": {k: a.copy() for k, a in self.m.items()},
             "v": {k: a.copy() for k, a in self.v.items()},
         }
+
+
+def make_optimizer(optimizer) -> SGD | Adam | None:
+    """The spec's optimiser (``rosetta.spec.workload.SGD``/``Adam``), or None (forward only)."""
+    from rosetta.spec.workload import SGD as SpecSGD
+    from rosetta.spec.workload import Adam as SpecAdam
+
+    if isinstance(optimizer, SpecSGD):
+        return SGD(lr=optimizer.lr, momentum=optimizer.momentum, nesterov=optimizer.nesterov)
+    if isinstance(optimizer, SpecAdam):
+        return Adam(
+            lr=optimizer.lr, beta1=optimizer.beta1, beta2=optimizer.beta2, eps=optimizer.eps
+        )
+    return None

@@ -1,4 +1,4 @@
-"""The ``rosetta`` command: ``list``, ``data``, ``bench``, ``env``, ``report``.
+"""The ``rosetta`` command: ``list``, ``data``, ``bench``, ``env``, ``report``, one module each.
 
 Every user-facing failure is a :class:`rosetta.errors.RosettaError`; ``main`` prints its
 message as one line on stderr and exits with status 2, so no traceback reaches the user
@@ -25,14 +25,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    from rosetta import cli_bench, cli_env, cli_list, cli_report
-    from rosetta.datasets import cli as data_cli
+    from rosetta.cli import bench, data, env, report
+    from rosetta.cli import list as list_cmd
 
-    cli_list.add_parser(sub)
-    data_cli.add_parser(sub)
-    cli_bench.add_parser(sub)
-    cli_env.add_parser(sub)
-    cli_report.add_parser(sub)  # pandas, matplotlib, Jinja2 load only when a report is made
+    list_cmd.add_parser(sub)
+    data.add_parser(sub)
+    bench.add_parser(sub)
+    env.add_parser(sub)
+    report.add_parser(sub)  # pandas, matplotlib, Jinja2 load only when a report is made
     return parser
 
 

@@ -15,7 +15,6 @@ import math
 from pathlib import Path
 
 from rosetta import backends
-from rosetta.backends.base import DEVICE_CHOICES
 from rosetta.errors import RosettaError
 from rosetta.runner import records
 from rosetta.runner.config import CellConfig
@@ -27,6 +26,7 @@ from rosetta.runner.rundir import (
     default_results_dir,
     new_run_id,
 )
+from rosetta.runtime import PRECISIONS, Runtime
 from rosetta.spec import get_workload, workload_names
 from rosetta.spec.loader import PROFILES
 
@@ -96,8 +96,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--data-dir", default=None, help="data folder (default $ROSETTA_DATA_DIR or <repo>/data)"
     )
+    p.add_argument("--dtype", default="float32", help="float32 (default) | float64")
     p.add_argument(
-        "--dtype", default="float32", choices=("float32", "float64"), help="default float32"
+        "--precision",
+        default="fp32",
+        help=f"numeric policy: {' | '.join(PRECISIONS)} (default fp32)",
+    )
+    p.add_argument(
+        "--tf32",
+        action="store_true",
+        help="allow TF32 for fp32 matmul/conv on CUDA (default off in every framework; "
+        "refused on the CPU)",
     )
     p.add_argument(
         "--device",
@@ -109,7 +118,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--threads",
         type=_int_at_least(1),
         default=None,
-        help="CPU threads per cell, set in every framework (default: all cores)",
+        help="CPU threads per cell, set in every framework and read back into the record "
+        "(default: all usable cores)",
     )
     p.add_argument(
         "--sample-every",
@@ -156,8 +166,7 @@ def run(args: argparse.Namespace) -> int:
     workload_list = _select(args.workloads, workload_names(), "workload")
     if args.profile not in PROFILES:
         raise RosettaError(f"unknown profile {args.profile!r}; valid: {', '.join(PROFILES)}")
-    if args.device not in DEVICE_CHOICES:
-        raise RosettaError(f"unknown device {args.device!r}; valid: {', '.join(DEVICE_CHOICES)}")
+    Runtime.request("bench", **_runtime_args(args))  # unknown values: one line, before any work
     if args.resume and args.run_id and args.resume != args.run_id:
         raise RosettaError("give either --run-id or --resume, not two different ids")
     results_dir = check_results_dir(args.results_dir or default_results_dir())
@@ -166,7 +175,6 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and not (results_dir / run_id).is_dir():
         raise RosettaError(f"no run {run_id!r} in {results_dir} to resume")
     data_sources = _ensure_data(workload_list, args.data_dir)
-    sample_every = args.sample_every or (4 if args.device == "cuda" else 1)
     template = CellConfig(
         backend="",
         workload="",
@@ -176,7 +184,9 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         seed=args.seed,
         threads=args.threads,
-        sample_every=sample_every,
+        precision=args.precision,
+        tf32=args.tf32,
+        sample_every=args.sample_every,  # None: each cell decides from its resolved device
     )
     pinned = {k: v for k, v in template.as_dict().items() if k not in ("backend", "workload")}
     pinned.update(backends=backend_list, workloads=workload_list)
@@ -232,6 +242,17 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _runtime_args(args: argparse.Namespace) -> dict:
+    return {
+        "device": args.device,
+        "threads": args.threads,
+        "dtype": args.dtype,
+        "precision": args.precision,
+        "tf32": args.tf32,
+        "seed": args.seed,
+    }
 
 
 def _report(run_dir: Path, report_dir: Path | None) -> None:

@@ -1,0 +1,108 @@
+"""The one lowering driver: walks a spec graph and asks a backend's table for each op.
+
+ONNX's reference evaluator has one small function per op and one loop that feeds them; Keras 3
+gives every backend the same function names. Rosetta takes both: the walk over a graph (shape
+threading, residual blocks, the error for an op a backend cannot lower) is written here once,
+and each backend's ``lowering.py`` supplies only a :class:`LoweringTable`: one entry per op,
+all under one signature, plus how to chain entries into a sequence and how to join a residual
+block's two branches.
+
+A table entry is ``entry(op, site, ctx) -> layer``:
+
+- ``op`` is the spec's op (``rosetta.spec.ops``), its attributes the explicit numbers;
+- ``site`` says where it sits: per-sample canonical input and output shapes, whether it reads
+  the sequence's own input (so it must not overwrite it in place), and its path in the graph;
+- ``ctx`` is the backend's build context (dtype, layout, a parameter binder, an rng...);
+- ``layer`` is whatever the framework composes: an ``nn.Module``, a Keras layer, a pure
+  function of ``(params, x)``, a Chainer link, a NumPy closure.
+
+A backend's ``lowering.py`` is then read as "the Rosetta of that framework": the table, and
+nothing about graph walking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from rosetta.errors import BackendError
+from rosetta.spec import ops
+from rosetta.spec.ops import Shape
+
+L = TypeVar("L")  # a backend's native layer
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where one op sits in the graph being lowered."""
+
+    in_shape: Shape  # per-sample canonical input shape, e.g. (3, 32, 32) or (150,)
+    out_shape: Shape  # per-sample canonical output shape
+    at_input: bool  # reads the input of its sequence (the caller's batch or a shared branch input)
+    path: str = ""  # e.g. "3" or "4.body.2": index in the graph, residual branches opened
+
+
+@dataclass(frozen=True)
+class LoweringTable(Generic[L]):
+    """A backend's lowering: its op entries and its two ways of composing them."""
+
+    backend: str
+    entries: Mapping[type, Callable[[Any, Site, Any], L]]
+    sequence: Callable[[list[L], Site, Any], L]  # layers in order -> one layer
+    residual: Callable[[L, L, Site, Any], L]  # body, shortcut -> body(x) + shortcut(x)
+
+    def entry(self, op: object) -> Callable[[Any, Site, Any], L]:
+        """The entry for ``op``, or the contract's error naming the backend and the op."""
+        fn = self.entries.get(type(op))
+        if fn is None:
+            raise unsupported(self.backend, op)
+        return fn
+
+
+def unsupported(backend: str, op: object) -> BackendError:
+    """The error for an op a backend cannot lower (names the backend and the op)."""
+    return BackendError(f"backend {backend!r} cannot lower op {type(op).__name__}")
+
+
+def check_lowerable(table: LoweringTable, nodes: Sequence[object]) -> None:
+    """Raise ``unsupported`` for the first op of ``nodes`` (branches opened) the table lacks,
+    before anything is built."""
+    for node in nodes:
+        if isinstance(node, ops.Residual):
+            check_lowerable(table, node.body)
+            check_lowerable(table, node.shortcut)
+        else:
+            table.entry(node)
+
+
+def lower(
+    table: LoweringTable[L],
+    nodes: Sequence[object],
+    in_shape: Shape,
+    ctx: Any,
+    *,
+    at_input: bool = True,
+    path: str = "",
+) -> L:
+    """Lower ``nodes`` (a graph or a branch) to one native layer through ``table``."""
+    check_lowerable(table, nodes)
+    layers: list[L] = []
+    shape = in_shape
+    for i, node in enumerate(nodes):
+        here = f"{path}.{i}" if path else str(i)
+        out = node.out_shape(shape)
+        site = Site(shape, out, at_input and i == 0, here)
+        if isinstance(node, ops.Residual):
+            body = lower(table, node.body, shape, ctx, path=f"{here}.body")
+            shortcut = lower(table, node.shortcut, shape, ctx, path=f"{here}.shortcut")
+            layers.append(table.residual(body, shortcut, site, ctx))
+        else:
+            layers.append(table.entry(node)(node, site, ctx))
+        shape = out
+    return table.sequence(layers, Site(in_shape, shape, at_input, path), ctx)
+
+
+def lower_op(table: LoweringTable[L], op: object, in_shape: Shape, ctx: Any) -> L:
+    """One op alone (``run_op``'s path), reading a tensor the caller still holds."""
+    return table.entry(op)(op, Site(in_shape, op.out_shape(in_shape), True, "0"), ctx)
