@@ -13,23 +13,46 @@ import time
 
 import numpy as np
 
-from rosetta.backends import numpy_ref
-from rosetta.backends.numpy_ref import DEVICES, DTYPES, available, cuda_available, run_op, versions
+from rosetta.backends import base, numpy_ref
+from rosetta.backends.numpy_ref import DTYPES, PRECISIONS, available, run_op, versions
+from rosetta.backends.numpy_ref import runtime as _ref_runtime
 
 NAME = "fault"
+#: ``$ROSETTA_FAULT=fakecuda`` pretends a CUDA GPU is visible (the device-resolution tests)
+DEVICES = ("cpu", "cuda")
 __all__ = [
     "DEVICES",
     "DTYPES",
     "NAME",
+    "PRECISIONS",
     "available",
     "build",
+    "configure",
     "cuda_available",
     "run_op",
     "versions",
 ]
 
 
-def build(workload, params, *, dtype="float32", device="cpu", seed=0):
+def cuda_available() -> bool:
+    """True only under ``$ROSETTA_FAULT=fakecuda``."""
+    return os.environ.get("ROSETTA_FAULT", "") == "fakecuda"
+
+
+class _Runtime:
+    """numpy_ref's process settings, with this backend's pretend GPU."""
+
+    set_threads = staticmethod(_ref_runtime.set_threads)
+    set_tf32 = staticmethod(lambda enabled, device: bool(enabled and device == "cuda"))
+    cuda_available = staticmethod(cuda_available)
+
+
+def configure(request):
+    """numpy_ref's configuration (threads read back from the BLAS), device from this module."""
+    return base.configure(_Runtime, DEVICES, request)
+
+
+def build(workload, params, runtime, **options):
     """The reference model, after the fault ``$ROSETTA_FAULT`` names (if any)."""
     fault = os.environ.get("ROSETTA_FAULT", "")
     if fault == "raise":
@@ -42,6 +65,6 @@ def build(workload, params, *, dtype="float32", device="cpu", seed=0):
         np.ones((64, 2**30 // 8))  # 64 GiB: past any --memory-limit-mb a test sets
     if fault == "exit0":
         os._exit(0)
-    model = numpy_ref.build(workload, params, dtype=dtype, device=device, seed=seed)
+    model = numpy_ref.build(workload, params, runtime)
     model.backend = NAME
     return model
