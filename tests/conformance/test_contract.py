@@ -12,9 +12,9 @@ import pytest
 
 from rosetta.backends import make, numpy_ref, runtime_for
 from rosetta.backends.base import MANIFEST_KEYS, check_contract, check_layout
-from rosetta.runtime import Runtime
 from rosetta.datasets import epoch_order, iterate_batches
 from rosetta.errors import BackendError
+from rosetta.runtime import Runtime
 from rosetta.spec import ops
 from tests.conformance.conftest import gate_batch, weights
 
