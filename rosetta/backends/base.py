@@ -178,18 +178,22 @@ class Model(ABC):
         compiled step, a rate or keep flag, not a second trace), so the gate checks what is
         timed. Timed runs leave it on; ``deterministic_steps`` turns it off for its k steps."""
 
-    def deterministic_steps(self, x: np.ndarray, y: np.ndarray, k: int) -> Params:
+    def gated_steps(self, x: np.ndarray, y: np.ndarray, k: int) -> tuple[list[float], Params]:
         """``k`` optimiser steps on batch ``(x, y)`` through ``train_step`` itself (the timed
-        program) with dropout off, continuing from the current parameters and optimiser state;
-        returns ``get_params()`` afterwards."""
+        program, fed by the native loader) with dropout off, continuing from the current
+        parameters and optimiser state: the losses each step returned (the first is the loss at
+        the starting parameters) and ``get_params()`` afterwards. What the gate checks."""
         batch = next(iter(self.loader(x, y, np.arange(len(x)), len(x))))
         self.set_dropout(False)
         try:
-            for _ in range(k):
-                self.train_step(batch)
+            losses = [self.train_step(batch) for _ in range(k)]
         finally:
             self.set_dropout(True)
-        return self.get_params()
+        return [float(self.to_numpy(v)) for v in losses], self.get_params()
+
+    def deterministic_steps(self, x: np.ndarray, y: np.ndarray, k: int) -> Params:
+        """``gated_steps``' parameters: k steps through the timed program, dropout off."""
+        return self.gated_steps(x, y, k)[1]
 
     @abstractmethod
     def batch_to_numpy(self, batch: Batch) -> tuple[np.ndarray, ...]:

@@ -30,6 +30,7 @@ import os
 import resource
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,7 @@ from rosetta.runner import clock, manifest, records
 from rosetta.runner.config import CellConfig
 from rosetta.runner.data import feature_images, load_cell_data
 from rosetta.runner.gate import GateResult, run_gate
+from rosetta.runner.gatebatch import gate_indices
 from rosetta.runtime import Runtime
 from rosetta.spec import canonical_weights, get_workload
 
@@ -146,13 +148,19 @@ class Cell:
     def gate(self) -> GateResult:
         """Compare with the float64 reference (outside every clock), then reset the model."""
         w, cfg = self.workload, self.config
+        module, runtime = self.module, self.runtime
+
+        def build(workload, params, dtype):  # the same backend again: float64 gate, localising
+            return module.build(workload, params, replace(runtime, dtype=dtype))
+
         if w.task == "train":
-            x, y = self.data.x_test[:GATE_BATCH], self.data.y_test[:GATE_BATCH]
-            self.gate_result = run_gate(self.model, w, self.params, x, y, cfg.dtype)
+            idx = gate_indices(self.data.x_test, GATE_BATCH)  # black, saturated, flat, padded
+            x, y = self.data.x_test[idx], self.data.y_test[idx]
+            self.gate_result = run_gate(self.model, w, self.params, x, y, cfg.dtype, build=build)
             self.model.set_params(self.params)  # nothing of the gate stays (weights, optimiser)
         else:
             x = feature_images(w, 0, 2)
-            self.gate_result = run_gate(self.model, w, self.params, x, None, cfg.dtype)
+            self.gate_result = run_gate(self.model, w, self.params, x, None, cfg.dtype, build=build)
         return self.gate_result
 
     # -- step 4: the timed run -------------------------------------------------------------------

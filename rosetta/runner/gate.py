@@ -1,26 +1,33 @@
 """The equivalence gate: a backend must compute what the NumPy reference computes, before timing.
 
 On a small fixed batch, with the canonical weights loaded in both, it compares (tolerances from
-the spec, for the backend's dtype) against the reference *in float64*, the trusted answer:
+the spec, for the dtype) against the reference *in float64*, the trusted answer:
 
 - the forward outputs (evaluation mode);
-- for training workloads, the loss and every gradient (dropout off), and the change of every
-  parameter after ``k`` deterministic optimiser steps (dropout off), which is what checks the
-  optimiser's momentum form and Adam's epsilon placement.
+- for training workloads: the loss and the change of every parameter after ``k`` optimiser steps
+  run through **the timed program itself** (``Model.gated_steps``: ``train_step`` fed by the
+  native loader, with dropout switched off inside that same program), and every gradient;
+- for training workloads, when the timed dtype is not float64 and a ``build`` is given, the same
+  checks again on the same backend built in **float64**: optimiser deviations (epsilon placement,
+  weight decay, a wrong momentum) move the k-step change by ~1e-7 relative, invisible at float32's
+  bounds and 1e7x over float64's.
 
-A failing comparison names the first diverging parameter in graph order and its error. A cell
-that fails is still timed, but its record says ``equivalent: false`` and every table shows it.
-The conformance suite (``tests/conformance``) asserts the same comparisons.
+When a check fails, ``rosetta.runner.localise`` names the place: the first diverging op walking
+forward from the input, or the first diverging segment walking back from the loss, or the
+optimiser when forward and gradients agree but the k-step change does not. The per-parameter
+violations of passing cells are kept too (``drift``), so drift shows before it fails. A cell that
+fails is still timed, but its record says ``equivalent: false`` and every table shows it.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from rosetta.backends import make, numpy_ref
 from rosetta.backends.base import Model, Params
+from rosetta.runner import localise
 from rosetta.spec.workload import Tolerance, Workload
 
 K_STEPS = 3  # optimiser steps compared by the gate
@@ -29,12 +36,13 @@ K_STEPS = 3  # optimiser steps compared by the gate
 @dataclass(frozen=True)
 class Check:
     """One compared quantity: its worst violation (max |a - b| / bound; <= 1 passes), where it
-    was worst, and the first parameter in graph order that failed ('' if none)."""
+    was worst, and the first failing parameter (walking back from the loss for gradients)."""
 
-    what: str  # "forward" | "loss" | "grads" | "params"
+    what: str  # "forward" | "loss" | "grads" | "params", "... (float64)" for the float64 gate
     violation: float
     worst: str = ""
     first_failure: str = ""
+    per_param: dict = field(default_factory=dict, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -44,7 +52,7 @@ class Check:
 
 @dataclass(frozen=True)
 class GateResult:
-    """Outcome of the gate: the verdict and every check."""
+    """Outcome of the gate: the verdict, every check, and where a failure was localised."""
 
     equivalent: bool
     dtype: str
@@ -52,22 +60,31 @@ class GateResult:
     k_steps: int
     checks: tuple[Check, ...]
     note: str = ""
+    where: str = ""  # the named place of the first failure ("" when equivalent)
+    probe: tuple[localise.OpError, ...] = ()  # the localisation probe's per-op violations
+    drift: tuple[localise.OpError, ...] = ()  # per parameterised op, worst gradient violation
 
     @property
     def divergence(self) -> str:
-        """One line naming the first failing check and parameter, or '' when equivalent."""
+        """One line naming the first failing check and its place, or '' when equivalent."""
         for c in self.checks:
             if not c.ok:
-                where = f" first at {c.first_failure}" if c.first_failure else ""
-                return f"{c.what} diverge{where}: {c.violation:.3g}x the tolerance"
+                at = self.where or (f"first at {c.first_failure}" if c.first_failure else "")
+                return f"{c.what} diverge{' ' + at if at else ''}: {c.violation:.3g}x the tolerance"
         return ""
 
     def as_dict(self) -> dict:
         """Plain-dict form for JSON records (violations keyed by check)."""
         d = asdict(self)
-        d["checks"] = [asdict(c) for c in self.checks]
+        d["checks"] = [
+            {k: v for k, v in asdict(c).items() if k != "per_param"}
+            | {"violation": _finite(c.violation)}
+            for c in self.checks
+        ]
         d["violations"] = {c.what: _finite(c.violation) for c in self.checks}
         d["divergence"] = self.divergence
+        d["probe"] = [e.as_dict() for e in self.probe]
+        d["drift"] = [e.as_dict() for e in self.drift]
         return d
 
 
@@ -75,20 +92,69 @@ def _finite(v: float) -> float | None:
     return float(v) if np.isfinite(v) else None  # records are strict JSON
 
 
+def _nan_inf(v: float) -> float:
+    return float("inf") if np.isnan(v) else v
+
+
 def compare_params(
     tol: Tolerance, what: str, actual: Params, desired: Params, order: list[str]
 ) -> Check:
-    """Compare named arrays in ``order``: worst violation and first failing name."""
-    worst, worst_name, first = 0.0, "", ""
+    """Compare named arrays in ``order``: worst violation, first failing name, every violation."""
+    worst, worst_name, first, each = 0.0, "", "", {}
     for name in order:
         a = actual.get(name)
-        v = float("inf") if a is None else tol.violation(a, desired[name])
-        v = float("inf") if np.isnan(v) else v
+        v = float("inf") if a is None else _nan_inf(tol.violation(a, desired[name]))
+        each[name] = v
         if v > worst or not worst_name:
             worst, worst_name = v, name
         if not v <= 1.0 and not first:
             first = f"{name} ({v:.3g}x)"
-    return Check(what, worst, worst_name, first)
+    return Check(what, worst, worst_name, first, each)
+
+
+def _checks(
+    model: Model, workload: Workload, params: Params, x, y, dtype: str, k: int, ref, suffix: str
+) -> list[Check]:
+    """forward, loss, grads and params of ``model`` against the float64 reference ``ref``."""
+    tol = workload.tolerances[dtype]
+    checks = [
+        Check("forward" + suffix, _nan_inf(tol.forward.violation(model.predict_numpy(x), ref.out)))
+    ]
+    if workload.task != "train" or y is None:
+        return checks
+    order = [p.name for p in workload.param_specs if p.trainable]
+    _, grads = model.loss_and_grads(x, y)
+    losses, after = model.gated_steps(x, y, k)  # the timed program, dropout off inside it
+    checks.append(
+        Check("loss" + suffix, _nan_inf(tol.loss.violation(np.float64(losses[0]), ref.loss)))
+    )
+    # walking back from the loss: the first failing gradient named is the one nearest the loss
+    checks.append(compare_params(tol.grads, "grads" + suffix, grads, ref.grads, order[::-1]))
+    p0 = {n: np.asarray(params[n], dtype=np.float64) for n in order}
+    change = {n: np.asarray(after[n], dtype=np.float64) - p0[n] for n in order if n in after}
+    checks.append(compare_params(tol.params, "params" + suffix, change, ref.change, order))
+    return checks
+
+
+@dataclass(frozen=True)
+class _Reference:
+    out: np.ndarray
+    loss: float | None = None
+    grads: Params | None = None
+    change: Params | None = None
+
+
+def reference(workload: Workload, params: Params, x, y, k: int) -> _Reference:
+    """What the float64 reference computes on the gate's batch (computed once per gate)."""
+    ref = make(numpy_ref, workload, params, dtype="float64")
+    out = ref.predict_numpy(x)
+    if workload.task != "train" or y is None:
+        return _Reference(out)
+    loss, grads = ref.loss_and_grads(x, y)
+    order = [p.name for p in workload.param_specs if p.trainable]
+    p0 = {n: np.asarray(params[n], dtype=np.float64) for n in order}
+    after = ref.deterministic_steps(x, y, k)
+    return _Reference(out, loss, grads, {n: after[n] - p0[n] for n in order})
 
 
 def run_gate(
@@ -100,33 +166,59 @@ def run_gate(
     dtype: str,
     *,
     k: int = K_STEPS,
+    build=None,
 ) -> GateResult:
     """Compare ``model`` (holding ``params``) with the float64 reference on batch ``(x, y)``.
 
-    Leaves ``model`` changed by the ``k`` steps: callers ``set_params`` afterwards."""
-    tol = workload.tolerances[dtype]
-    ref = make(numpy_ref, workload, params, dtype="float64")
-    if model.backend == numpy_ref.NAME and dtype == "float64":
-        note = "the reference itself"
-    else:
-        note = f"against the float64 reference on {len(x)} samples"
-    out = model.predict_numpy(x)
-    checks = [Check("forward", _nan_inf(tol.forward.violation(out, ref.predict_numpy(x))))]
-    if workload.task == "train" and y is not None:
-        order = [p.name for p in workload.param_specs if p.trainable]
-        loss, grads = model.loss_and_grads(x, y)
-        ref_loss, ref_grads = ref.loss_and_grads(x, y)
-        checks.append(Check("loss", _nan_inf(tol.loss.violation(np.float64(loss), ref_loss))))
-        checks.append(compare_params(tol.grads, "grads", grads, ref_grads, order))
-        p0 = {n: np.asarray(params[n], dtype=np.float64) for n in order}
-        after = model.deterministic_steps(x, y, k)
-        ref_after = ref.deterministic_steps(x, y, k)
-        change = {n: np.asarray(after[n], dtype=np.float64) - p0[n] for n in order if n in after}
-        ref_change = {n: ref_after[n] - p0[n] for n in order}
-        checks.append(compare_params(tol.params, "params", change, ref_change, order))
+    ``build(workload, params, dtype) -> Model`` builds the same backend again: for the float64
+    gate of training cells and for localising a failure (without it, neither runs). Leaves
+    ``model`` changed by the ``k`` steps: callers ``set_params`` afterwards."""
+    ref = reference(workload, params, x, y, k)
+    checks = _checks(model, workload, params, x, y, dtype, k, ref, "")
+    notes = [f"against the float64 reference on {len(x)} samples; steps through the timed program"]
+    train = workload.task == "train" and y is not None
+    if train and build is not None and dtype != "float64":
+        try:
+            m64 = build(workload, params, "float64")
+        except Exception as exc:  # noqa: BLE001 - a backend without float64 says so
+            notes.append(f"float64 gate not run: {type(exc).__name__}: {exc}")
+        else:
+            checks += _checks(m64, workload, params, x, y, "float64", k, ref, " (float64)")
+            notes.append("optimiser and gradients also checked in float64")
     ok = all(c.ok for c in checks)
-    return GateResult(ok, dtype, len(x), k if workload.task == "train" else 0, tuple(checks), note)
+    where, probe = "", ()
+    if not ok and build is not None:
+        where, probe = _localise(build, workload, params, x, y, checks, dtype)
+    grads = next((c for c in checks if c.what == "grads"), None)
+    drift = tuple(localise.drift_by_op(workload, grads.per_param)) if grads else ()
+    return GateResult(
+        ok, dtype, len(x), k if train else 0, tuple(checks), "; ".join(notes), where, probe, drift
+    )
 
 
-def _nan_inf(v: float) -> float:
-    return float("inf") if np.isnan(v) else v
+def _localise(build, workload, params, x, y, checks, gate_dtype: str) -> tuple[str, tuple]:
+    """Name the place of the first failing check (see ``rosetta.runner.localise``)."""
+    failed = next(c for c in checks if not c.ok)
+    dtype = "float64" if failed.what.endswith("(float64)") else gate_dtype
+    kind = failed.what.split(" ")[0]
+    tol = workload.tolerances[dtype]
+    fwd_ok = all(c.ok for c in checks if c.what.split(" ")[0] == "forward")
+    grads_ok = all(c.ok for c in checks if c.what.split(" ")[0] in ("grads", "loss"))
+    try:
+        if not fwd_ok:
+            errors = localise.forward_probe(build, workload, params, x, dtype, tol.forward)
+            hit = localise.first_over(errors)
+            return (f"first at op {hit.label} (forward, {dtype})" if hit else ""), tuple(errors)
+        if not grads_ok and y is not None:
+            errors = localise.gradient_probe(build, workload, params, x, y, dtype, tol.grads)
+            hit = localise.first_over(errors)
+            where = f"first at {hit.label} (walking back from the loss, {dtype})" if hit else ""
+            return where, tuple(errors)
+    except Exception as exc:  # noqa: BLE001 - localisation is a diagnosis, never a crash
+        return f"(localisation failed: {type(exc).__name__}: {exc})", ()
+    if kind == "params":
+        return (
+            f"in the optimiser: forward and gradients agree, the {K_STEPS}-step change does not",
+            (),
+        )
+    return "", ()

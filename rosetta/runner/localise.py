@@ -1,0 +1,151 @@
+"""Where a backend leaves the reference: the first diverging op, found through the contract alone.
+
+A gate failure says *that* a backend differs; this says *where*. It needs nothing from a backend
+beyond ``build`` and its two faces, so it works for every backend, in-tree or not:
+
+- **forward**, walking from the input: for each prefix of the graph (its first k top-level ops, a
+  residual block counting as one) the backend's output is compared with the float64 reference's.
+  The first prefix that leaves the forward tolerance names its last op: every op before it was
+  checked on its own prefix.
+- **gradients**, walking back from the loss: the graph is cut before each op that owns
+  parameters; each *suffix* is fed the reference's own activation at the cut, and its parameter
+  gradients are compared. The first suffix (from the loss) whose gradients leave tolerance names
+  the segment between its cut and the previous one: the op that owns the parameters and the
+  parameter-free ops behind it (a ReLU's or a max-pool's backward shows up there).
+
+Outputs of a prefix come back in the backend's native layout; a 4-D output in NHWC order is
+turned to NCHW before comparing (its shape tells, since C differs from H and W in every spec).
+Each probe builds one model per prefix or suffix, so this runs when the gate fails, not on every
+cell; the drift of passing cells is shown per parameter (``drift_by_op``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from rosetta.spec.workload import InputSpec, Tolerance, Workload
+
+Build = Callable[[Workload, dict, str], object]  # (workload, params, dtype) -> Model
+
+
+@dataclass(frozen=True)
+class OpError:
+    """One probed op (or segment): its label and its violation of the tolerance (<= 1 passes)."""
+
+    label: str
+    violation: float
+
+    def as_dict(self) -> dict:
+        """Plain-dict form (strict JSON: inf becomes None)."""
+        v = self.violation
+        return {"op": self.label, "violation": float(v) if np.isfinite(v) else None}
+
+
+def op_label(i: int, node: object) -> str:
+    """``"3 conv2d conv2"``: index in the graph, op kind, and name where it has one."""
+    kind = type(node).__name__.lower()
+    name = getattr(node, "name", "")
+    return f"{i} {kind}" + (f" {name}" if name else "")
+
+
+def _params_of(nodes, in_shape, params: dict) -> dict:
+    from rosetta.spec.graph import collect_params
+
+    return {p.name: params[p.name] for p in collect_params(nodes, in_shape)}
+
+
+def _shapes(workload: Workload) -> list[tuple]:
+    shapes, shape = [], workload.input.shape
+    for node in workload.graph:
+        shapes.append(shape)
+        shape = node.out_shape(shape)
+    return shapes
+
+
+def canonical(out: np.ndarray, per_sample: tuple) -> np.ndarray:
+    """A prefix output in canonical layout: NHWC turned to NCHW where the shape says so."""
+    out = np.asarray(out)
+    if out.ndim == 4 and out.shape[1:] != tuple(per_sample):
+        c, h, w = per_sample
+        if out.shape[1:] == (h, w, c):
+            return out.transpose(0, 3, 1, 2)  # (N, H, W, C) -> (N, C, H, W)
+    return out
+
+
+def forward_probe(
+    build: Build, workload: Workload, params: dict, x: np.ndarray, dtype: str, tol: Tolerance
+) -> list[OpError]:
+    """The forward violation of every prefix of the graph, in graph order."""
+    from rosetta.backends import make, numpy_ref
+
+    errors = []
+    for k in range(1, len(workload.graph) + 1):
+        prefix = replace(workload, graph=workload.graph[:k], task="features", loss=None,
+                         optimizer=None)  # fmt: skip
+        sub = _params_of(prefix.graph, workload.input.shape, params)
+        ref = make(numpy_ref, prefix, sub, dtype="float64").predict_numpy(x)
+        got = canonical(build(prefix, sub, dtype).predict_numpy(x), prefix.output_shape)
+        v = tol.violation(got, ref)
+        errors.append(OpError(op_label(k - 1, workload.graph[k - 1]), np.nan_to_num(v, nan=np.inf)))
+    return errors
+
+
+def gradient_probe(
+    build: Build,
+    workload: Workload,
+    params: dict,
+    x: np.ndarray,
+    y: np.ndarray,
+    dtype: str,
+    tol: Tolerance,
+) -> list[OpError]:
+    """The gradient violation of every suffix that starts at an op owning parameters, walking
+    back from the loss (the last such op first); each suffix starts from the reference's float64
+    activation at its cut. A suffix a backend cannot be built for is recorded as not probed."""
+    from rosetta.backends import make, numpy_ref
+
+    shapes = _shapes(workload)
+    cuts = [i for i, n in enumerate(workload.graph) if n.param_specs(shapes[i])]
+    errors = []
+    for j in range(len(cuts) - 1, -1, -1):
+        start = cuts[j]
+        end = cuts[j + 1] if j + 1 < len(cuts) else len(workload.graph)
+        label = ", ".join(op_label(i, workload.graph[i]) for i in range(start, end))
+        sub_w, xin = workload, x
+        if start > 0:
+            head = replace(workload, graph=workload.graph[:start], task="features", loss=None,
+                           optimizer=None)  # fmt: skip
+            head_params = _params_of(head.graph, workload.input.shape, params)
+            xin = make(numpy_ref, head, head_params, dtype="float64").predict_numpy(x)
+            xin = xin.astype(np.float32)  # what a loader takes; the suffix computes in `dtype`
+            sub_w = replace(workload, graph=workload.graph[start:],
+                            input=InputSpec(shapes[start], "float32"))  # fmt: skip
+        sub = _params_of(sub_w.graph, sub_w.input.shape, params)
+        try:
+            _, ref = make(numpy_ref, sub_w, sub, dtype="float64").loss_and_grads(xin, y)
+            _, got = build(sub_w, sub, dtype).loss_and_grads(xin, y)
+        except Exception as exc:  # noqa: BLE001 - a loader that cannot take this activation
+            errors.append(OpError(f"{label} (not probed: {type(exc).__name__})", float("nan")))
+            continue
+        worst = max((tol.violation(got.get(k), ref[k]) for k in ref), default=0.0)
+        errors.append(OpError(label, float("inf") if np.isnan(worst) else worst))
+    return errors
+
+
+def first_over(errors: list[OpError]) -> OpError | None:
+    """The first probed op or segment out of tolerance (not-probed entries skipped)."""
+    return next((e for e in errors if e.violation > 1.0), None)
+
+
+def drift_by_op(workload: Workload, violations: dict[str, float]) -> list[OpError]:
+    """Per parameterised op, the worst violation of its parameters (``{param name: v}``), in
+    graph order: the small heat map that shows drift even when everything passes."""
+    by_op: dict[str, float] = {}
+    for p in workload.param_specs:
+        if p.name in violations:
+            op = p.name.rsplit(".", 1)[0]
+            by_op[op] = max(by_op.get(op, 0.0), violations[p.name])
+    return [OpError(op, v) for op, v in by_op.items()]

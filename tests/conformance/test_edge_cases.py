@@ -1,0 +1,61 @@
+"""Edge cases real data reaches, written once for every backend, float64 and float32.
+
+Images (the CNN): an all-black image (with the canonical zero biases every pre-activation of it is
+exactly 0, so ReLU's gradient at 0 decides its conv-bias gradients: the spec's rule is 0), a
+saturated (all-ones) image, a flat grey image (every max-pool window in its interior holds tied
+maxima: the spec's rule is that the first maximum in row-major order gets the gradient, as in
+``numpy_ref.conv.maxpool2d_backward``), and a black border around noise. Reviews (the GRU): all
+padding, shorter than the window, one repeated token, and a full window. Each set once as a
+batch, and its hardest sample as a batch of one. The gate is the same ``run_gate`` a cell calls,
+at the spec's tolerances.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rosetta.backends import make
+from rosetta.runner.gate import run_gate
+from rosetta.spec import get_workload
+from tests.conformance.conftest import weights
+
+
+def edge_images(n_classes: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """Black, saturated, flat grey, black border around noise: (4, 3, 32, 32) in [0, 1]."""
+    rng = np.random.default_rng(11)
+    x = np.zeros((4, 3, 32, 32), dtype=np.float32)
+    x[1] = 1.0
+    x[2] = 0.5
+    x[3, :, 4:28, 4:28] = rng.random((3, 24, 24), dtype=np.float32)
+    return x, np.array([0, 3, 5, 9]) % n_classes
+
+
+def edge_reviews(t: int = 150) -> tuple[np.ndarray, np.ndarray]:
+    """All padding, 5 words, one token repeated, a full window of words: (4, t) pre-padded."""
+    rng = np.random.default_rng(12)
+    x = np.zeros((4, t), dtype=np.int32)
+    x[1, -5:] = rng.integers(3, 30000, size=5)
+    x[2, -60:] = 417
+    x[3] = rng.integers(1, 30000, size=t)
+    return x, np.array([0, 1, 1, 0])
+
+
+CASES = {
+    "cnn": edge_images,
+    "gru": edge_reviews,
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("batch", ["set", "one"])
+def test_edge_cases_match_reference(backend, name, dtype, batch):
+    w = get_workload(name)
+    x, y = CASES[name]()
+    if batch == "one":  # the hardest sample alone: the black image, the all-padding review
+        x, y = x[:1], y[:1]
+    params = weights(w)
+    model = make(backend, w, params, dtype=dtype)
+    result = run_gate(model, w, params, x, y, dtype)
+    assert result.equivalent, f"{backend.NAME} {name} {dtype} {batch}: {result.divergence}"
