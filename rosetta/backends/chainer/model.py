@@ -156,6 +156,8 @@ class ChainerModel(Model):
                 f"backward, optimizer.update under train=True, type_check {check}), with "
                 "set_dropout(False) setting every F.dropout's rate to 0 inside it (masks of "
                 "ones); nothing is traced or compiled"
+                if self.workload.task == "train"
+                else f"ChainerModel.predict (forward-only workload; type_check {check})"
             ),
             "compat": compat.applied(),
         }
