@@ -17,22 +17,25 @@ import numpy as np
 import pytest
 
 from rosetta import backends
+from rosetta.backends import driver, make, runtime_for
+from rosetta.backends.base import Model
 from rosetta.backends.numpy_ref import optim as ref_optim
-from rosetta.backends.numpy_ref.model import LOWERINGS as REF_LOWERINGS
-from rosetta.backends.numpy_ref.model import _Ctx
+from rosetta.backends.numpy_ref.lowering import TABLE as REF_TABLE
+from rosetta.backends.numpy_ref.lowering import Ctx as RefCtx
 from rosetta.errors import BackendError
-from rosetta.spec import ops
+from rosetta.spec import canonical_weights, get_workload, ops
 
 if not backends.status("chainer").usable:
     pytest.skip("chainer is not installed", allow_module_level=True)
 
 from rosetta.backends import chainer as cb  # noqa: E402
-from rosetta.backends.chainer import compat, device, lowering, weights  # noqa: E402
+from rosetta.backends.chainer import compat, lowering, weights  # noqa: E402
+from rosetta.backends.chainer import runtime as rt  # noqa: E402
 from rosetta.backends.chainer.optim import SpecAdam  # noqa: E402
 
 chainer = compat.load()
 F = chainer.functions
-CPU = device.place("cpu")
+CPU = rt.place("cpu")
 DTYPES = ("float32", "float64")
 TOL = {"float32": dict(rtol=1e-5, scale="max"), "float64": dict(rtol=1e-10, scale="elem")}
 
@@ -157,24 +160,21 @@ def test_every_lowered_op_forward_and_backward(name, op, shape, dtype):
     x = _input(name, shape, rng)
     x = x if x.dtype == np.int32 else x.astype(dtype)
     # reference: forward, then the backward of a fixed output gradient
-    ctx = _Ctx({k: v.astype(np.float64) for k, v in params.items()}, False, rng)
+    ref_ctx = RefCtx({k: v.astype(np.float64) for k, v in params.items()}, False, rng)
     x_ref = x.astype(np.int64) if x.dtype == np.int32 else x.astype(np.float64)
-    y_ref, back = REF_LOWERINGS[type(op)](op, x_ref, ctx)
+    y_ref, back = driver.lower(REF_TABLE, (op,), in_shape, None)(x_ref, ref_ctx)
     dy = rng.normal(size=y_ref.shape)
     dx_ref = back(dy)
-    # Chainer: the lowered layer with the same canonical parameters
-    layer = lowering.lower(op, in_shape, dtype)
-    chain = chainer.Sequential(layer)
-    nodes = (op,)
-    for node, link in lowering.named_layers(nodes, chain):
-        for path, value in weights.to_native(node, params).items():
-            target = weights.attribute(link, path)
-            (target.array if isinstance(target, chainer.Variable) else target)[...] = value
+    # Chainer: the op lowered through its table, holding the same canonical parameters
+    ctx = lowering.Ctx(dtype, lowering.DropoutSwitch(rt.uniform_source(CPU, 0)))
+    with chainer.using_config("dtype", np.dtype(dtype)):
+        chain = driver.lower(lowering.TABLE, (op,), in_shape, ctx)
+    weights.load(ctx.owners, params, dtype, CPU.device)
     if name in ("gru", "embedding"):  # sequences are time-major in the Chainer backend
         x = np.ascontiguousarray(np.swapaxes(x, 0, 1))
     xv = chainer.Variable(x) if x.dtype != np.int32 else x
     chain.cleargrads()  # a new Parameter's gradient is NaN-filled, and backward accumulates
-    with device.step_config(CPU, train=False, type_check=True):
+    with rt.step_config(CPU, train=False, type_check=True):
         y = chain(xv)
         # embedding output: (T, N, E) here, (N, T, E) in the reference
         swap = (lambda a: np.swapaxes(a, 0, 1)) if name == "embedding" else (lambda a: a)
@@ -185,15 +185,8 @@ def test_every_lowered_op_forward_and_backward(name, op, shape, dtype):
     if dx_ref is not None:
         dx = np.swapaxes(xv.grad, 0, 1) if name == "gru" else xv.grad
         assert_close(dx, dx_ref, dtype, f"{name} input gradient")
-    got = {}
-    for node, link in lowering.named_layers(nodes, chain):
-
-        def read(path, link=link):
-            t = weights.attribute(link, path)
-            return t.grad if isinstance(t, chainer.Variable) else np.zeros_like(t)
-
-        got.update(weights.to_canonical(node, read))
-    for pname, g in ctx.grads.items():
+    got = weights.read(ctx.owners, grad=True)
+    for pname, g in ref_ctx.grads.items():
         assert_close(got[pname], g, dtype, f"{name} gradient of {pname}")
 
 
@@ -215,7 +208,7 @@ def test_softmax_cross_entropy_matches_reference(dtype):
 def test_maxpool_lowering_uses_cover_all_false():
     x = np.random.default_rng(0).normal(size=(1, 2, 32, 32)).astype(np.float32)
     op = ops.MaxPool2D((3, 3), (2, 2), (1, 1, 1, 1))
-    got = cb.run_op(op, x)
+    got = cb.run_op(op, x, runtime_for(cb))
     assert got.shape == (1, 2, 16, 16)  # the spec's floor((32 + 2 - 3) / 2) + 1
     # Chainer's default would add a row and a column of partial windows
     assert F.max_pooling_2d(x, 3, 2, 1).shape == (1, 2, 17, 17)
@@ -343,17 +336,9 @@ def test_chainers_own_adam_is_not_the_spec_where_gradients_are_tiny():
 # --------------------------------------------------------------------------- loader, devices, model
 
 
-def _tiny_cnn():
-    from rosetta.spec import get_workload
-
-    return get_workload("cnn")
-
-
 def test_loader_types_and_complete_batches():
-    from rosetta.spec import canonical_weights
-
-    w = _tiny_cnn()
-    model = cb.build(w, canonical_weights(w, 0), dtype="float64")
+    w = get_workload("cnn")
+    model = make(cb, w, canonical_weights(w, 0), dtype="float64")
     x = np.random.default_rng(0).random((10, 3, 32, 32), dtype=np.float32)
     y = np.arange(10) % 10
     batches = list(model.loader(x, y, np.arange(10)[::-1], 4))
@@ -366,39 +351,165 @@ def test_loader_types_and_complete_batches():
 
 def test_cuda_is_a_clear_error_without_cupy_or_gpu():
     assert cb.cuda_available() is False
-    with pytest.raises(BackendError, match="backend 'chainer' on cuda"):
-        device.place("cuda")
+    with pytest.raises(BackendError, match="backend 'chainer' on cuda") as err:
+        rt.place("cuda")
+    assert "\n" not in str(err.value)
 
 
-def test_run_op_dropout_is_seeded_and_restores_numpy_global_state():
+def test_unknown_build_option_is_one_clear_error():
+    w = get_workload("cnn")
+    with pytest.raises(BackendError, match="no build option 'compile'; valid: type_check"):
+        make(cb, w, canonical_weights(w, 0), compile=True)
+
+
+def test_run_op_dropout_is_seeded_and_leaves_numpy_global_state_alone():
     x = np.ones((4, 1000), dtype=np.float32)
     np.random.seed(123)
     before = np.random.get_state()[1].copy()
-    a = cb.run_op(ops.Dropout(0.5), x, seed=7, training=True)
-    b = cb.run_op(ops.Dropout(0.5), x, seed=7, training=True)
+    a = cb.run_op(ops.Dropout(0.5), x, runtime_for(cb, seed=7), training=True)
+    b = cb.run_op(ops.Dropout(0.5), x, runtime_for(cb, seed=7), training=True)
+    c = cb.run_op(ops.Dropout(0.5), x, runtime_for(cb, seed=8), training=True)
     np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)  # the seed drives the mask
     np.testing.assert_array_equal(np.random.get_state()[1], before)
 
 
 def test_summary_shows_the_chain_and_manifest_records_the_path():
-    from rosetta.spec import canonical_weights, get_workload
-
     w = get_workload("gru")
-    model = cb.build(w, canonical_weights(w, 0))
+    model = make(cb, w, canonical_weights(w, 0))
     text = model.summary()
     assert "EmbedID" in text and "Linear" in text and "GRULast" in text
     assert "/rnn/0/w0" in text and "total: " in text
     man = model.manifest()
     assert man["layout"].startswith("TNC") and "SpecAdam" in man["optimizer"]
     assert "SerialIterator" in man["loader"]
+    assert "train_step" in man["gated_program"] and "type_check off" in man["compile"]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_dropout_in_training_keeps_the_dtype_and_scales_survivors(dtype):
-    # F.dropout draws its mask from NumPy's global generator (float64 uniforms) in either dtype;
-    # the survivors are x / (1 - rate) rounded in ``dtype`` (here exactly 2 for rate 0.5)
+    # the mask is drawn from float32 uniforms in either dtype; the survivors are
+    # x / (1 - rate) rounded in ``dtype`` (here exactly 2 for rate 0.5)
     x = np.full((4, 5000), 3.0, dtype=dtype)
-    y = cb.run_op(ops.Dropout(0.5), x, dtype=dtype, seed=1, training=True)
+    y = cb.run_op(ops.Dropout(0.5), x, runtime_for(cb, dtype=dtype, seed=1), training=True)
     assert y.dtype == np.dtype(dtype)
     assert set(np.unique(y)) == {0.0, 6.0}
     assert 0.45 < np.mean(y == 0) < 0.55  # 20000 draws: 14 standard deviations of slack
+
+
+# --------------------------------------------------------------------------- runtime in, facts out
+
+
+def _blas_threads() -> set[int]:
+    """The BLAS pools' thread counts as threadpoolctl reads them from the libraries."""
+    from threadpoolctl import threadpool_info
+
+    return {int(p["num_threads"]) for p in threadpool_info() if p["user_api"] == "blas"}
+
+
+def test_threads_are_applied_to_numpys_blas_and_read_back():
+    from rosetta.runtime import usable_cores
+
+    r = runtime_for(cb, threads=1)
+    assert r.threads == 1 and _blas_threads() == {1}
+    w = get_workload("cnn")
+    man = make(cb, w, canonical_weights(w, 0), threads=1).manifest()
+    assert man["threads"] == 1 and "1 threads" in man["blas"]
+    if usable_cores() >= 2:  # the read-back follows the setting, it is not a constant
+        assert runtime_for(cb, threads=2).threads == 2 and _blas_threads() == {2}
+    runtime_for(cb, threads=1)  # leave the shared machine's BLAS at one thread
+
+
+class _Record(chainer.FunctionHook):
+    """Every Chainer function a step applies: label, dropout ratio, and type_check in effect."""
+
+    name = "record"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, float | None, bool]] = []
+
+    def forward_preprocess(self, function, in_data):
+        ratio = getattr(function, "dropout_ratio", None)
+        self.calls.append((function.label, ratio, bool(chainer.config.type_check)))
+
+
+def _cnn(seed: int = 0, **kw):
+    w = get_workload("cnn")
+    x, y = _gate_batch(w)
+    return make(cb, w, canonical_weights(w, 0), seed=seed, threads=1, **kw), x, y
+
+
+def _gate_batch(w, n: int = 4):
+    rng = np.random.default_rng(5)
+    return rng.random((n, *w.input.shape), dtype=np.float32), rng.integers(0, 10, n)
+
+
+def _losses(model, x, y, steps: int = 2) -> list[float]:
+    batch = next(iter(model.loader(x, y, np.arange(len(x)), len(x))))
+    return [float(model.to_numpy(model.train_step(batch))) for _ in range(steps)]
+
+
+def test_the_seed_drives_dropout_in_training():
+    a, x, y = _cnn(seed=11)
+    b, _, _ = _cnn(seed=11)
+    c, _, _ = _cnn(seed=12)
+    la = _losses(a, x, y)
+    np.random.seed(0)  # the global generator, which Chainer's own draw would read, is unused
+    assert _losses(b, x, y) == la  # same seed: the same masks, bit for bit
+    assert _losses(c, x, y) != la  # another seed: other masks (the CNN has three dropouts)
+
+
+def test_set_dropout_switches_the_rate_inside_the_same_step():
+    model, x, y = _cnn()
+    batch = next(iter(model.loader(x, y, np.arange(len(x)), len(x))))
+    seen = {}
+    for on in (True, False):
+        model.set_dropout(on)
+        with _Record() as hook:
+            model.train_step(batch)
+        seen[on] = hook.calls
+    model.set_dropout(True)
+    # the same Chainer functions in the same order (nothing traced, nothing swapped) ...
+    assert [c[0] for c in seen[True]] == [c[0] for c in seen[False]]
+    drop_on = [c[1] for c in seen[True] if c[0] == "Dropout"]
+    drop_off = [c[1] for c in seen[False] if c[0] == "Dropout"]
+    assert drop_on == [0.25, 0.25, 0.5]  # the spec's rates (rosetta/models/cnn.yaml)
+    assert drop_off == [0.0, 0.0, 0.0]  # ... with dropout's rate 0 inside the same call
+    # the timed step and the gate's steps run under one configuration: type_check off
+    assert not any(c[2] for c in seen[True] + seen[False])
+    with _Record() as hook:
+        model.loss_and_grads(x, y)
+    assert hook.calls and not any(c[2] for c in hook.calls)
+
+
+def test_set_dropout_off_makes_train_step_deterministic():
+    model, x, y = _cnn()
+    p0 = model.get_params()
+
+    def step_from_p0():
+        model.set_params(p0)  # same parameters, fresh optimiser state
+        loss = _losses(model, x, y, steps=1)
+        return loss, model.get_params()
+
+    model.set_dropout(False)
+    (l1, p1), (l2, p2) = step_from_p0(), step_from_p0()
+    assert l1 == l2
+    for k in p1:
+        np.testing.assert_array_equal(p1[k], p2[k], err_msg=k)
+    model.set_dropout(True)
+    (l3, p3), (l4, p4) = step_from_p0(), step_from_p0()
+    assert l3 != l4  # each step draws new masks
+    assert any(not np.array_equal(p3[k], p4[k]) for k in p3)
+
+
+def test_gate_steps_go_through_train_step():
+    # no override: the base class runs k steps through train_step with dropout off
+    from rosetta.backends.chainer.model import ChainerModel
+
+    assert ChainerModel.deterministic_steps is Model.deterministic_steps
+    model, x, y = _cnn()
+    calls = []
+    step = model.train_step
+    model.train_step = lambda batch: calls.append(model.switch.enabled) or step(batch)
+    model.deterministic_steps(x, y, 3)
+    assert calls == [False, False, False] and model.switch.enabled is True

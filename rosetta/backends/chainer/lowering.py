@@ -1,8 +1,12 @@
 """The Rosetta of Chainer: every op of the spec as Chainer's own link or function.
 
-``LOWERINGS`` is the one table: op class -> function ``(op, in_shape, dtype) -> layer``, where a
-layer is a ``chainer.Link`` (ops with parameters) or a plain callable over ``chainer.Variable``s
-(parameter-free ops). ``build_chain`` walks a graph with it into a ``chainer.Sequential``.
+``TABLE`` is Chainer's lowering (``rosetta.backends.driver``): one entry per op,
+``entry(op, site, ctx) -> layer``, where a layer is a ``chainer.Link`` (ops with parameters) or a
+plain callable over ``chainer.Variable``s (parameter-free ops); a sequence is a
+``chainer.Sequential`` and a residual block a small ``Chain`` adding its two branches. Every
+parameter-owning op is also recorded in ``ctx.owners`` as ``(op, link)``, which is how
+``weights.py`` finds the arrays of a canonical name.
+
 Layout is NCHW throughout (Chainer's only layout, and cuDNN's native one), so the canonical
 ``(C, H, W)`` shapes and OIHW kernels pass through unchanged; the one layout change, dense
 kernels IO -> Chainer's OI, and the GRU's gate order live in ``weights.py``. Token sequences are
@@ -11,19 +15,26 @@ time-major ``(T, N)`` (the loader transposes them), what ``F.n_step_gru`` consum
 Padding: Chainer pads symmetrically (``pad=(ph, pw)``); an asymmetric ``(top, bottom, left,
 right)`` is first padded explicitly with ``F.pad`` (zeros for a convolution, ``-inf`` for max
 pooling, so a padded cell never wins) and the op then runs unpadded.
+
+Dropout is ``F.dropout`` given its ``mask``, drawn from the model's own seeded generator
+(``runtime.uniform_source``): Chainer's own draw reads the unseeded global ``numpy.random``
+(``cupy.random`` on a GPU). ``set_dropout(False)`` sets the rate of that same call to 0 (a mask
+of ones), so the gate runs the very step that is timed.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from rosetta.backends.base import unsupported
 from rosetta.backends.chainer import compat
+from rosetta.backends.chainer import runtime as rt
+from rosetta.backends.driver import LoweringTable, Site, lower_op, unsupported
+from rosetta.runtime import Runtime
 from rosetta.spec import ops
-from rosetta.spec.ops import Shape
 
 chainer = compat.load()
 F = chainer.functions
@@ -32,31 +43,69 @@ L = chainer.links
 NAME = "chainer"
 
 
-def _symmetric(padding: tuple[int, int, int, int]) -> tuple[int, int] | None:
-    """``(top, bottom, left, right)`` as Chainer's ``(ph, pw)`` when symmetric, else None."""
-    top, bottom, left, right = padding
-    return (top, left) if top == bottom and left == right else None
+@dataclass
+class DropoutSwitch:
+    """The dropout state every dropout layer of one model reads at call time: the seeded
+    uniform source and whether dropout is on (``Model.set_dropout``)."""
+
+    uniform: Callable[[tuple[int, ...]], object]  # shape -> float32 uniforms on the device
+    enabled: bool = True
 
 
-def _explicit_pad(padding: tuple[int, int, int, int], value: float) -> Callable:
-    top, bottom, left, right = padding
-    width = ((0, 0), (0, 0), (top, bottom), (left, right))
-    return functools.partial(F.pad, pad_width=width, mode="constant", constant_values=value)
+@dataclass
+class Ctx:
+    """The build context: dtype, the dropout switch, and the parameter owners found so far."""
+
+    dtype: str
+    dropout: DropoutSwitch
+    owners: list[tuple[object, object]] = field(default_factory=list)  # (op, link), graph order
+
+    def own(self, op: object, link):
+        """Record ``link`` as the holder of ``op``'s parameters; returns it."""
+        self.owners.append((op, link))
+        return link
+
+
+# --------------------------------------------------------------------------- layers
 
 
 class Padded(chainer.Chain):
     """An asymmetrically padded op: ``F.pad`` with ``value``, then ``op`` without padding."""
 
-    def __init__(self, pad: Callable, op: Callable) -> None:
+    def __init__(self, padding: tuple[int, int, int, int], value: float, op: Callable) -> None:
         super().__init__()
-        self.pad = pad
+        top, bottom, left, right = padding
+        self.width = ((0, 0), (0, 0), (top, bottom), (left, right))
+        self.value = value
         with self.init_scope():
             if isinstance(op, chainer.Link):
                 self.op = op
         self._op = op
 
     def forward(self, x):
-        return self._op(self.pad(x))
+        return self._op(F.pad(x, self.width, mode="constant", constant_values=self.value))
+
+
+class Dropout:
+    """``F.dropout`` with a mask from the model's seeded generator; rate 0 while switched off.
+
+    Inverted dropout: survivors are scaled by ``1 / (1 - rate)``; identity (and no draw) when
+    ``chainer.config.train`` is False."""
+
+    def __init__(self, rate: float, switch: DropoutSwitch) -> None:
+        self.rate = rate
+        self.switch = switch
+
+    def __repr__(self) -> str:
+        return f"Dropout(rate={self.rate})"
+
+    def __call__(self, x):
+        if not chainer.config.train:
+            return F.dropout(x, self.rate)  # evaluation: the identity
+        rate = self.rate if self.switch.enabled else 0.0
+        keep = self.switch.uniform(x.shape) >= rate  # (same shape as x) bool
+        mask = keep * x.dtype.type(1.0 / (1.0 - rate))  # 0 or 1/(1-rate), in x's dtype
+        return F.dropout(x, rate, mask=mask)
 
 
 class InferenceBatchNorm(L.BatchNormalization):
@@ -109,37 +158,52 @@ class GRULast(chainer.Chain):
 
 
 class Residual(chainer.Chain):
-    """``body(x) + shortcut(x)``; no shortcut layers is the identity."""
+    """``body(x) + shortcut(x)``; an empty shortcut is the identity."""
 
-    def __init__(self, body: chainer.Sequential, shortcut: chainer.Sequential | None) -> None:
+    def __init__(self, body: chainer.Sequential, shortcut: chainer.Sequential) -> None:
         super().__init__()
+        self.has_shortcut = len(shortcut) > 0
         with self.init_scope():
             self.body = body
-            if shortcut is not None:
+            if self.has_shortcut:
                 self.shortcut = shortcut
-        self.has_shortcut = shortcut is not None
 
     def forward(self, x):
         return self.body(x) + (self.shortcut(x) if self.has_shortcut else x)
 
 
+def _flatten_chw(x):
+    return F.reshape(x, (x.shape[0], -1))  # (N, C, H, W) -> (N, C*H*W): the spec's CHW order
+
+
+def _spatial_mean(x):
+    return F.mean(x, axis=(2, 3))  # (N, C, H, W) -> (N, C)
+
+
+def _symmetric(padding: tuple[int, int, int, int]) -> tuple[int, int] | None:
+    """``(top, bottom, left, right)`` as Chainer's ``(ph, pw)`` when symmetric, else None."""
+    top, bottom, left, right = padding
+    return (top, left) if top == bottom and left == right else None
+
+
 # --------------------------------------------------------------------------- the table
 
 
-def _conv2d(op: ops.Conv2D, in_shape: Shape, dtype: str):
+def conv2d(op: ops.Conv2D, site: Site, ctx: Ctx):
     pad = _symmetric(op.padding)
     conv = L.Convolution2D(
-        in_shape[0],
+        site.in_shape[0],
         op.out_channels,
         ksize=op.kernel,
         stride=op.stride,
         pad=pad or 0,
         nobias=not op.bias,
     )
-    return conv if pad is not None else Padded(_explicit_pad(op.padding, 0.0), conv)
+    ctx.own(op, conv)
+    return conv if pad is not None else Padded(op.padding, 0.0, conv)
 
 
-def _maxpool2d(op: ops.MaxPool2D, in_shape: Shape, dtype: str):
+def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: Ctx):
     pad = _symmetric(op.padding)
     # cover_all=False: output (H + 2p - k) // s + 1, the spec's floor; Chainer's default
     # (True) rounds up and adds a row/column of partial windows (17x17 instead of 16x16 after
@@ -147,52 +211,45 @@ def _maxpool2d(op: ops.MaxPool2D, in_shape: Shape, dtype: str):
     pool = functools.partial(
         F.max_pooling_2d, ksize=op.kernel, stride=op.stride, pad=pad or 0, cover_all=False
     )
-    return pool if pad is not None else Padded(_explicit_pad(op.padding, -np.inf), pool)
+    return pool if pad is not None else Padded(op.padding, -np.inf, pool)
 
 
-def _relu(op: ops.ReLU, in_shape: Shape, dtype: str):
+def relu(op: ops.ReLU, site: Site, ctx: Ctx):
     return F.relu
 
 
-def _dropout(op: ops.Dropout, in_shape: Shape, dtype: str):
-    # inverted dropout, identity when chainer.config.train is False
-    return functools.partial(F.dropout, ratio=op.rate)
+def dropout(op: ops.Dropout, site: Site, ctx: Ctx):
+    return Dropout(op.rate, ctx.dropout)
 
 
-def _flatten(op: ops.Flatten, in_shape: Shape, dtype: str):
+def flatten(op: ops.Flatten, site: Site, ctx: Ctx):
     if op.order != "CHW":
         raise unsupported(NAME, op)
     return _flatten_chw  # NCHW reshape: already the spec's channel-major order
 
 
-def _flatten_chw(x):
-    return F.reshape(x, (x.shape[0], -1))  # (N, C, H, W) -> (N, C*H*W)
+def dense(op: ops.Dense, site: Site, ctx: Ctx):
+    return ctx.own(op, L.Linear(site.in_shape[0], op.units, nobias=not op.bias))
 
 
-def _dense(op: ops.Dense, in_shape: Shape, dtype: str):
-    return L.Linear(in_shape[0], op.units, nobias=not op.bias)
-
-
-def _batchnorm(op: ops.BatchNorm, in_shape: Shape, dtype: str):
+def batchnorm(op: ops.BatchNorm, site: Site, ctx: Ctx):
     # decay is Chainer's running-average weight of the old value: 1 - PyTorch's momentum
-    return InferenceBatchNorm(
-        in_shape[0], decay=1.0 - op.momentum, eps=op.eps, dtype=np.dtype(dtype)
+    bn = InferenceBatchNorm(
+        site.in_shape[0], decay=1.0 - op.momentum, eps=op.eps, dtype=np.dtype(ctx.dtype)
     )
+    return ctx.own(op, bn)
 
 
-def _global_avgpool(op: ops.GlobalAvgPool, in_shape: Shape, dtype: str):
+def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Ctx):
     return _spatial_mean
 
 
-def _spatial_mean(x):
-    return F.mean(x, axis=(2, 3))  # (N, C, H, W) -> (N, C)
+def embedding(op: ops.Embedding, site: Site, ctx: Ctx):
+    # ids (T, N) int32 -> (T, N, E): time-major, see GRULast
+    return ctx.own(op, L.EmbedID(op.vocab, op.dim))
 
 
-def _embedding(op: ops.Embedding, in_shape: Shape, dtype: str):
-    return L.EmbedID(op.vocab, op.dim)  # ids (T, N) int32 -> (T, N, E): time-major, see GRULast
-
-
-def _gru(op: ops.GRU, in_shape: Shape, dtype: str):
+def gru(op: ops.GRU, site: Site, ctx: Ctx):
     ok = (
         tuple(op.gate_order) == ("z", "r", "h")
         and op.reset_after
@@ -201,55 +258,45 @@ def _gru(op: ops.GRU, in_shape: Shape, dtype: str):
     )
     if not ok:
         raise unsupported(NAME, op)
-    return GRULast(in_shape[1], op.units)
+    return ctx.own(op, GRULast(site.in_shape[1], op.units))
 
 
-def _residual(op: ops.Residual, in_shape: Shape, dtype: str):
-    body = build_chain(op.body, in_shape, dtype)
-    shortcut = build_chain(op.shortcut, in_shape, dtype) if op.shortcut else None
-    return Residual(body, shortcut)
-
-
-LOWERINGS: dict[type, Callable] = {
-    ops.Conv2D: _conv2d,
-    ops.MaxPool2D: _maxpool2d,
-    ops.ReLU: _relu,
-    ops.Dropout: _dropout,
-    ops.Flatten: _flatten,
-    ops.Dense: _dense,
-    ops.BatchNorm: _batchnorm,
-    ops.GlobalAvgPool: _global_avgpool,
-    ops.Embedding: _embedding,
-    ops.GRU: _gru,
-    ops.Residual: _residual,
-}
-
-
-def lower(op: object, in_shape: Shape, dtype: str):
-    """One op as a Chainer layer (link or function); ``BackendError`` if it has no lowering."""
-    fn = LOWERINGS.get(type(op))
-    if fn is None:
-        raise unsupported(NAME, op)
-    with chainer.using_config("dtype", np.dtype(dtype)):  # parameters created in ``dtype``
-        return fn(op, in_shape, dtype)
-
-
-def build_chain(nodes: tuple, in_shape: Shape, dtype: str) -> chainer.Sequential:
-    """The graph ``nodes`` as a ``chainer.Sequential`` of lowered layers."""
-    layers = []
-    shape = in_shape
-    for node in nodes:
-        layers.append(lower(node, shape, dtype))
-        shape = node.out_shape(shape)
+def sequence(layers: list, site: Site, ctx: Ctx) -> chainer.Sequential:
+    """Layers in order, as Chainer's own container."""
     return chainer.Sequential(*layers)
 
 
-def named_layers(nodes: tuple, chain: chainer.Sequential):
-    """Yield ``(op, layer)`` for every parameter-owning op of ``nodes`` (residuals opened)."""
-    for node, layer in zip(nodes, chain, strict=True):
-        if isinstance(node, ops.Residual):
-            yield from named_layers(node.body, layer.body)
-            if node.shortcut:
-                yield from named_layers(node.shortcut, layer.shortcut)
-        elif hasattr(node, "name"):
-            yield node, layer.op if isinstance(layer, Padded) else layer
+def residual(body, shortcut, site: Site, ctx: Ctx) -> Residual:
+    """``body(x) + shortcut(x)``."""
+    return Residual(body, shortcut)
+
+
+TABLE: LoweringTable = LoweringTable(
+    backend=NAME,
+    entries={
+        ops.Conv2D: conv2d,
+        ops.MaxPool2D: maxpool2d,
+        ops.ReLU: relu,
+        ops.Dropout: dropout,
+        ops.Flatten: flatten,
+        ops.Dense: dense,
+        ops.BatchNorm: batchnorm,
+        ops.GlobalAvgPool: global_avgpool,
+        ops.Embedding: embedding,
+        ops.GRU: gru,
+    },
+    sequence=sequence,
+    residual=residual,
+)
+
+
+def apply_op(op: object, x: np.ndarray, runtime: Runtime, training: bool) -> np.ndarray:
+    """One parameter-free op on a NumPy batch, on the runtime's device (dropout masks from a
+    generator seeded with ``runtime.seed``)."""
+    placement = rt.place(runtime.device)
+    ctx = Ctx(runtime.dtype, DropoutSwitch(rt.uniform_source(placement, runtime.seed)))
+    layer = lower_op(TABLE, op, tuple(x.shape[1:]), ctx)
+    xd = placement.device.send(np.asarray(x, dtype=runtime.dtype))
+    with rt.step_config(placement, train=training, backprop=False):
+        y = layer(xd)
+    return np.asarray(chainer.backend.CpuDevice().send(y.array))

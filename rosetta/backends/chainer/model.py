@@ -1,20 +1,26 @@
 """A workload lowered to a ``chainer.Sequential``: the two faces of the backend contract.
 
-The timed face runs the lowered chain the way a Chainer user's loop does: forward, loss,
-``cleargrads``, ``loss.backward()``, ``optimizer.update()``, with Chainer's ``type_check`` off;
-``predict`` runs in test mode under ``no_backprop_mode``. The NumPy face converts canonical
-arrays at the boundary (``weights.py``) and keeps ``type_check`` on.
+Both faces run one step function, the way a Chainer user's loop does: forward, loss,
+``cleargrads``, ``loss.backward()``, ``optimizer.update()``, under one Chainer configuration
+(``runtime.step_config``: ``type_check`` off). The gate's k steps go through ``train_step``
+itself (the base class's ``deterministic_steps``) with dropout's rate set to 0 inside that same
+step (``set_dropout``); Chainer is define-by-run, so there is no trace or compiled program to
+keep apart. Dropout masks come from the model's own generator, seeded with ``runtime.seed``.
+``predict`` runs in test mode without building a graph. Canonical arrays are converted at the
+boundary (``weights.py``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from rosetta.backends.base import THREADS_ENV, Batch, Model, Params, threads_setting
-from rosetta.backends.chainer import compat, device, loader, lowering, optim, threads, weights
+from rosetta.backends import driver
+from rosetta.backends.base import Batch, Model, Params
+from rosetta.backends.chainer import compat, loader, lowering, optim, weights
+from rosetta.backends.chainer import runtime as rt
 from rosetta.errors import BackendError
+from rosetta.runtime import Runtime
 from rosetta.spec import ops
-from rosetta.spec.graph import walk
 from rosetta.spec.weights import check_weights
 from rosetta.spec.workload import Workload
 
@@ -27,25 +33,32 @@ class ChainerModel(Model):
 
     backend = "chainer"
 
-    def __init__(self, workload: Workload, params: Params, dtype: str, placement) -> None:
-        if dtype not in ("float32", "float64"):
-            raise BackendError(f"backend 'chainer' supports float32 and float64, not {dtype!r}")
+    def __init__(
+        self, workload: Workload, params: Params, runtime: Runtime, *, type_check: bool = False
+    ) -> None:
+        if runtime.dtype not in ("float32", "float64"):
+            raise BackendError(
+                f"backend 'chainer' supports float32 and float64, not {runtime.dtype!r}"
+            )
         self.workload = workload
-        self.dtype = dtype
-        self.placement = placement
+        self.runtime = runtime
+        self.placement = rt.place(runtime.device)
+        self.type_check = type_check  # Chainer's per-call input checks (benchmarks only)
         self.tokens = workload.input.dtype == "int32"  # token ids: time-major in Chainer
-        self.device = placement.kind
-        threads.apply()  # $ROSETTA_THREADS, also where NumPy was loaded before the runner's env
-        for node, _, _ in walk(workload.graph, workload.input.shape):
-            if type(node) not in lowering.LOWERINGS:
-                raise lowering.unsupported(self.backend, node)
-        self.net = lowering.build_chain(workload.graph, workload.input.shape, dtype)
-        self.net.to_device(placement.device)
-        self.layers = list(lowering.named_layers(workload.graph, self.net))
+        self.switch = lowering.DropoutSwitch(rt.uniform_source(self.placement, runtime.seed))
+        ctx = lowering.Ctx(runtime.dtype, self.switch)
+        with chainer.using_config("dtype", np.dtype(runtime.dtype)):  # parameters in dtype
+            self.net = driver.lower(lowering.TABLE, workload.graph, workload.input.shape, ctx)
+        self.net.to_device(self.placement.device)
+        self.owners = ctx.owners  # (op, link) of every parameter-owning op
         self.trainable = [p.name for p in workload.param_specs if p.trainable]
         self.optimizer = None
-        self.type_check = False  # in timed steps (see device.py); the NumPy face keeps it on
         self.set_params(params)
+
+    def _config(self, *, train: bool, backprop: bool = True):
+        return rt.step_config(
+            self.placement, train=train, backprop=backprop, type_check=self.type_check
+        )
 
     # -- timed face ----------------------------------------------------------------------------
     def loader(self, x, y, order, batch_size):
@@ -56,27 +69,21 @@ class ChainerModel(Model):
     def _loss(self, x, t):
         return F.softmax_cross_entropy(self.net(x), t)  # mean over the batch
 
-    def _step(self, x, t):
-        loss = self._loss(x, t)
-        self.net.cleargrads()
-        loss.backward()
-        self.optimizer.update()
-        return loss
-
     def train_step(self, batch: Batch):
         self._need_training()
-        with device.step_config(self.placement, train=True, type_check=self.type_check):
-            return self._step(batch[0], batch[1]).array  # 0-d array, left on the device
+        with self._config(train=True):
+            loss = self._loss(batch[0], batch[1])
+            self.net.cleargrads()
+            loss.backward()
+            self.optimizer.update()
+        return loss.array  # 0-d array, left on the device
 
     def predict(self, batch: Batch):
-        cfg = device.step_config(
-            self.placement, train=False, backprop=False, type_check=self.type_check
-        )
-        with cfg:
+        with self._config(train=False, backprop=False):
             return self.net(batch[0]).array
 
     def sync(self, value=None) -> None:
-        if self.placement.kind == "cuda":
+        if self.placement.kind == "cuda":  # written, not run (no GPU here)
             from chainer.backends import cuda
 
             cuda.cupy.cuda.Device().synchronize()  # every queued kernel, any stream
@@ -87,56 +94,26 @@ class ChainerModel(Model):
     # -- NumPy face ----------------------------------------------------------------------------
     def set_params(self, params: Params) -> None:
         check_weights(self.workload, params)
-        for op, link in self.layers:
-            for path, value in weights.to_native(op, params).items():
-                target = weights.attribute(link, path)
-                array = target.array if isinstance(target, chainer.Variable) else target
-                if array.shape != value.shape:
-                    raise BackendError(
-                        f"chainer: {op.name} {path} is {array.shape}, got {value.shape}"
-                    )
-                array[...] = self.placement.device.send(np.asarray(value, dtype=self.dtype))
+        weights.load(self.owners, params, self.dtype, self.placement.device)
         self.optimizer = optim.make_optimizer(self.workload)  # fresh state
         if self.optimizer is not None:
             self.optimizer.setup(self.net)
 
-    def _read(self, link, grad: bool):
-        def read(path: str) -> np.ndarray:
-            target = weights.attribute(link, path)
-            if isinstance(target, chainer.Variable):
-                target = target.grad if grad else target.array
-            return np.array(chainer.backend.CpuDevice().send(target))  # a host copy
-
-        return read
-
     def get_params(self) -> Params:
-        out: Params = {}
-        for op, link in self.layers:
-            out.update(weights.to_canonical(op, self._read(link, grad=False)))
-        return out
-
-    def _native(self, x: np.ndarray, y: np.ndarray | None = None) -> tuple:
-        return next(iter(self.loader(x, y, np.arange(len(x)), len(x))))
+        return weights.read(self.owners)
 
     def loss_and_grads(self, x: np.ndarray, y: np.ndarray) -> tuple[float, Params]:
         self._need_training()
-        xb, tb = self._native(x, y)
-        with device.step_config(self.placement, train=False, type_check=True):
+        xb, tb = next(iter(self.loader(x, y, np.arange(len(x)), len(x))))
+        with self._config(train=False):  # dropout off: evaluation mode, the same functions
             loss = self._loss(xb, tb)
             self.net.cleargrads()
             loss.backward()
-        grads: Params = {}
-        for op, link in self.layers:
-            grads.update(weights.to_canonical(op, self._read(link, grad=True)))
+        grads = weights.read(self.owners, grad=True)
         return float(self.to_numpy(loss.array)), {k: grads[k] for k in self.trainable}
 
-    def deterministic_steps(self, x: np.ndarray, y: np.ndarray, k: int) -> Params:
-        self._need_training()
-        xb, tb = self._native(x, y)
-        with device.step_config(self.placement, train=False, type_check=True):
-            for _ in range(k):
-                self._step(xb, tb)
-        return self.get_params()
+    def set_dropout(self, enabled: bool) -> None:
+        self.switch.enabled = bool(enabled)  # read by every dropout layer inside train_step
 
     def batch_to_numpy(self, batch: Batch) -> tuple[np.ndarray, ...]:
         arrays = [self.to_numpy(a) for a in batch]
@@ -152,21 +129,15 @@ class ChainerModel(Model):
 
     # -- description ---------------------------------------------------------------------------
     def manifest(self) -> dict:
-        has_gru = any(isinstance(op, ops.GRU) for op, _ in self.layers)
+        has_gru = any(isinstance(op, ops.GRU) for op, _ in self.owners)
         cuda = self.placement.kind == "cuda"
-        blas = threads.current()
+        check = "on" if self.type_check else "off"
         return {
-            "backend": self.backend,
+            **self.runtime_manifest(),
             "device": self.placement.name,
-            "dtype": self.dtype,
             "layout": "TNC (time-major)" if self.tokens else "NCHW",
-            "threads": (
-                f"{blas} (NumPy's OpenBLAS threads: $OPENBLAS/OMP_NUM_THREADS set by the runner "
-                f"before NumPy loads; ${THREADS_ENV}={threads_setting()} applied in-process)"
-                if blas is not None
-                else f"BLAS default (${THREADS_ENV}={threads_setting()})"
-            ),
-            "compile": "define-by-run (eager); chainer.config.type_check off in timed steps",
+            "blas": rt.blas_manifest(),
+            "compile": f"define-by-run (eager); chainer.config.type_check {check}",
             "autotune": "cuDNN use_cudnn=always, autotune=True" if cuda else "n/a",
             "fused_rnn": (
                 (
@@ -179,6 +150,15 @@ class ChainerModel(Model):
             ),
             "loader": "chainer.iterators.SerialIterator + concat_examples + to_device",
             "optimizer": optim.describe(self.workload),
+            "dropout": "F.dropout with masks from a generator seeded by runtime.seed",
+            "gated_program": (
+                "ChainerModel.train_step itself (define-by-run: forward, loss, cleargrads, "
+                f"backward, optimizer.update under train=True, type_check {check}), with "
+                "set_dropout(False) setting every F.dropout's rate to 0 inside it (masks of "
+                "ones); nothing is traced or compiled"
+                if self.workload.task == "train"
+                else f"ChainerModel.predict (forward-only workload; type_check {check})"
+            ),
             "compat": compat.applied(),
         }
 
@@ -195,6 +175,22 @@ class ChainerModel(Model):
         """CuPy's memory pool size on a GPU (it only grows: the peak held); None on the CPU."""
         if self.placement.kind != "cuda":
             return None
-        from chainer.backends import cuda
+        from chainer.backends import cuda  # written, not run (no GPU here)
 
         return int(cuda.cupy.get_default_memory_pool().total_bytes())
+
+
+OPTIONS = ("type_check",)
+
+
+def build(workload: Workload, params: Params, runtime: Runtime, **options) -> ChainerModel:
+    """Lower ``workload`` to a Chainer chain on ``runtime.device`` holding ``params`` (canonical
+    names). The one option, ``type_check=True``, turns Chainer's per-call input checks on in
+    every step (the ``lowering_chainer`` benchmark measures their cost; the runner never
+    passes it)."""
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise BackendError(
+            f"backend 'chainer' has no build option {unknown[0]!r}; valid: {', '.join(OPTIONS)}"
+        )
+    return ChainerModel(workload, params, runtime, type_check=bool(options.get("type_check")))

@@ -6,8 +6,10 @@
 - ``to_canonical(op, read) -> {canonical name: array}``, where ``read(attr)`` returns the link's
   array (or gradient) for that attribute, so parameters and gradients share one conversion.
 
-Every conversion is a transpose, a slice or a concatenation: exact in any dtype, so a
-``set_params``/``get_params`` round trip returns the same bits.
+``load`` and ``read`` apply them to a model's parameter owners (``lowering.Ctx.owners``, the
+``(op, link)`` pairs of the lowered chain). Every conversion is a transpose, a slice or a
+concatenation: exact in any dtype, so a ``set_params``/``get_params`` round trip returns the
+same bits.
 
 Layouts: Convolution2D ``W`` is OIHW (canonical, unchanged); Linear ``W`` is (out, in), the
 transpose of the canonical IO kernel (rows of fc1 stay in the C, H, W flatten order because the
@@ -21,6 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rosetta.backends.chainer import compat
+from rosetta.errors import BackendError
 from rosetta.spec import ops
 
 #: canonical gate blocks of the spec's GRU kernels (columns of ``kernel``/``recurrent_kernel``)
@@ -132,3 +136,33 @@ def to_native(op, params) -> dict[str, np.ndarray]:
 def to_canonical(op, read: Read) -> dict[str, np.ndarray]:
     """``op``'s arrays (via ``read(attribute path)``) -> canonical names and layouts."""
     return CONVERSIONS[type(op)][1](op, read)
+
+
+def load(owners, params, dtype: str, device) -> None:
+    """Write canonical ``params`` into the links of ``owners`` (``(op, link)`` pairs), in
+    ``dtype`` on Chainer's ``device``; a shape mismatch is one ``BackendError``."""
+    chainer = compat.load()
+    for op, link in owners:
+        for path, value in to_native(op, params).items():
+            target = attribute(link, path)
+            array = target.array if isinstance(target, chainer.Variable) else target
+            if array.shape != value.shape:
+                raise BackendError(f"chainer: {op.name} {path} is {array.shape}, got {value.shape}")
+            array[...] = device.send(np.asarray(value, dtype=dtype))
+
+
+def read(owners, *, grad: bool = False) -> dict[str, np.ndarray]:
+    """Every parameter (or its gradient, ``grad=True``) of ``owners`` as canonical host arrays;
+    buffers read as themselves."""
+    chainer = compat.load()
+    out: dict[str, np.ndarray] = {}
+    for op, link in owners:
+
+        def one(path: str, link=link) -> np.ndarray:
+            target = attribute(link, path)
+            if isinstance(target, chainer.Variable):
+                target = target.grad if grad else target.array
+            return np.array(chainer.backend.CpuDevice().send(target))  # a host copy
+
+        out.update(to_canonical(op, one))
+    return out
