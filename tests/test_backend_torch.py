@@ -183,6 +183,8 @@ def test_manifest_records_the_fast_path():
     assert "TorchModel.train_step" in man["gated_program"]
     _, gru = _model("gru", dtype="float32")
     assert "torch.optim.Adam" in gru.manifest()["optimizer"]
+    _, res = _model("resnet50", dtype="float32", size=32)
+    assert res.manifest()["gated_program"].startswith("n/a: forward only")
     assert gru.manifest()["fused_rnn"].startswith("yes")
     assert gru.manifest()["layout"].startswith("NTC")
 

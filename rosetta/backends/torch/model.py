@@ -251,6 +251,14 @@ class TorchModel(Model):
             name = getattr(self.compile_backend, "__name__", self.compile_backend)
             compiled = f"torch.compile (backend={name})"
             program = "the torch.compile'd forward (rates are graph inputs: no recompile)"
+        if self.optimizer is None:
+            gated = "n/a: forward only (the gate compares predict, the timed program itself)"
+        else:
+            gated = (
+                f"TorchModel.train_step, {program}: the same zero_grad/forward/cross_entropy/"
+                "backward/optimizer.step the timed loop calls, dropout off by writing 0 into "
+                "every GatedDropout rate buffer (set_dropout)"
+            )
         return {
             **self.runtime_manifest(),
             "device": settings.device_name(self.device),
@@ -268,11 +276,7 @@ class TorchModel(Model):
             "optimizer": optim.describe(self.optimizer),
             "dropout": "GatedDropout: inverted dropout, its rate a buffer the step reads",
             "features": "torch.inference_mode()",
-            "gated_program": (
-                f"TorchModel.train_step, {program}: the same zero_grad/forward/cross_entropy/"
-                "backward/optimizer.step the timed loop calls, dropout off by writing 0 into "
-                "every GatedDropout rate buffer (set_dropout)"
-            ),
+            "gated_program": gated,
             "torch": torch.__version__,
         }
 
