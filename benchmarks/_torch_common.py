@@ -1,4 +1,5 @@
-"""What the PyTorch benchmarks share: the issue's batches, thread setting, sync, machine load."""
+"""What the PyTorch benchmarks share: the issue's batches, the build under a runtime, sync,
+machine load."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rosetta.backends.base import THREADS_ENV
+from rosetta.backends import make
+from rosetta.backends import torch as torch_backend
 from rosetta.runner.data import feature_images
 from rosetta.spec import get_workload
 from rosetta.spec.workload import Workload
@@ -19,10 +21,10 @@ BATCH = {"cnn": 64, "gru": 64, "resnet50": 32}
 GEMM_PEAK_GFLOPS_PER_THREAD = 100.0
 
 
-def set_threads(threads: int | None) -> None:
-    """Make the runner's single thread setting ``threads`` (read by the backend at build)."""
-    if threads:
-        os.environ[THREADS_ENV] = str(threads)
+def build(w: Workload, params, device: str, threads: int | None, **options):
+    """The torch backend configured for this process (``threads``: all usable cores when None)
+    and ``w`` built on it; ``options`` are the backend's own (``compile``, ``layout``)."""
+    return make(torch_backend, w, params, device=device, threads=threads or None, **options)
 
 
 def workload_batch(name: str, seed: int = 0) -> tuple[Workload, np.ndarray, np.ndarray | None]:

@@ -1,4 +1,4 @@
-"""The measurements behind the torch backend's fast-path choices (``backends/torch/fastpath.py``).
+"""The measurements behind the torch backend's fast-path choices (``backends/torch/model.py``).
 
 ``python -m benchmarks fastpath_torch [--only layout,compile,loader] [--rounds-scale F]``
 
@@ -21,7 +21,6 @@ import torch
 
 from benchmarks import _torch_common as tc
 from benchmarks.common import Ratio, interleaved, ratio, report
-from rosetta.backends import torch as torch_backend
 from rosetta.backends.torch import loader as native
 from rosetta.spec import canonical_weights
 
@@ -36,13 +35,11 @@ def _batch(model, x, y):
     return next(iter(model.loader(x, y, np.arange(len(x)), len(x))))
 
 
-def layout(name: str, rounds: int, device: str) -> tuple[Ratio, dict]:
+def layout(name: str, rounds: int, device: str, threads: int | None) -> tuple[Ratio, dict]:
     """channels_last / NCHW for one image workload's timed step."""
     w, x, y = tc.workload_batch(name)
     params = canonical_weights(w)
-    models = {
-        fmt: torch_backend.build(w, params, device=device, layout=fmt) for fmt in ("NHWC", "NCHW")
-    }
+    models = {fmt: tc.build(w, params, device, threads, layout=fmt) for fmt in ("NHWC", "NCHW")}
     steps = {fmt: _step(m, _batch(m, x, y)) for fmt, m in models.items()}
     times = interleaved(steps, rounds=rounds, warmup=2, sync=tc.sync_for(device))
     return ratio(f"{name} channels_last/NCHW", times["NHWC"], times["NCHW"]), {
@@ -50,14 +47,14 @@ def layout(name: str, rounds: int, device: str) -> tuple[Ratio, dict]:
     }
 
 
-def compile_(name: str, rounds: int, device: str) -> tuple[Ratio, dict]:
+def compile_(name: str, rounds: int, device: str, threads: int | None) -> tuple[Ratio, dict]:
     """torch.compile / eager: cold start once each, steady step interleaved."""
     w, x, y = tc.workload_batch(name)
     params = canonical_weights(w)
     models, cold = {}, {}
     for mode in ("eager", "compile"):
         t0 = time.perf_counter()
-        m = torch_backend.build(w, params, device=device, compile=mode == "compile")
+        m = tc.build(w, params, device, threads, compile=mode == "compile")
         step = _step(m, _batch(m, x, y))
         tc.sync_for(device)(step())
         cold[mode] = time.perf_counter() - t0
@@ -92,7 +89,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = p.parse_args(argv)
-    tc.set_threads(args.threads)
+    if args.threads:
+        torch.set_num_threads(args.threads)  # the loader job builds no model; the others do
     only = args.only.split(",")
 
     def r(n: int) -> int:
@@ -101,12 +99,17 @@ def main(argv: list[str]) -> int:
     rows, notes = [], {"device": args.device, "torch": torch.__version__}
     jobs = []
     if "layout" in only:
-        jobs += [("layout cnn", lambda: layout("cnn", r(15), args.device))]
-        jobs += [("layout resnet50", lambda: layout("resnet50", r(5), args.device))]
+        jobs += [("layout cnn", lambda: layout("cnn", r(15), args.device, args.threads))]
+        jobs += [("layout resnet50", lambda: layout("resnet50", r(5), args.device, args.threads))]
     if "compile" in only:
         rounds = {"cnn": 15, "gru": 20, "resnet50": 5}
         for name in args.workloads.split(","):
-            jobs += [(f"compile {name}", lambda n=name: compile_(n, r(rounds[n]), args.device))]
+            jobs += [
+                (
+                    f"compile {name}",
+                    lambda n=name: compile_(n, r(rounds[n]), args.device, args.threads),
+                )
+            ]
     if "loader" in only:
         jobs += [("loader", lambda: loader(r(10), args.device))]
     for key, job in jobs:

@@ -21,17 +21,18 @@ import torch
 from benchmarks import _torch_common as tc
 from benchmarks.common import Ratio, interleaved, ratio, report
 from benchmarks.handwritten import torch_models as hw
-from rosetta.backends import torch as torch_backend
 from rosetta.spec import canonical_weights
 
 #: default timed rounds per workload (each round times both sides once): a few minutes in all
 ROUNDS = {"cnn": 20, "gru": 30, "resnet50": 8}
 
 
-def measure(name: str, rounds: int, device: str, hand_first: bool = False) -> tuple[Ratio, dict]:
+def measure(
+    name: str, rounds: int, device: str, threads: int | None, hand_first: bool = False
+) -> tuple[Ratio, dict]:
     """Ratio lowered / hand-written for one workload, and its note."""
     w, x, y = tc.workload_batch(name)
-    lowered = torch_backend.build(w, canonical_weights(w), dtype="float32", device=device)
+    lowered = tc.build(w, canonical_weights(w), device, threads)
     hand = hw.MODELS[name]().to(device)
     hw.copy_weights(lowered.net, hand)
     fmt = torch.channels_last if lowered.layout == "NHWC" else torch.contiguous_format
@@ -89,15 +90,16 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks lowering_torch")
     p.add_argument("--workloads", default="cnn,gru,resnet50")
     p.add_argument("--rounds", type=int, default=0, help="timed rounds (default: per workload)")
-    p.add_argument("--threads", type=int, default=0, help="the runner's thread setting")
+    p.add_argument("--threads", type=int, default=0, help="threads (default: all usable cores)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--hand-first", action="store_true", help="time hand-written first per round")
     args = p.parse_args(argv)
-    tc.set_threads(args.threads)
     rows, notes = [], {"device": args.device, "torch": torch.__version__}
     notes["order"] = "handwritten first" if args.hand_first else "lowered first"
     for name in args.workloads.split(","):
-        row, note = measure(name, args.rounds or ROUNDS[name], args.device, args.hand_first)
+        row, note = measure(
+            name, args.rounds or ROUNDS[name], args.device, args.threads, args.hand_first
+        )
         print(row.line(), flush=True)
         rows.append(row)
         notes[name] = note

@@ -1,15 +1,15 @@
 """What only the torch backend has to prove, beyond the conformance suite (which it also passes):
 the optimisers' rules in float64 against the reference's, each weight conversion, both memory
-formats, BatchNorm kept in inference mode, the fast-path switches and the hand-written models.
+formats, BatchNorm kept in inference mode, the fast-path switches, the runtime read back from
+torch, dropout gated inside the timed step, and the hand-written models.
 
-No test here compiles (``torch.compile`` takes minutes on a small CPU) or times anything.
+No test here compiles with inductor (minutes on a small CPU; the compile-count test uses a
+counting backend that runs the captured graph as is) or times anything.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import dataclasses
 
 import numpy as np
 import pytest
@@ -17,19 +17,22 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from benchmarks.handwritten import torch_models as hw  # noqa: E402
-from rosetta.backends import numpy_ref  # noqa: E402
+from rosetta.backends import make, numpy_ref, runtime_for  # noqa: E402
 from rosetta.backends import torch as tb  # noqa: E402
 from rosetta.backends.numpy_ref import optim as ref_optim  # noqa: E402
-from rosetta.backends.torch import fastpath, params  # noqa: E402
+from rosetta.backends.torch import model as torch_model  # noqa: E402
+from rosetta.backends.torch import weights  # noqa: E402
+from rosetta.backends.torch.lowering import GatedDropout  # noqa: E402
+from rosetta.errors import BackendError  # noqa: E402
 from rosetta.runner.gate import run_gate  # noqa: E402
-from rosetta.spec import canonical_weights, get_workload  # noqa: E402
+from rosetta.spec import canonical_weights, get_workload, ops  # noqa: E402
 from tests.conformance.conftest import gate_batch  # noqa: E402
 
 
 def _model(name, dtype="float64", size=None, **kw):
     w = get_workload(name)
     w = w.at_image_size(size) if size else w
-    return w, tb.build(w, canonical_weights(w), dtype=dtype, device="cpu", seed=0, **kw)
+    return w, make(tb, w, canonical_weights(w), dtype=dtype, **kw)
 
 
 def _optimiser_vs_reference(name, grad_scales, steps=3):
@@ -37,7 +40,7 @@ def _optimiser_vs_reference(name, grad_scales, steps=3):
     w, model = _model(name)
     p0 = model.get_params()
     ref_params = {k: v.copy() for k, v in p0.items()}
-    ref = numpy_ref.build(w, p0, dtype="float64").optimizer  # the spec's rule, written out
+    ref = make(numpy_ref, w, p0, dtype="float64").optimizer  # the spec's rule, written out
     rng = np.random.default_rng(0)
     for _ in range(steps):
         grads = {}
@@ -107,7 +110,7 @@ def test_dense_kernel_is_transposed_and_fc1_rows_stay_chw():
     p = canonical_weights(w)
     fc1 = [m for m in model.net.modules() if isinstance(m, torch.nn.Linear)][0]
     np.testing.assert_array_equal(fc1.weight.detach().numpy(), p["fc1.kernel"].T)
-    assert params._gru_bias(params._gru_bias(np.arange(6.0))).tolist() == list(range(6))
+    assert weights._gru_bias(weights._gru_bias(np.arange(6.0))).tolist() == list(range(6))
 
 
 def test_cnn_computes_the_same_in_both_memory_formats():
@@ -120,7 +123,7 @@ def test_cnn_computes_the_same_in_both_memory_formats():
     x, y = gate_batch(w, n=4)
     runs = {}
     for layout in ("NHWC", "NCHW"):
-        model = tb.build(w, p, dtype="float64", layout=layout)
+        model = make(tb, w, p, dtype="float64", layout=layout)
         assert model.manifest()["layout"].startswith(layout)
         loss, grads = model.loss_and_grads(x, y)
         runs[layout] = (model.predict_numpy(x), loss, grads, model.deterministic_steps(x, y, 2))
@@ -135,7 +138,7 @@ def test_cnn_computes_the_same_in_both_memory_formats():
 def test_resnet_in_nchw_matches_reference():
     w = get_workload("resnet50").at_image_size(32)
     p = canonical_weights(w)
-    model = tb.build(w, p, dtype="float64", layout="NCHW")
+    model = make(tb, w, p, dtype="float64", layout="NCHW")
     x, _ = gate_batch(w, n=2)
     assert run_gate(model, w, p, x, None, "float64").equivalent
 
@@ -175,11 +178,32 @@ def test_manifest_records_the_fast_path():
     man = cnn.manifest()
     assert man["compile"] == "eager" and man["autotune"] == "n/a"
     assert "torch.optim.SGD" in man["optimizer"] and "'foreach': False" in man["optimizer"]
-    assert man["layout"].startswith(fastpath.CPU_LAYOUT["cnn"])
+    assert man["layout"].startswith("NHWC")  # the graph has Conv2D, on the CPU
     assert "DataLoader" in man["loader"] and "num_workers=0" in man["loader"]
+    assert "TorchModel.train_step" in man["gated_program"]
     _, gru = _model("gru", dtype="float32")
     assert "torch.optim.Adam" in gru.manifest()["optimizer"]
+    _, res = _model("resnet50", dtype="float32", size=32)
+    assert res.manifest()["gated_program"].startswith("n/a: forward only")
     assert gru.manifest()["fused_rnn"].startswith("yes")
+    assert gru.manifest()["layout"].startswith("NTC")
+
+
+def test_memory_format_follows_the_graph_not_the_name():
+    cnn = get_workload("cnn")
+    assert torch_model.memory_format(cnn, "cpu", None) == "NHWC"
+    assert torch_model.memory_format(cnn, "cuda", None) == "NCHW"
+    assert torch_model.memory_format(cnn, "cpu", "NCHW") == "NCHW"
+    # the same image workload under another name, and one without convolutions
+    renamed = dataclasses.replace(cnn, name="something_new")
+    assert torch_model.memory_format(renamed, "cpu", None) == "NHWC"
+    mlp = dataclasses.replace(cnn, graph=(ops.Flatten("CHW"), cnn.graph[-1]))
+    assert torch_model.memory_format(mlp, "cpu", None) == "NCHW"
+    # a Conv2D only inside a residual branch still counts
+    res = get_workload("resnet50")
+    assert torch_model.memory_format(res, "cpu", None) == "NHWC"
+    with pytest.raises(BackendError, match="layout must be one of NCHW, NHWC, got 'nhwc'"):
+        torch_model.memory_format(cnn, "cpu", "nhwc")
 
 
 def test_summary_is_the_native_module():
@@ -190,27 +214,104 @@ def test_summary_is_the_native_module():
 
 
 def test_compile_switch(monkeypatch):
-    monkeypatch.delenv(fastpath.COMPILE_ENV, raising=False)
-    assert fastpath.compile_wanted(None) is fastpath.COMPILE_DEFAULT
-    monkeypatch.setenv(fastpath.COMPILE_ENV, "1")
-    assert fastpath.compile_wanted(None) is True and fastpath.compile_wanted(False) is False
-    monkeypatch.setenv(fastpath.COMPILE_ENV, "0")
-    assert fastpath.compile_wanted(None) is False
+    monkeypatch.delenv(torch_model.COMPILE_ENV, raising=False)
+    assert torch_model.compile_backend(None) is None  # COMPILE_DEFAULT: eager
+    monkeypatch.setenv(torch_model.COMPILE_ENV, "1")
+    assert torch_model.compile_backend(None) == "inductor"
+    assert torch_model.compile_backend(False) is None
+    assert torch_model.compile_backend("aot_eager") == "aot_eager"
+    monkeypatch.setenv(torch_model.COMPILE_ENV, "0")
+    assert torch_model.compile_backend(None) is None
 
 
-def test_threads_follow_the_runners_setting():
-    code = (
-        "from rosetta.backends import torch as tb\n"
-        "from rosetta.spec import get_workload, canonical_weights\n"
-        "w = get_workload('gru')\n"
-        "m = tb.build(w, canonical_weights(w))\n"
-        "print(m.manifest()['threads'], m.manifest()['interop_threads'])\n"
-    )
-    env = dict(os.environ, ROSETTA_THREADS="1")
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
-    )
-    assert out.stdout.split() == ["1", "1"]
+@pytest.mark.parametrize("n", [1, 2])
+def test_threads_are_read_back_from_torch(n):
+    before = torch.get_num_threads()
+    try:
+        rt = runtime_for(tb, threads=n)
+        assert rt.threads == n and torch.get_num_threads() == n  # inside torch, not the request
+        w = get_workload("gru")
+        man = make(tb, w, canonical_weights(w), threads=n).manifest()
+        assert man["threads"] == n and type(man["threads"]) is int
+        assert man["tf32"] is False and man["precision"] == "fp32"
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_tf32_stays_off_on_the_cpu():
+    from rosetta.backends.torch import runtime as settings
+
+    assert settings.set_tf32(False, "cpu") is False
+    assert settings.set_tf32(True, "cpu") is False  # CUDA only: read back off
+    assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+
+
+def _after_one_step(model, p0, batch):
+    model.set_params(p0)
+    model.train_step(batch)
+    return model.get_params()
+
+
+def test_dropout_off_makes_the_timed_step_deterministic_and_on_does_not():
+    w, model = _model("cnn", dtype="float32")
+    p0 = canonical_weights(w)
+    x, y = gate_batch(w, n=4)
+    batch = next(iter(model.loader(x, y, np.arange(4), 4)))
+    model.set_dropout(False)
+    a, b = _after_one_step(model, p0, batch), _after_one_step(model, p0, batch)
+    for n in p0:
+        np.testing.assert_array_equal(a[n], b[n], err_msg=n)
+    model.set_dropout(True)
+    c, d = _after_one_step(model, p0, batch), _after_one_step(model, p0, batch)
+    assert not np.array_equal(c["conv1.kernel"], d["conv1.kernel"])  # fresh masks each step
+    assert not np.array_equal(a["conv1.kernel"], c["conv1.kernel"])
+    assert all(m.rate.item() == m.spec_rate for m in model.dropouts) and len(model.dropouts) == 3
+
+
+class CountingBackend:
+    """A ``torch.compile`` backend that counts the graphs dynamo hands it and runs them as is."""
+
+    __name__ = "counting"
+
+    def __init__(self) -> None:
+        self.graphs = 0
+
+    def __call__(self, gm, example_inputs):
+        self.graphs += 1
+        return gm.forward
+
+
+def test_toggling_dropout_neither_retraces_nor_recompiles():
+    counter = CountingBackend()
+    w, model = _model("cnn", dtype="float32", compile=counter)
+    assert model.manifest()["compile"] == "torch.compile (backend=counting)"
+    x, y = gate_batch(w, n=4)
+    batch = next(iter(model.loader(x, y, np.arange(4), 4)))
+    for enabled in (True, False, True, False):
+        model.set_dropout(enabled)
+        model.train_step(batch)
+    assert counter.graphs == 1
+
+
+def test_the_compile_count_sees_a_dropout_rate_that_is_a_python_float():
+    # planted defect: nn.Dropout's p is a constant dynamo specialises on, so toggling it
+    # compiles a second graph; the test above would fail on such a gate
+    torch._dynamo.reset()
+    counter = CountingBackend()
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)).train()
+    step = torch.compile(net, backend=counter)
+    x = torch.ones(2, 4)
+    for p in (0.5, 0.0, 0.5, 0.0):
+        net[1].p = p
+        step(x)
+    assert counter.graphs >= 2
+    gated = torch.nn.Sequential(torch.nn.Linear(4, 4), GatedDropout(0.5)).train()
+    counter2 = CountingBackend()
+    step2 = torch.compile(gated, backend=counter2)
+    for p in (0.5, 0.0, 0.5, 0.0):
+        gated[1].set_rate(p)
+        step2(x)
+    assert counter2.graphs == 1
 
 
 @pytest.mark.parametrize("name,size", [("cnn", None), ("gru", None), ("resnet50", 32)])
@@ -235,7 +336,7 @@ def test_handwritten_models_compute_what_the_lowered_ones_compute(name, size):
 def test_cuda_matches_reference(name):
     w = get_workload(name)
     p = canonical_weights(w)
-    model = tb.build(w, p, dtype="float32", device="cuda")
+    model = make(tb, w, p, dtype="float32", device="cuda")  # written, not run here
     x, y = gate_batch(w, n=4)
     result = run_gate(model, w, p, x, y, "float32")
     assert result.equivalent, result.divergence

@@ -23,6 +23,8 @@ from torch.utils.data import DataLoader, Sampler, TensorDataset
 #: ~2.5% and costs a process competing with the two compute threads. On CUDA the batches are
 #: pinned and copied one ahead, which overlaps the copy without a worker.
 NUM_WORKERS = 0
+#: the runtime's dtype names as torch dtypes (images and parameters; token ids are int64)
+TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 class OrderedBatches(Sampler):

@@ -1,27 +1,103 @@
-"""A workload as a plain ``nn.Module`` with ``torch.optim``: the timed face and the NumPy face.
+"""A workload as a plain ``nn.Module`` with ``torch.optim``: the timed face and the NumPy face,
+and the measured fast-path choices.
 
 The timed face is what a PyTorch user writes: batches from a ``DataLoader`` already on the
 device, ``zero_grad(set_to_none=True)``, forward, ``F.cross_entropy`` (mean), ``backward``,
 ``optimizer.step()``, the loss returned as a tensor (no host read-back); features under
-``torch.inference_mode()``. The NumPy face converts only through ``params.py`` and ``loader.py``.
+``torch.inference_mode()``. The NumPy face converts only through ``weights.py`` and
+``loader.py``. Everything the model needs comes from its :class:`~rosetta.runtime.Runtime`.
+
+**Fast-path choices** (figures from ``python -m benchmarks fastpath_torch`` on the 2-core
+development CPU, oneDNN/MKL, torch 2.13 CPU; rerun it before changing a choice):
+
+- memory format, keyed by what the graph contains, never by workload name: *a graph with
+  Conv2D runs channels_last (NHWC) on the CPU*, NCHW on CUDA (cuDNN's fp32 kernels' native
+  layout); a graph without convolutions has no image layout to choose. Measured 2026-11-23 on
+  the shared 2-core CPU, interleaved, ratio channels_last / NCHW (< 1: channels_last faster;
+  load average 5-14, so absolute times are ~3x the quiet machine's):
+
+  - cnn train step, batch 64: 0.659 [0.526, 0.928] (1.13 s vs 1.71 s), n=15;
+  - resnet50 features, 32 x 224^2: 0.535 [0.411, 0.973] (17.7 s vs 33.0 s), n=5;
+
+- ``torch.compile``: off by default (``COMPILE_DEFAULT``). Measured (compile / eager, steady
+  step, median [95% CI]; cold start eager / compiled; 2-core CPU, load average 8-14):
+
+  - cnn: 0.992 [0.775, 1.107] (n=15); cold start 9.1 s / 177.9 s;
+  - gru: 0.923 [0.646, 1.316] (n=20; ``nn.GRU`` stays one op); 18.4 s / 21.0 s;
+  - resnet50: 0.762 [0.615, 1.107] (n=5); 22.3 s / 167.4 s.
+
+  No interval excludes 1, and the cold start grows by 2.5-3 minutes (inductor builds C++): even
+  resnet50's best case does not repay it. ``$ROSETTA_TORCH_COMPILE=1`` (or ``0``) or the build
+  option ``compile=True`` turns it on (``compile="aot_eager"`` or any ``torch.compile`` backend
+  name or callable picks that backend: the tests count compilations with one);
+- cuDNN autotune and TF32 are process settings (``runtime.py``); features run under
+  ``torch.inference_mode()``.
+
+**The gated program.** ``train_step`` is the timed program and the gate's k steps run through
+it: ``set_dropout(False)`` writes 0 into the rate buffer of every :class:`GatedDropout`, which
+the same step reads (``lowering.py``). In eager mode that is literally the same Python and the
+same kernels; under ``torch.compile`` the rates are graph inputs, so the one compiled forward
+serves both (no retrace, no recompile; ``tests/test_backend_torch.py`` counts).
 """
 
 from __future__ import annotations
+
+import os
+from collections.abc import Callable
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rosetta.backends import driver
 from rosetta.backends.base import Batch, Model, Params
-from rosetta.backends.torch import fastpath, lower
 from rosetta.backends.torch import loader as native
-from rosetta.backends.torch import params as weights
+from rosetta.backends.torch import optim, weights
+from rosetta.backends.torch import runtime as settings
+from rosetta.backends.torch.lowering import TABLE, Build, GatedDropout
 from rosetta.errors import BackendError
+from rosetta.runtime import Runtime
+from rosetta.spec import ops
+from rosetta.spec.graph import walk
 from rosetta.spec.weights import check_weights
-from rosetta.spec.workload import SGD, Adam, Workload
+from rosetta.spec.workload import Workload
 
-TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+COMPILE_ENV = "ROSETTA_TORCH_COMPILE"
+COMPILE_DEFAULT = False  # eager unless asked (see the module docstring's figures)
+LAYOUTS = ("NCHW", "NHWC")
+
+CompileOption = bool | str | Callable | None
+
+
+def compile_backend(option: CompileOption) -> str | Callable | None:
+    """The ``torch.compile`` backend to use, or None for eager: the build option if given (True:
+    inductor, False: eager, a string or callable: that backend), else ``$ROSETTA_TORCH_COMPILE``
+    (1/0), else ``COMPILE_DEFAULT``."""
+    if option is None:
+        raw = os.environ.get(COMPILE_ENV, "").strip().lower()
+        option = COMPILE_DEFAULT if raw == "" else raw not in ("0", "false", "no")
+    if option is False:
+        return None
+    if option is True:
+        return "inductor"
+    return option
+
+
+def memory_format(workload: Workload, device: str, override: str | None) -> str:
+    """``NHWC`` (channels_last) or ``NCHW`` for an image workload, by what its graph contains:
+    a graph with Conv2D on the CPU runs channels_last (measured, module docstring); CUDA and
+    convolution-free graphs run NCHW. ``override`` (a benchmark's ``layout``) wins."""
+    if override is not None:
+        if override not in LAYOUTS:
+            raise BackendError(f"layout must be one of {', '.join(LAYOUTS)}, got {override!r}")
+        return override
+    if device == "cuda":
+        return "NCHW"
+    has_conv = any(
+        isinstance(op, ops.Conv2D) for op, _, _ in walk(workload.graph, workload.input.shape)
+    )
+    return "NHWC" if has_conv else "NCHW"
 
 
 class TorchModel(Model):
@@ -33,36 +109,44 @@ class TorchModel(Model):
         self,
         workload: Workload,
         params: Params,
+        runtime: Runtime,
         *,
-        dtype: str = "float32",
-        device: str = "cpu",
-        seed: int = 0,
-        compile: bool | None = None,
+        compile: CompileOption = None,
         layout: str | None = None,
     ) -> None:
-        if dtype not in TORCH_DTYPES:
-            raise BackendError(f"backend 'torch' supports float32 and float64, not {dtype!r}")
+        if runtime.dtype not in native.TORCH_DTYPES:
+            raise BackendError(
+                f"backend 'torch' supports float32 and float64, not {runtime.dtype!r}"
+            )
         self.workload = workload
-        self.dtype = dtype
-        self.device = device
-        self.threads = fastpath.set_threads()
-        self.cuda_settings = fastpath.setup_cuda() if device == "cuda" else {}
-        torch.manual_seed(seed)  # dropout masks (the global generator, as a user's script)
+        self.runtime = runtime
+        self.autotune = settings.set_autotune(runtime.device)
+        # the weights are canonical (set_params), so the seed drives the dropout masks: torch's
+        # global generator, CPU and every CUDA device, as a user's script seeds it
+        torch.manual_seed(runtime.seed)
         self.images = len(workload.input.shape) == 3
-        self.layout = fastpath.memory_format(workload.name, device, layout) if self.images else ""
+        self.layout = memory_format(workload, runtime.device, layout) if self.images else ""
         fmt = torch.channels_last if self.layout == "NHWC" else torch.contiguous_format
-        self.place = native.Placement(torch.device(device), TORCH_DTYPES[dtype], fmt)
+        dtype = native.TORCH_DTYPES[runtime.dtype]
+        self.place = native.Placement(torch.device(runtime.device), dtype, fmt)
 
-        net = lower.build_net(workload.graph, workload.input.shape)  # raises on unknown ops
-        self.net: nn.Sequential = net.to(device=self.place.device, dtype=self.place.dtype)
+        ctx = Build()
+        net = driver.lower(TABLE, workload.graph, workload.input.shape, ctx)  # unknown op: raises
+        self.net: nn.Module = net.to(device=self.place.device, dtype=dtype)
         if self.layout == "NHWC":
             self.net = self.net.to(memory_format=torch.channels_last)
         self.batchnorms = [
             m for m in self.net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)
         ]
-        self.binds = weights.bindings(lower.param_owners(workload.graph, self.net))
-        self.compiled = fastpath.compile_wanted(compile)
-        self.forward = torch.compile(self.net) if self.compiled else self.net
+        self.dropouts = [m for m in self.net.modules() if isinstance(m, GatedDropout)]
+        self.dropout = True
+        self.binds = weights.bindings(ctx.owners)
+        self.compile_backend = compile_backend(compile)
+        self.forward = (
+            self.net
+            if self.compile_backend is None
+            else torch.compile(self.net, backend=self.compile_backend)
+        )
         self._training: bool | None = None
         self._mode(False)
         self.optimizer: torch.optim.Optimizer | None = None
@@ -70,51 +154,31 @@ class TorchModel(Model):
 
     # -- helpers -------------------------------------------------------------------------------
     def _mode(self, training: bool) -> None:
-        """Dropout on/off; BatchNorm stays in eval (the spec's inference-mode BatchNorm)."""
+        """Dropout modules in training mode or not; BatchNorm stays in eval (the spec's
+        inference-mode BatchNorm)."""
         if training != self._training:
             self.net.train(training)
             for bn in self.batchnorms:
                 bn.eval()
             self._training = training
 
-    def _make_optimizer(self) -> torch.optim.Optimizer | None:
-        o = self.workload.optimizer
-        trainable = [b.tensor for b in self.binds.values() if b.trainable]
-        foreach = self.device == "cuda"  # PyTorch's own default: foreach on CUDA, loop on CPU
-        if isinstance(o, SGD):
-            return torch.optim.SGD(
-                trainable, lr=o.lr, momentum=o.momentum, nesterov=o.nesterov, foreach=foreach
-            )
-        if isinstance(o, Adam):
-            # torch.optim.Adam is Algorithm 1: lr * m_hat / (sqrt(v_hat) + eps), the spec's rule
-            # (checked in float64 against numpy_ref.optim by tests/test_backend_torch.py)
-            return torch.optim.Adam(
-                trainable, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps, foreach=foreach
-            )
-        return None
-
-    def _numpy_batch(self, x: np.ndarray, y: np.ndarray | None) -> Batch:
-        return next(iter(self.loader(x, y, np.arange(len(x)), len(x))))
-
-    def _loss(self, batch: Batch) -> torch.Tensor:
-        return F.cross_entropy(self.forward(batch[0]), batch[1])  # mean reduction
-
-    def _step(self, batch: Batch) -> torch.Tensor:
+    def _trainable(self) -> None:
         if self.optimizer is None:
             raise BackendError(f"workload {self.workload.name!r} is forward-only")
-        self.optimizer.zero_grad(set_to_none=True)
-        loss = self._loss(batch)
-        loss.backward()
-        self.optimizer.step()
-        return loss.detach()
 
     # -- timed face ----------------------------------------------------------------------------
     def loader(self, x, y, order, batch_size):
         return native.native_loader(x, y, order, batch_size, self.place)
 
     def train_step(self, batch: Batch) -> torch.Tensor:
+        """One SGD/Adam step (the timed program; the gate runs it with dropout rates 0)."""
+        self._trainable()
         self._mode(True)
-        return self._step(batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(self.forward(batch[0]), batch[1])  # mean reduction
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach()  # the loss at the parameters before this step
 
     def predict(self, batch: Batch) -> torch.Tensor:
         self._mode(False)
@@ -123,7 +187,7 @@ class TorchModel(Model):
 
     def sync(self, value=None) -> None:
         if self.device == "cuda":
-            torch.cuda.synchronize(self.place.device)
+            torch.cuda.synchronize(self.place.device)  # written, not run here
 
     def to_numpy(self, value) -> np.ndarray:
         return value.detach().to("cpu").numpy()
@@ -132,28 +196,35 @@ class TorchModel(Model):
     def set_params(self, params: Params) -> None:
         check_weights(self.workload, params)
         weights.load(self.binds, params)
-        self.optimizer = self._make_optimizer()  # fresh state: loading weights restarts training
+        trainable = [b.tensor for b in self.binds.values() if b.trainable]
+        # fresh state: loading weights restarts training
+        self.optimizer = optim.make_optimizer(self.workload.optimizer, trainable, self.device)
 
     def get_params(self) -> Params:
         return weights.read(self.binds)
 
-    def loss_and_grads(self, x: np.ndarray, y: np.ndarray) -> tuple[float, Params]:
-        if self.optimizer is None:
-            raise BackendError(f"workload {self.workload.name!r} is forward-only")
-        self._mode(False)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss = self._loss(self._numpy_batch(x, y))
-        loss.backward()
-        grads = weights.read_grads(self.binds)
-        self.optimizer.zero_grad(set_to_none=True)
-        return float(loss.item()), grads
+    def set_dropout(self, enabled: bool) -> None:
+        """Write each dropout's rate (the spec's, or 0) into the buffer the step reads."""
+        for d in self.dropouts:
+            d.set_rate(d.spec_rate if enabled else 0.0)
+        self.dropout = bool(enabled)
 
-    def deterministic_steps(self, x: np.ndarray, y: np.ndarray, k: int) -> Params:
-        batch = self._numpy_batch(x, y)
-        self._mode(False)
-        for _ in range(k):
-            self._step(batch)
-        return self.get_params()
+    def loss_and_grads(self, x: np.ndarray, y: np.ndarray) -> tuple[float, Params]:
+        """Loss and gradients through the timed forward (training mode, dropout rates 0)."""
+        self._trainable()
+        batch = next(iter(self.loader(x, y, np.arange(len(x)), len(x))))
+        was = self.dropout
+        self.set_dropout(False)
+        try:
+            self._mode(True)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(self.forward(batch[0]), batch[1])
+            loss.backward()
+            grads = weights.read_grads(self.binds)
+            self.optimizer.zero_grad(set_to_none=True)
+        finally:
+            self.set_dropout(was)
+        return float(loss.item()), grads
 
     def batch_to_numpy(self, batch: Batch) -> tuple[np.ndarray, ...]:
         return native.to_canonical(batch)
@@ -163,46 +234,49 @@ class TorchModel(Model):
 
     def peak_device_memory_bytes(self) -> int | None:
         """Peak CUDA memory allocated by this process, or None on the CPU."""
-        if self.device != "cuda":
-            return None
-        return int(torch.cuda.max_memory_allocated(self.place.device))
+        return settings.peak_memory_bytes(self.device)
 
     def manifest(self) -> dict:
         cuda = self.device == "cuda"
-        device = f"cuda ({torch.cuda.get_device_name(self.place.device)})" if cuda else "cpu"
         has_gru = any(isinstance(m, nn.GRU) for m in self.net.modules())
-        if self.images:
-            layout = "NHWC (channels_last)" if self.layout == "NHWC" else "NCHW"
-        else:
+        if not self.images:
             layout = "NTC (batch_first=True)"
-        opt = self.optimizer
-        if opt is None:
-            optimizer = "n/a (forward only, torch.inference_mode())"
+        elif self.layout == "NHWC":
+            layout = "NHWC (channels_last: the graph has Conv2D, on the CPU)"
         else:
-            flags = {
-                k: opt.defaults.get(k)
-                for k in ("foreach", "fused", "nesterov")
-                if k in opt.defaults
-            }
-            optimizer = f"torch.optim.{type(opt).__name__} {flags}; the spec's rule, no deviation"
+            layout = "NCHW"
+        if self.compile_backend is None:
+            compiled, program = "eager", "the eager nn.Module step"
+        else:
+            name = getattr(self.compile_backend, "__name__", self.compile_backend)
+            compiled = f"torch.compile (backend={name})"
+            program = "the torch.compile'd forward (rates are graph inputs: no recompile)"
+        if self.optimizer is None:
+            gated = "n/a: forward only (the gate compares predict, the timed program itself)"
+        else:
+            gated = (
+                f"TorchModel.train_step, {program}: the same zero_grad/forward/cross_entropy/"
+                "backward/optimizer.step the timed loop calls, dropout off by writing 0 into "
+                "every GatedDropout rate buffer (set_dropout)"
+            )
         return {
-            "backend": self.backend,
-            "device": device,
-            "dtype": self.dtype,
+            **self.runtime_manifest(),
+            "device": settings.device_name(self.device),
+            "device_reason": self.runtime.device_reason,
             "layout": layout,
-            "threads": self.threads[0],
-            "interop_threads": self.threads[1],
-            "compile": "torch.compile (inductor)" if self.compiled else "eager",
-            "autotune": "cudnn.benchmark=True" if cuda else "n/a",
-            "tf32": self.cuda_settings.get("tf32", "n/a"),
+            "interop_threads": settings.interop_threads(),
+            "compile": compiled,
+            "autotune": "cudnn.benchmark=True" if self.autotune else "n/a",
             "fused_rnn": _fused_rnn(cuda) if has_gru else "n/a",
             "loader": (
                 "torch.utils.data.DataLoader(TensorDataset, batch sampler over the runner's "
                 f"order, batch_size=None, num_workers={native.NUM_WORKERS}, "
                 f"pin_memory={cuda}){', non_blocking copies one batch ahead' if cuda else ''}"
             ),
-            "optimizer": optimizer,
+            "optimizer": optim.describe(self.optimizer),
+            "dropout": "GatedDropout: inverted dropout, its rate a buffer the step reads",
             "features": "torch.inference_mode()",
+            "gated_program": gated,
             "torch": torch.__version__,
         }
 
@@ -211,3 +285,19 @@ def _fused_rnn(cuda: bool) -> str:
     if cuda and torch.backends.cudnn.is_available():
         return "yes: nn.GRU -> cuDNN fused GRU"
     return "yes: nn.GRU -> ATen's C++ GRU (one op over all steps, no Python loop)"
+
+
+def build(
+    workload: Workload,
+    params: Params,
+    runtime: Runtime,
+    *,
+    compile: CompileOption = None,
+    layout: str | None = None,
+) -> TorchModel:
+    """Lower ``workload`` to an ``nn.Module`` holding ``params`` (canonical), under ``runtime``.
+
+    Options (benchmarks only; the runner passes none): ``compile`` (default
+    ``$ROSETTA_TORCH_COMPILE``, else eager) wraps the module in ``torch.compile``; ``layout``
+    (``NCHW``/``NHWC``) overrides the memory format the graph rule picks."""
+    return TorchModel(workload, params, runtime, compile=compile, layout=layout)

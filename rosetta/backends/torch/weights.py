@@ -98,11 +98,12 @@ def _bindings_of(op: object, m: nn.Module) -> list[Binding]:
             Binding(f"{op.name}.bias_input", m.bias_ih_l0, True, _gru_bias, _gru_bias),
             Binding(f"{op.name}.bias_recurrent", m.bias_hh_l0, True, _gru_bias, _gru_bias),
         ]
-    raise AssertionError(f"no weight binding for {type(op).__name__}")  # lower.param_owners
+    raise AssertionError(f"no weight binding for {type(op).__name__}")  # lowering.Build.own
 
 
 def bindings(owners: list[tuple[object, nn.Module]]) -> dict[str, Binding]:
-    """Every canonical name of the model -> its binding, in graph order."""
+    """Every canonical name of the model -> its binding, in graph order (``owners``: the
+    ``(op, module)`` pairs that ``lowering.Build`` collected)."""
     return {b.name: b for op, m in owners for b in _bindings_of(op, m)}
 
 

@@ -1,0 +1,222 @@
+"""The Rosetta of PyTorch: every op of the spec as PyTorch's own building block.
+
+``TABLE`` is the backend's :class:`~rosetta.backends.driver.LoweringTable`: one small function
+per op, ``entry(op, site, ctx) -> nn.Module``, a sequence is an ``nn.Sequential`` and a
+residual block a :class:`Residual` (``print(net)`` is the architecture). The driver walks the
+graph; ``ctx`` (a :class:`Build`) collects which module owns the parameters of which op, for
+``weights.py``.
+
+Nothing here converts weights: every layout and gate-order conversion lives in ``weights.py``.
+The modules compute in PyTorch's logical NCHW order whatever the memory format, so ``Flatten`` is
+channel-major (the spec's ``CHW``) in ``channels_last`` too, and ``fc1`` needs no row permutation.
+Dropout is :class:`GatedDropout`, whose rate is a tensor the step reads, so that the gate can
+switch it off inside the very program that is timed (``Model.set_dropout``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from rosetta.backends.driver import LoweringTable, Site, lower_op, unsupported
+from rosetta.backends.torch.loader import TORCH_DTYPES
+from rosetta.runtime import Runtime
+from rosetta.spec import ops
+
+NAME = "torch"
+
+
+@dataclass
+class Build:
+    """The build context: ``(op, module holding its parameters)`` for every parameterised op,
+    in graph order, filled in by the entries as the driver walks the graph."""
+
+    owners: list[tuple[object, nn.Module]] = field(default_factory=list)
+
+    def own(self, op: object, module: nn.Module) -> None:
+        """Record that ``module``'s tensors are ``op``'s parameters."""
+        self.owners.append((op, module))
+
+
+class Residual(nn.Module):
+    """``body(x) + shortcut(x)``; an empty shortcut is the identity (ResNet's bottleneck add)."""
+
+    def __init__(self, body: nn.Module, shortcut: nn.Module) -> None:
+        super().__init__()
+        self.body = body
+        self.shortcut = shortcut
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        side = self.shortcut(x)  # identity: x itself (the body never writes into its input)
+        out = self.body(x)
+        if out is side:  # an empty body: do not double x in place
+            return out + side
+        out += side  # in place, as torchvision's Bottleneck (autograd checks it is allowed)
+        return out
+
+
+class LastStepGRU(nn.Module):
+    """``nn.GRU`` over batch-major ``(N, T, E)`` from a zero state; returns the last state."""
+
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__()
+        self.gru = nn.GRU(input_size, hidden_size, num_layers=1, bias=True, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _, h_n = self.gru(x)  # h_n: (num_layers=1, N, H)
+        return h_n[0]  # (N, H): the last step's state
+
+
+class GatedDropout(nn.Module):
+    """Inverted dropout (the spec's rule: zero with probability ``rate``, scale the rest by
+    ``1 / (1 - rate)``; identity in ``eval()``) whose rate is a 0-d buffer, not a Python float.
+
+    The rate is therefore an *input* of the step: ``set_rate(0.0)`` keeps every element
+    (``rand >= 0`` always holds and the scale is exactly 1, so the output is ``x`` bit for bit)
+    without changing the code that runs. In eager mode the step is the same Python and the same
+    kernels either way; under ``torch.compile`` the buffer is a graph input, not a guarded
+    constant, so toggling it neither retraces nor recompiles (``nn.Dropout.p``, a float, would:
+    dynamo specialises on it). The random numbers are drawn in both cases, so the generator
+    advances the same way whether dropout is on or off."""
+
+    def __init__(self, rate: float) -> None:
+        super().__init__()
+        self.spec_rate = float(rate)
+        self.register_buffer("rate", torch.tensor(self.spec_rate), persistent=False)
+
+    def set_rate(self, rate: float) -> None:
+        """Write the rate the next step reads (in place: the same tensor, dtype and device)."""
+        with torch.no_grad():
+            self.rate.fill_(rate)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training:
+            return x
+        keep = torch.rand_like(x) >= self.rate  # (N, ...) bool, P(keep) = 1 - rate
+        return x * keep * (1 / (1 - self.rate))
+
+    def extra_repr(self) -> str:
+        return f"rate={self.spec_rate} (a buffer: set_dropout(False) writes 0)"
+
+
+def _pads(padding: tuple[int, int, int, int]) -> tuple[int, int] | None:
+    """Symmetric ``(top, bottom, left, right)`` -> PyTorch's ``(h, w)``; None if asymmetric."""
+    t, b, left, right = padding
+    return (t, left) if (t == b and left == right) else None
+
+
+def conv2d(op: ops.Conv2D, site: Site, ctx: Build) -> nn.Module:
+    sym = _pads(op.padding)
+    conv = nn.Conv2d(
+        site.in_shape[0],
+        op.out_channels,
+        op.kernel,
+        stride=op.stride,
+        padding=sym if sym is not None else 0,
+        bias=op.bias,
+    )
+    ctx.own(op, conv)
+    if sym is not None:
+        return conv
+    t, b, left, right = op.padding
+    return nn.Sequential(nn.ZeroPad2d((left, right, t, b)), conv)
+
+
+def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: Build) -> nn.Module:
+    sym = _pads(op.padding)
+    if sym is not None and 2 * max(sym) <= min(op.kernel):  # what nn.MaxPool2d accepts
+        return nn.MaxPool2d(op.kernel, op.stride, padding=sym)  # pads with -inf
+    t, b, left, right = op.padding
+    pad = nn.ConstantPad2d((left, right, t, b), float("-inf"))  # never selected, as the spec
+    return nn.Sequential(pad, nn.MaxPool2d(op.kernel, op.stride))
+
+
+def relu(op: ops.ReLU, site: Site, ctx: Build) -> nn.Module:
+    # in place except on a sequence's input (the caller's batch, or a residual's shared input)
+    return nn.ReLU(inplace=not site.at_input)
+
+
+def dropout(op: ops.Dropout, site: Site, ctx: Build) -> nn.Module:
+    return GatedDropout(op.rate)
+
+
+def flatten(op: ops.Flatten, site: Site, ctx: Build) -> nn.Module:
+    if op.order != "CHW":
+        raise unsupported(NAME, op)
+    return nn.Flatten(1)  # (N, C, H, W) -> (N, C*H*W), logical (channel-major) order
+
+
+def dense(op: ops.Dense, site: Site, ctx: Build) -> nn.Module:
+    layer = nn.Linear(site.in_shape[0], op.units, bias=op.bias)
+    ctx.own(op, layer)
+    return layer
+
+
+def batchnorm(op: ops.BatchNorm, site: Site, ctx: Build) -> nn.Module:
+    cls = nn.BatchNorm2d if len(site.in_shape) == 3 else nn.BatchNorm1d
+    layer = cls(site.in_shape[0], eps=op.eps, momentum=op.momentum)  # kept in eval(): model.py
+    ctx.own(op, layer)
+    return layer
+
+
+def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Build) -> nn.Module:
+    return nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(1))  # (N, C, H, W) -> (N, C)
+
+
+def embedding(op: ops.Embedding, site: Site, ctx: Build) -> nn.Module:
+    layer = nn.Embedding(op.vocab, op.dim)  # (N, T) -> (N, T, E); id 0 is an ordinary row
+    ctx.own(op, layer)
+    return layer
+
+
+def gru(op: ops.GRU, site: Site, ctx: Build) -> nn.Module:
+    # the spec admits only z,r,h + reset_after, zero state, last output: exactly nn.GRU's
+    # function (its r,z,n order is a weight layout, converted in weights.py)
+    if not op.reset_after or op.initial_state != "zeros" or op.output != "last":
+        raise unsupported(NAME, op)
+    layer = LastStepGRU(site.in_shape[1], op.units)
+    ctx.own(op, layer.gru)
+    return layer
+
+
+def sequence(layers: list[nn.Module], site: Site, ctx: Build) -> nn.Module:
+    """Layers in order: an ``nn.Sequential`` (empty: the identity)."""
+    return nn.Sequential(*layers)
+
+
+def residual(body: nn.Module, shortcut: nn.Module, site: Site, ctx: Build) -> nn.Module:
+    """``body(x) + shortcut(x)``."""
+    return Residual(body, shortcut)
+
+
+TABLE: LoweringTable[nn.Module] = LoweringTable(
+    backend=NAME,
+    entries={
+        ops.Conv2D: conv2d,
+        ops.MaxPool2D: maxpool2d,
+        ops.ReLU: relu,
+        ops.Dropout: dropout,
+        ops.Flatten: flatten,
+        ops.Dense: dense,
+        ops.BatchNorm: batchnorm,
+        ops.GlobalAvgPool: global_avgpool,
+        ops.Embedding: embedding,
+        ops.GRU: gru,
+    },
+    sequence=sequence,
+    residual=residual,
+)
+
+
+def apply_op(op: object, x: np.ndarray, runtime: Runtime, training: bool) -> np.ndarray:
+    """One parameter-free op on a NumPy batch, on the runtime's device and dtype (dropout masks
+    from ``runtime.seed``)."""
+    module = lower_op(TABLE, op, tuple(x.shape[1:]), Build())
+    module = module.to(device=runtime.device, dtype=TORCH_DTYPES[runtime.dtype]).train(training)
+    torch.manual_seed(runtime.seed)
+    xt = torch.as_tensor(x, dtype=TORCH_DTYPES[runtime.dtype], device=runtime.device)
+    with torch.no_grad():
+        return module(xt).to("cpu").numpy()
