@@ -5,6 +5,8 @@ Three programs, each traced and compiled by XLA once per batch shape and kept:
 - ``train``: forward (dropout keys ``fold_in(key(seed), step)``), softmax cross-entropy,
   ``jax.value_and_grad``, the optax update; the trainable parameters, the optimiser state and
   the step counter are *donated* (XLA updates them in place instead of allocating new buffers).
+  The step counter is the position in the dropout stream: like the reference's generator it
+  runs on across ``set_params`` (which restarts the optimiser, not the random stream).
   Dropout is a runtime argument of it, a boolean array (``set_dropout``): the gate's k steps
   (the base class's ``deterministic_steps``) run this very executable with it off, so what is
   checked is what is timed, and toggling compiles nothing;
@@ -103,6 +105,7 @@ class JaxModel(Model):
             self._dropout_flags = {
                 on: jax.device_put(np.bool_(on), self._jdev) for on in (True, False)
             }
+            self._step = jax.device_put(np.int32(0), self._jdev)  # dropout stream position
         self._dropout = self._dropout_flags[True]
         self._last: Any = None  # outputs of the last dispatched program (what sync waits on)
         self.set_params(params)
@@ -207,7 +210,6 @@ class JaxModel(Model):
         self._tp = {n: put(n) for n in self._trainable}
         self._buffers = {n: put(n) for n in self._buffer_names}
         self._opt_state = jax.device_put(self._tx.init(self._tp), self._jdev)
-        self._step = jax.device_put(np.int32(0), self._jdev)
         self._last = self._tp
 
     @_scoped
