@@ -215,6 +215,9 @@ def test_fast_path_choices_in_manifest():
     assert m_gru["fused_rnn"].startswith("no") and "Algorithm 1" in m_gru["optimizer"]
     assert "keras.optimizers.SGD" in m_cnn["optimizer"]
     assert "train_step" in m_cnn["gated_program"] and "tf.Variable" in m_cnn["gated_program"]
+    resnet = get_workload("resnet50").at_image_size(32)
+    m_resnet = make(tfb, resnet, canonical_weights(resnet, 0)).manifest()
+    assert "predict" in m_resnet["gated_program"] and m_resnet["fused_rnn"] == "n/a"
 
 
 def test_fast_path_follows_the_graph_not_the_name():
@@ -267,8 +270,8 @@ def test_toggling_dropout_does_not_retrace_the_timed_step():
     for enabled in (False, True, False, True):
         model.set_dropout(enabled)
         model.train_step(batch)
-    model.deterministic_steps(x, y, 2)  # the base class: k steps through train_step itself
-    assert model.tracing_count() == 1
+    model.deterministic_steps(x[:4], y[:4], 2)  # the gate: k steps through train_step itself,
+    assert model.tracing_count() == 1  # on a smaller batch, in the same trace
 
 
 def test_deterministic_steps_run_the_timed_trace_with_dropout_off():

@@ -119,10 +119,15 @@ class KerasModel(Model):
             channels_last=fast.data_format == "channels_last",
             tf_device=self.tf_device,
         )
+        # one trace per function whatever the batch size (the gate's batch is smaller than the
+        # timed loop's), so deterministic_steps runs the very trace the timed loop runs
         jit = fast.jit_compile
-        self._step_fn = tf.function(self._step, jit_compile=jit)  # the timed program
-        self._grads_fn = tf.function(self._loss_grads, jit_compile=jit)
-        self._predict_fn = tf.function(self._forward, jit_compile=jit)
+        x_spec = tf.TensorSpec((None, *self.net.input_shape[1:]), self.net.inputs[0].dtype)
+        y_spec = tf.TensorSpec((None,), tf.int64)
+        compile_ = dict(jit_compile=jit, input_signature=(x_spec, y_spec))
+        self._step_fn = tf.function(self._step, **compile_)  # the timed program
+        self._grads_fn = tf.function(self._loss_grads, **compile_)
+        self._predict_fn = tf.function(self._forward, jit_compile=jit, input_signature=(x_spec,))
         self.set_params(params)
 
     def _lower(self) -> tuple[keras.Model, list[weights.Binding]]:
@@ -240,12 +245,21 @@ class KerasModel(Model):
             "prefetch(AUTOTUNE)" + (" -> prefetch_to_device" if self.device == "cuda" else ""),
             "optimizer": optim.describe(self.workload.optimizer),
             "inference": "model(x, training=False) in a tf.function; BatchNorm on moving stats",
-            "gated_program": f"KerasModel.train_step's {xla} trace (model(x, training=True), "
-            "loss, GradientTape, optimizer.apply), dropout off through a tf.Variable the trace "
-            "reads (set_dropout); the same trace, not retraced (a batch of another size traces "
-            "the same function for its shape)",
+            "gated_program": self._gated_program(xla),
             "versions": f"tensorflow {tf.__version__}, keras {keras.__version__}",
         }
+
+    def _gated_program(self, xla: str) -> str:
+        if self.optimizer is None:
+            return (
+                f"KerasModel.predict's {xla} trace (model(x, training=False)); forward-only "
+                "workload: the gate compares its outputs, no train step"
+            )
+        return (
+            f"KerasModel.train_step's {xla} trace (model(x, training=True), loss, GradientTape, "
+            "optimizer.apply; batch dimension unspecified, so one trace for every batch size), "
+            "dropout off through a tf.Variable the trace reads (set_dropout), not retraced"
+        )
 
     def _fused_rnn(self) -> str:
         """Whether the GRU ran cuDNN's fused kernel: the traced graphs are searched for it."""
