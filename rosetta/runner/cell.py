@@ -299,6 +299,25 @@ class Cell:
         )
 
 
+def noise_flag(steady: dict) -> str | None:
+    """The flag for uneven steady-state steps, or None.
+
+    A robust spread, IQR / median, above :data:`SPREAD_FLAG`: one slow step (a page fault, a
+    context switch) cannot trip it, as it did the old CV > 10% rule; bimodal or widely spread
+    steps do. Whether that noise could change a verdict needs the other backends, so the report
+    decides that (``rosetta.report.stats.noise_matters``); METHODOLOGY.md states the rule."""
+    med, q25, q75 = steady.get("median"), steady.get("q25"), steady.get("q75")
+    if not (steady.get("n", 0) > 1 and med and med > 0 and q25 is not None and q75 is not None):
+        return None
+    spread = (q75 - q25) / med
+    if spread <= SPREAD_FLAG:
+        return None
+    return (
+        f"steady-state spread (IQR/median) {spread:.0%} > {SPREAD_FLAG:.0%}: uneven steps "
+        "(the report says whether it could change a verdict)"
+    )
+
+
 def run_epoch(model, batches, *, sample_every: int, step: int, samples: list[float],
               cold: bool = False, progress=None):  # fmt: skip
     """The runner's training loop over one epoch's native batches.
@@ -355,22 +374,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-def noise_flag(steady: dict) -> str | None:
-    """The flag for uneven steady-state steps, or None.
-
-    A robust spread, IQR / median, above :data:`SPREAD_FLAG`: one slow step (a page fault, a
-    context switch) cannot trip it, as it did the old CV > 10% rule; bimodal or widely spread
-    steps do. Whether that noise could change a verdict needs the other backends, so the report
-    decides that (``rosetta.report.stats.noise_matters``); METHODOLOGY.md states the rule."""
-    med, q25, q75 = steady.get("median"), steady.get("q25"), steady.get("q75")
-    if not (steady.get("n", 0) > 1 and med and med > 0 and q25 is not None and q75 is not None):
-        return None
-    spread = (q75 - q25) / med
-    if spread <= SPREAD_FLAG:
-        return None
-    return (
-        f"steady-state spread (IQR/median) {spread:.0%} > {SPREAD_FLAG:.0%}: uneven steps "
-        "(the report says whether it could change a verdict)"
-    )
