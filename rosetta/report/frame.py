@@ -28,7 +28,8 @@ from rosetta.report.order import backend_order, row_key
 __all__ = ["Tables", "backend_order", "build_tables", "cell_row", "tidy_frame"]
 TRAIN_FLOP_FACTOR = 3  # training step = forward + backward, backward counted as 2x forward
 CHECKS = ("forward", "loss", "grads", "params")
-ID_COLUMNS = ["run_id", "backend", "workload", "profile", "status", "equivalent", "data_source"]
+ID_COLUMNS = ["run_id", "backend", "workload", "batch_size", "precision", "threads", "round",
+              "profile", "status", "equivalent", "data_source"]  # fmt: skip
 
 # The tidy frame's measures: (name, unit, column in ``cells``, interval columns or None).
 MEASURES = (
