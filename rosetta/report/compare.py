@@ -58,6 +58,13 @@ def ratios_to_fastest(t: Tables, groups: pd.DataFrame | None = None) -> pd.DataF
     did). Columns: :data:`RATIO_COLUMNS`; the fastest's verdict names who is within the noise,
     ``noisy`` says whether the group's noise could change a verdict."""
     groups = t.groups if groups is None else groups
+    key = ("ratios_to_fastest", tuple(groups.index))
+    if key not in t.cache:  # several sections read it: bootstrap once per page
+        t.cache[key] = _ratios_to_fastest(t, groups)
+    return t.cache[key].copy()
+
+
+def _ratios_to_fastest(t: Tables, groups: pd.DataFrame) -> pd.DataFrame:
     out = []
     ok = groups[groups["status"] == "ok"]
     for _, g in _by_point(ok, ["run_id", "workload"]):

@@ -65,6 +65,7 @@ class Tables:
     losses: pd.DataFrame  # run_id, backend, workload, cell, step, loss: first round's losses
     runs: Runs
     groups: pd.DataFrame | None = None  # one row per (run, workload, backend, point)
+    cache: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def rounds(self, cell_ids: list[int]) -> dict[int, np.ndarray]:
         """Raw steady-state steps of the given cells (rows of ``cells``), by round."""
