@@ -95,3 +95,30 @@ def test_scaling_section_along_each_swept_axis(results, tmp_path):
 def test_a_single_point_run_has_no_scaling_section(tmp_path):
     a, _ = write_fixture_runs(tmp_path / "results")
     assert 'id="scaling"' not in write_report([a], tmp_path / "rep").read_text()
+
+
+def test_bimodal_steps_next_to_a_close_rival_are_flagged_noisy(tmp_path):
+    import json
+
+    import numpy as np
+
+    run = write_rounds_run(tmp_path / "results", "noisy")
+    path = next(run.glob("tensorflow__cnn__*-r1.json"))
+    rec = json.loads(path.read_text())
+    half = len(rec["clocks"]["steady_raw_s"]) // 2
+    rng = np.random.default_rng(0)
+    # two speeds, 0.10 s and 0.13 s: IQR / median ~ 25%, and torch (0.1) lies inside that
+    rec["clocks"]["steady_raw_s"] = list(
+        np.concatenate([np.full(half, 0.10), np.full(half, 0.13)])
+        * (1 + 0.001 * rng.random(2 * half))
+    )
+    path.write_text(json.dumps(rec))
+    t = load_tables([run])
+    r = compare.ratios_to_fastest(t).set_index(["workload", "backend"])
+    assert r.loc[("cnn", "tensorflow"), "noisy"]
+    assert not r.loc[("cnn", "numpy_ref"), "noisy"] and not r.loc[("gru", "torch"), "noisy"]
+    html = write_report([run], tmp_path / "rep").read_text()
+    assert "1 cell noisy enough to change a verdict" in html
+    cond = {r[2]: r for r in Tables(html).tables["conditions-table"][1:] if r[1] == "cnn"}
+    assert cond["tensorflow (round 2)"][-1].startswith("noisy: spread could change a verdict")
+    assert cond["torch (round 2)"][-1] == "-"

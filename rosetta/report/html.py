@@ -126,7 +126,8 @@ def lede(t: Tables) -> list[str]:
     parts.append(f"{n_eq} of {len(ok)} timed cells passed the equivalence gate")
     n_noisy = int(r["noisy"].sum())
     if n_noisy:
-        parts.append(f"{n_noisy} cells noisy enough to change a verdict (see the conditions)")
+        cells_word = "cell" if n_noisy == 1 else "cells"
+        parts.append(f"{n_noisy} {cells_word} noisy enough to change a verdict (see the ratios)")
     n_bad = int((cells["status"] != "ok").sum())
     if n_bad:
         parts.append(f"{n_bad} cells did not finish (see below)")
