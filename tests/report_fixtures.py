@@ -244,3 +244,80 @@ def write_fixture_runs(results_dir: Path) -> tuple[Path, Path]:
     a = write_run(results_dir, "run-a", CELLS_A, source="synthetic", seed0=0)
     b = write_run(results_dir, "run-b", CELLS_B, source="official", seed0=100)
     return a, b
+
+
+# -- runs with rounds and sweep axes (records carry ``point`` and ``config.round``) ------------
+ROUND_DRIFT = (1.0, 1.12, 0.94)  # the machine's state per round: every cell of a round alike
+ROUND_CELLS = {  # (workload, backend) -> median step s at drift 1; tensorflow 10% behind torch
+    ("cnn", "numpy_ref"): dict(status="ok", step=1.0, e2e=700.0, acc=0.51),
+    ("cnn", "torch"): dict(status="ok", step=0.100, e2e=120.0, acc=0.77),
+    ("cnn", "tensorflow"): dict(status="ok", step=0.110, e2e=130.0, acc=0.77),
+    ("gru", "numpy_ref"): dict(status="ok", step=0.080, e2e=10.0, acc=0.86),
+    ("gru", "torch"): dict(status="ok", step=0.020, e2e=40.0, acc=0.86),
+    ("gru", "tensorflow"): dict(status="ok", step=0.020, e2e=41.0, acc=0.86),  # a tie
+}
+# (backend, batch, precision, threads) -> median step s of the cnn; the default point first
+SWEEP = {
+    ("torch", 64, "fp32", 2): 0.100,
+    ("torch", 128, "fp32", 2): 0.160,  # throughput 1.25x the batch-64 one
+    ("torch", 64, "fp32", 1): 0.180,  # 2 threads: 1.8x speedup, 90% efficiency
+    ("torch", 64, "bf16", 2): 0.060,  # bf16 / fp32 = 0.6
+    ("tensorflow", 64, "fp32", 2): 0.120,
+    ("tensorflow", 128, "fp32", 2): 0.2402,  # throughput unchanged: no clear difference
+}
+LATENCY = {"p50": 0.004, "p90": 0.0055, "p99": 0.009}
+
+
+def write_point_record(
+    run_dir: Path, rec: dict, *, rnd: int, batch: int, precision: str, threads: int, drift: float
+) -> None:
+    """Give a record its point and round (contract v3 with axes), scale its steps by the round's
+    drift, and write it under a file name of its own."""
+    rec["config"].update(round=rnd, batch_size=batch, precision=precision, threads=threads)
+    rec["point"] = {"batch_size": batch, "precision": precision, "threads": threads, "round": rnd}
+    if rec["status"] == "ok":
+        raw = [s * drift for s in rec["clocks"]["steady_raw_s"]]
+        rec["clocks"]["steady_raw_s"] = raw
+        rec["clocks"]["steady"] = summarize(raw).as_dict()
+        rec["clocks"]["end_to_end_s"] *= drift
+    stem = f"{rec['backend']}__{rec['workload']}__b{batch}-{precision}-t{threads}-r{rnd}"
+    (run_dir / f"{stem}.json").write_text(json.dumps(rec, indent=1))
+
+
+def _run_dir(results_dir: Path, run_id: str, repeat: int) -> Path:
+    run_dir = Path(results_dir) / run_id
+    run_dir.mkdir(parents=True)
+    info = {"schema_version": 2, "run_id": run_id, "created": "2026-11-23T10:00:00+00:00",
+            "config": {"profile": "smoke", "device": "cpu", "repeat": repeat},
+            "peak_gflops": PEAK_GFLOPS, "environment": ENV}  # fmt: skip
+    (run_dir / "run.json").write_text(json.dumps(info))
+    return run_dir
+
+
+def write_rounds_run(results_dir: Path, run_id: str = "rounds") -> Path:
+    """Three rounds of ``ROUND_CELLS`` at the default point, each round drifted alike."""
+    run_dir = _run_dir(results_dir, run_id, len(ROUND_DRIFT))
+    for rnd, drift in enumerate(ROUND_DRIFT):
+        for i, ((w, b), spec) in enumerate(ROUND_CELLS.items()):
+            rec = record(run_id, w, b, spec, source="synthetic", seed=100 * rnd + i)
+            write_point_record(
+                run_dir, rec, rnd=rnd, batch=BATCH[w], precision="fp32", threads=2, drift=drift
+            )
+    return run_dir
+
+
+def write_sweep_run(results_dir: Path, run_id: str = "sweep") -> Path:
+    """The cnn over batch sizes, threads and precisions (``SWEEP``), two rounds; torch's default
+    point also carries latency percentiles."""
+    run_dir = _run_dir(results_dir, run_id, 2)
+    for rnd, drift in enumerate(ROUND_DRIFT[:2]):
+        for i, ((b, batch, prec, threads), step) in enumerate(SWEEP.items()):
+            spec = dict(status="ok", step=step, e2e=100.0 * step / 0.1, acc=0.77)
+            rec = record(run_id, "cnn", b, spec, source="synthetic", seed=300 + 10 * rnd + i)
+            rec["peak_rss_mb"] = 1000.0 + 4.0 * batch
+            if (b, batch, prec, threads) == ("torch", 64, "fp32", 2):
+                rec["metrics"]["latency"] = {**LATENCY, "raw_s": [0.004] * 50}
+            write_point_record(
+                run_dir, rec, rnd=rnd, batch=batch, precision=prec, threads=threads, drift=drift
+            )
+    return run_dir

@@ -6,7 +6,6 @@ import math
 from html.parser import HTMLParser
 from pathlib import Path
 
-import numpy as np
 import pytest
 from report_fixtures import CELLS_A, EXPECTED, PEAK_GFLOPS, STEPS, write_fixture_runs
 
@@ -18,8 +17,8 @@ pytest.importorskip("matplotlib")
 pytest.importorskip("jinja2")
 
 from rosetta.report import (  # noqa: E402
+    compare,
     load_tables,
-    stats,
     write_report,
 )
 from rosetta.report.headline import headlines  # noqa: E402
@@ -136,39 +135,9 @@ def test_tidy_frame_one_row_per_cell_and_measure_and_raw_samples_kept(tables_a):
     assert len(losses[(losses.backend == "torch") & (losses.workload == "gru")]) == 64
 
 
-# -- statistics ------------------------------------------------------------------------------
-def _timing(median: float, n: int = 60, spread: float = 0.01, seed: int = 0) -> stats.Timing:
-    rng = np.random.default_rng(seed)
-    raw = median * np.exp(rng.normal(0, spread, n))
-    from rosetta.runner.clock import summarize
-
-    s = summarize(list(raw))
-    return stats.Timing(s.median, s.ci95_low, s.ci95_high, raw)
-
-
-def test_ratio_within_noise_says_no_clear_difference():
-    r = stats.ratio(_timing(1.0, seed=1), _timing(1.0, seed=2))
-    assert r.low <= 1.0 <= r.high and not r.clear and r.verdict == "no clear difference"
-
-
-def test_ratio_outside_noise_gives_a_verdict_with_its_interval():
-    r = stats.ratio(_timing(2.0, seed=1), _timing(1.0, seed=2))
-    assert r.clear and r.low < r.ratio < r.high and 1.9 < r.low and r.high < 2.1
-    assert r.verdict == f"{r.ratio:.2f}x slower"
-    assert stats.ratio(_timing(1.0, seed=3), _timing(2.0, seed=4)).verdict.endswith("x faster")
-
-
-def test_ratio_without_raw_steps_is_bounded_by_the_medians_intervals():
-    a = stats.Timing(2.0, 1.8, 2.2, np.array([]))
-    b = stats.Timing(1.0, 0.9, 1.1, np.array([]))
-    r = stats.ratio(a, b)
-    assert (r.ratio, r.low, r.high, r.method) == (2.0, 1.8 / 1.1, 2.2 / 0.9, "from intervals")
-    overlapping = stats.ratio(stats.Timing(1.05, 0.95, 1.15, np.array([])), b)
-    assert not overlapping.clear  # the intervals overlap: no winner
-
-
+# -- statistics (the statistics themselves: tests/test_stats.py) ------------------------------
 def test_ratios_to_fastest_ignore_not_equivalent_and_call_ties(tables_a):
-    r = stats.ratios_to_fastest(tables_a.cells, tables_a.steps)
+    r = compare.ratios_to_fastest(tables_a)
     cnn = r[r.workload == "cnn"].set_index("backend")
     assert set(cnn["fastest"]) == {"torch"}  # jax is faster but failed the gate
     assert cnn.loc["tensorflow", "verdict"] == "no clear difference"
@@ -182,15 +151,20 @@ def test_ratios_to_fastest_ignore_not_equivalent_and_call_ties(tables_a):
 
 
 def test_compare_runs_flags_only_changes_outside_the_noise(tables_ab):
-    c = stats.compare_runs(tables_ab.cells, tables_ab.steps, "run-a", "run-b")
+    c, machines = compare.compare_runs(tables_ab, "run-a", "run-b")
     c = c.set_index(["workload", "backend"])
     assert len(c) == 9  # cells timed in both runs
+    # the ratio of ratios to the common backend (the reference: same medians in both runs)
+    assert set(c["common"]) == {"numpy_ref"}
+    assert c.loc[("cnn", "numpy_ref"), "verdict"] == "common backend"
+    k, lo, hi = machines  # 8 of 9 cells kept their median, torch's CNN 0.8x
+    assert k == pytest.approx(0.8 ** (1 / 9), rel=1e-9) and (lo, hi) == pytest.approx((0.8, 1.0))
     assert c.loc[("cnn", "torch"), "changed"]
     assert c.loc[("cnn", "torch"), "ratio"] == pytest.approx(0.8, rel=1e-9)
     assert c.loc[("cnn", "torch"), "low"] < 0.8 < c.loc[("cnn", "torch"), "high"] < 1
     others = c.drop(index=("cnn", "torch"))
     assert not others["changed"].any()
-    assert set(others["verdict"]) == {"no clear difference"}
+    assert set(others["verdict"]) == {"no clear difference", "common backend"}
 
 
 # -- tables and the page -----------------------------------------------------------------------
@@ -239,8 +213,10 @@ def test_report_html_has_the_tables_numbers(runs, tmp_path):
     assert row(gru, "jax")[1] == "killed"
     # ratio table: the tie is called a tie, the reference 10x slower
     ratios = [r for r in t.tables["ratio-table"] if r[1] == "cnn"]
-    assert {r[2]: r[5] for r in ratios}["tensorflow"] == "no clear difference"
-    assert {r[2]: r[4] for r in ratios}["numpy_ref"].startswith("10.00 [")
+    assert {r[2]: r[6] for r in ratios}["tensorflow"] == "no clear difference"
+    assert {r[2]: r[5] for r in ratios}["numpy_ref"].startswith("10.00 [")
+    assert {r[2]: r[4] for r in ratios}["numpy_ref"] == "1"  # one round
+    assert {r[2]: r[7] for r in ratios}["numpy_ref"] == "one round: within-process interval"
     # equivalence: the failing cell and its worst check
     eq = {(r[1], r[2]): r for r in t.tables["equivalence-table"][1:]}
     assert eq[("cnn", "jax")][3] == "NOT EQUIVALENT" and eq[("cnn", "jax")][6] == "3.25"
@@ -266,16 +242,22 @@ def test_report_html_has_the_tables_numbers(runs, tmp_path):
     assert all((path.parent / h).resolve().is_file() for h in nb)
     assert "recorded but missing: tensorflow__gru.ipynb" in html
     assert "a_field_from_the_future" not in html  # unknown fields are ignored
-    assert "steady-state CV 14% &gt; 10%" in html  # the runner's flags are shown
+    # the runner's noise flag gives way to the report's judgement (1% noise: nothing to flag)
+    assert "steady-state CV 14%" not in html
+    cond = {(r[1], r[2]): r for r in t.tables["conditions-table"][1:]}
+    assert cond[("cnn", "tensorflow")][-1] == "-" and cond[("cnn", "tensorflow")][-2].endswith("%")
 
 
 def test_two_runs_report_compares_them(runs, tmp_path):
     html = write_report(list(runs), tmp_path / "cmp").read_text()
     t = Tables(html)
     cmp = {(r[0], r[1]): r for r in t.tables["compare-1"][1:]}
-    assert cmp[("cnn", "torch")][5] == "1.25x faster"
-    assert cmp[("cnn", "tensorflow")][5] == "no clear difference"
-    assert "<strong>1 of 9</strong>" in html
+    assert cmp[("cnn", "torch")][2] == "numpy_ref"  # relative to the common backend
+    assert cmp[("cnn", "torch")][6] == "1.25x faster"
+    assert cmp[("cnn", "tensorflow")][6] == "no clear difference"
+    assert cmp[("cnn", "numpy_ref")][6] == "common backend"
+    assert "<strong>1 of 6</strong>" in html  # 9 cells in both runs, 3 of them the common one
+    assert "the machines differ by 0.98x" in html
     cnn = t.tables["headline-cnn"]
     assert cnn[0][1:] == ["run-a (cpu)", "run-b (cpu)"]
     assert row(cnn, "torch")[1:5] == ["123.5", "77.1% synthetic", "99.87", "77.3% real"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-from report_fixtures import EXPECTED, write_fixture_runs
+from report_fixtures import EXPECTED, write_fixture_runs, write_rounds_run, write_sweep_run
 
 from rosetta.report.browser import Browser, find_chromium
 
@@ -95,6 +95,26 @@ def test_report_in_headless_chromium(tmp_path):
         assert u.scheme == "file" and Path(unquote(u.path)).is_file(), link
     # nothing but the page itself was requested
     assert visit.requests[0] == url
+    assert visit.external_requests(url) == []
+
+
+def test_rounds_and_scaling_render_in_headless_chromium(tmp_path):
+    """The per-round chart and the scaling section's charts render, fetch nothing, raise no
+    script error (the page keeps its default-src 'none' policy)."""
+    from rosetta.report import write_report
+
+    runs = [write_rounds_run(tmp_path / "results"), write_sweep_run(tmp_path / "results")]
+    index = write_report(runs, tmp_path / "report" / "rounds")
+    url = index.resolve().as_uri()
+    with Browser(CHROMIUM) as browser:
+        visit = browser.visit(url, probe_js=PROBE, full_page=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "report_rounds_browser_test.png").write_bytes(visit.screenshot)
+    p = visit.probe
+    assert "scaling" in p["sections"] and visit.console_errors == []
+    ids = {c["id"] for c in p["charts"]}
+    assert {"rounds-cnn", "rounds-gru", "batch-cnn-sweep", "threads-cnn-sweep"} <= ids
+    assert all(c["width"] > 100 and c["height"] > 50 for c in p["charts"]), p["charts"]
     assert visit.external_requests(url) == []
 
 

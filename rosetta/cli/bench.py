@@ -10,12 +10,12 @@ because their framework is not installed aside), so CI can tell a broken run fro
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 from pathlib import Path
 
 from rosetta import backends
 from rosetta.errors import RosettaError
+from rosetta.report.summary import summary, write_csv
 from rosetta.runner import records
 from rosetta.runner.config import CellConfig
 from rosetta.runner.matrix import EXECUTORS, Plan, run_matrix
@@ -29,6 +29,8 @@ from rosetta.runner.rundir import (
 from rosetta.runtime import PRECISIONS, Runtime
 from rosetta.spec import get_workload, workload_names
 from rosetta.spec.loader import PROFILES
+
+__all__ = ["add_parser", "run", "summary", "write_csv"]  # summary/CSV live in rosetta.report
 
 
 def _positive_float(text: str) -> float:
@@ -274,94 +276,3 @@ def _ensure_data(workload_list: list[str], data_dir: str | None) -> dict[str, st
     names = {w: get_workload(w).dataset.name for w in workload_list}
     sources = prepare_data(list(names.values()), data_dir)
     return {w: sources[d] for w, d in names.items()}
-
-
-SUMMARY_COLUMNS = ["workload", "backend", "status", "equivalent", "cold_start_s", "step_median_s",
-                   "step_ci95_low_s", "step_ci95_high_s", "end_to_end_s", "test_accuracy",
-                   "time_per_1000_images_s", "data_source", "wall_s", "flags", "error"]  # fmt: skip
-
-
-def _row(r: dict) -> dict:
-    """One record as the summary's columns (CSV and text share them)."""
-    row = {
-        "workload": r["workload"],
-        "backend": r["backend"],
-        "status": r["status"],
-        "equivalent": "",
-        "cold_start_s": "",
-        "step_median_s": "",
-        "step_ci95_low_s": "",
-        "step_ci95_high_s": "",
-        "end_to_end_s": "",
-        "test_accuracy": "",
-        "time_per_1000_images_s": "",
-        "data_source": r.get("manifest", {}).get("data_source", ""),
-        "wall_s": r.get("wall_s", ""),
-        "flags": "; ".join(r.get("flags", [])),
-        "error": r.get("error", ""),
-    }
-    if r["status"] == "ok":
-        c, m, st = r["clocks"], r["metrics"], r["clocks"]["steady"]
-        row.update(
-            equivalent=r["equivalence"]["equivalent"],
-            cold_start_s=c["cold_start_s"],
-            step_median_s=st["median"],
-            step_ci95_low_s=st["ci95_low"],
-            step_ci95_high_s=st["ci95_high"],
-            end_to_end_s=c["end_to_end_s"],
-            test_accuracy=m.get("test_accuracy", ""),
-            time_per_1000_images_s=m.get("time_per_1000_images_s", ""),
-        )
-    return row
-
-
-def _ordered(recs: list[dict]) -> list[dict]:
-    order = {name: i for i, name in enumerate(backends.names())}  # the reference first
-    return sorted(recs, key=lambda r: (r["workload"], order.get(r["backend"], len(order))))
-
-
-def write_csv(recs: list[dict], path: Path) -> Path:
-    """The summary as CSV, one row per cell."""
-    rows = [_row(r) for r in _ordered(recs)]
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=SUMMARY_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
-
-
-def summary(recs: list[dict]) -> str:
-    """A plain-text table of a run's records (the HTML report reads the same records)."""
-    head = (
-        f"{'workload':<9} {'backend':<11} {'status':<8} {'equiv':<5} {'cold s':>7} "
-        f"{'step s (median [95% CI])':>27} {'e2e s':>8} {'result':>14} {'data':<13} {'wall s':>6}"
-    )
-    lines = [head, "-" * len(head)]
-    notes = []
-    for r in _ordered(recs):
-        row = _row(r)
-        wall = f"{row['wall_s']:>6.0f}" if isinstance(row["wall_s"], float) else f"{'':>6}"
-        if r["status"] != "ok":
-            source = f" [data: {row['data_source']}]" if row["data_source"] else ""
-            lines.append(
-                f"{r['workload']:<9} {r['backend']:<11} {r['status']:<8} -- {r.get('error', '')}"
-                + source
-            )
-            continue
-        step = (
-            f"{row['step_median_s']:.4f} [{row['step_ci95_low_s']:.4f}, "
-            f"{row['step_ci95_high_s']:.4f}]"
-        )
-        if row["test_accuracy"] != "":
-            result = f"acc {row['test_accuracy']:.3f}"
-        else:
-            result = f"{row['time_per_1000_images_s']:.1f} s/1k img"
-        eq = "yes" if row["equivalent"] else "NO"
-        flag = " *" if row["flags"] else ""
-        lines.append(
-            f"{r['workload']:<9} {r['backend']:<11} {r['status']:<8} {eq:<5} "
-            f"{row['cold_start_s']:>7.2f} {step:>27} {row['end_to_end_s']:>8.2f} {result:>14} "
-            f"{row['data_source']:<13} {wall}{flag}"
-        )
-        notes.extend(f"  * {r['backend']} x {r['workload']}: {f}" for f in r.get("flags", []))
-    return "\n".join(lines + notes)

@@ -8,16 +8,20 @@ one of these functions runs, so ``rosetta list`` and the runner never load them)
   run and what ``rosetta report`` runs. Records it cannot read (truncated, unknown schema
   version, a missing run folder) are listed in the page and in ``problems``; it raises
   :class:`rosetta.errors.RosettaError` only when not one record can be read.
-- :func:`load_tables` ``(run_dirs) -> Tables``: the frames (``cells``: one row per cell;
-  ``tidy``: one row per cell and measure with its 95% interval; ``steps``: raw step times;
-  ``losses``: per-step losses) and the runs as read.
+- :func:`load_tables` ``(run_dirs) -> Tables``: the frames (``cells``: one row per record, i.e.
+  per cell and round; ``groups``: one row per (run, workload, backend, point) over its rounds;
+  ``tidy``: one row per record and measure with its 95% interval; ``steps``: raw step times by
+  round; ``losses``: per-step losses) and the runs as read.
 - :func:`export` ``(tables, path, fmt) -> Path``: the tidy frame as ``csv`` or ``parquet``.
 
-Modules: ``load`` (records from disk, defensively), ``frame`` (pandas), ``stats`` (ratios with
-intervals, "no clear difference"), ``charts`` (matplotlib -> inline SVG), ``fmt`` (number
-formats), ``headline`` (the three headline tables), ``sections`` (the other tables), ``html``
-(Jinja2 -> index.html), ``browser`` (headless Chromium over the DevTools protocol: screenshots
-and the network-free check).
+Modules: ``load`` (records from disk, defensively), ``order`` (the one order of workloads and
+backends, titles from the spec), ``frame`` (pandas), ``groups`` (rounds of one point as one
+group), ``stats`` (NumPy: cross-round intervals, paired ratios, "no clear difference", noise),
+``compare`` (ratios to the fastest, run against run), ``charts`` (matplotlib -> inline SVG),
+``fmt`` (number formats), ``headline`` (the headline tables), ``sections`` (the other tables),
+``scaling`` (batch, threads, precision, latency), ``summary`` (the bench's text table and CSV,
+no pandas), ``html`` (Jinja2 -> index.html), ``browser`` (headless Chromium over the DevTools
+protocol: screenshots and the network-free check).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rosetta.report.fmt import fmt_ms
-from rosetta.report.frame import backend_order
+from rosetta.report.order import backend_order
 from rosetta.report.stats import passed
 
 # One colour per backend, fixed so a backend looks the same in every chart (Okabe-Ito, CVD-safe).
@@ -152,6 +152,39 @@ def step_time_chart(workload: str, cells: pd.DataFrame) -> Chart | None:
     ax.set_title(f"{workload}: steady-state step time", loc="left", fontsize=11)
     cid = _safe_id("steps", workload)
     return Chart(cid, f"{workload}: median step time with 95% interval", _to_svg(fig, cid))
+
+
+def round_chart(workload: str, groups: pd.DataFrame) -> Chart | None:
+    """Each backend's per-round median step times (dots) beside the cross-round 95% interval
+    (a bar): the spread between processes that the interval summarises. None with one round."""
+    rows = groups[(groups["workload"] == workload) & (groups["status"] == "ok")]
+    rows = _ordered(rows[rows["steady_median"].notna()])
+    if rows.empty or max(len(m) for m in rows["round_medians"]) < 2:
+        return None
+    plt = _plt()
+    multi = rows["run_id"].nunique() > 1
+    n = len(rows)
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.9 + 0.42 * n))
+    y = np.arange(n)[::-1]
+    for i, (_, c) in enumerate(rows.iterrows()):
+        col = colour(c["backend"])
+        lo, hi = c["steady_low"] * 1e3, c["steady_high"] * 1e3
+        ax.plot([lo, hi], [y[i], y[i]], color=col, lw=6, alpha=0.3, solid_capstyle="butt")
+        meds = np.asarray(c["round_medians"], dtype=float) * 1e3
+        jitter = np.linspace(-0.15, 0.15, meds.size) if meds.size > 1 else np.zeros(1)
+        ax.plot(meds, y[i] + jitter, "o" if passed(c["equivalent"]) else "x", color=col, ms=4)
+        ax.plot([c["steady_median"] * 1e3] * 2, [y[i] - 0.3, y[i] + 0.3], color="#111111", lw=1)
+    ax.set_yticks(y, [_label(c, multi) for _, c in rows.iterrows()])
+    meds_all = np.concatenate([np.asarray(m, dtype=float) for m in rows["round_medians"]]) * 1e3
+    if meds_all.max() / meds_all.min() > 5:  # a slow reference would squash the rest
+        ax.set_xscale("log")
+    ax.set_xlabel("median step time of each round (ms, dots); band: 95% interval across rounds")
+    ax.set_ylim(-0.6, n - 0.4)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_title(f"{workload}: step time per round", loc="left", fontsize=11)
+    cid = _safe_id("rounds", workload)
+    caption = f"{workload}: per-round medians and the interval across rounds"
+    return Chart(cid, caption, _to_svg(fig, cid))
 
 
 def cold_start_chart(workload: str, cells: pd.DataFrame) -> Chart | None:

@@ -13,19 +13,23 @@ the forward), and its fraction of the machine's fp32 matmul peak recorded in ``r
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from rosetta.report.load import Run, Runs, _get
+from rosetta.report.order import backend_order, row_key
 
-HEADLINE_ORDER = ("cnn", "resnet50", "gru")  # the original comparison's order of workloads
+__all__ = ["Tables", "backend_order", "build_tables", "cell_row", "tidy_frame"]
 TRAIN_FLOP_FACTOR = 3  # training step = forward + backward, backward counted as 2x forward
 CHECKS = ("forward", "loss", "grads", "params")
-ID_COLUMNS = ["run_id", "backend", "workload", "profile", "status", "equivalent", "data_source"]
+ID_COLUMNS = ["run_id", "backend", "workload", "batch_size", "precision", "threads", "round",
+              "profile", "status", "equivalent", "data_source"]  # fmt: skip
 
 # The tidy frame's measures: (name, unit, column in ``cells``, interval columns or None).
 MEASURES = (
@@ -49,39 +53,69 @@ MEASURES = (
 
 @dataclass(frozen=True)
 class Tables:
-    """The frames the report is made of, plus what was read (for run-level facts)."""
+    """The frames the report is made of, plus what was read (for run-level facts).
 
-    cells: pd.DataFrame  # one row per cell
+    A *cell* is one record: one (run, workload, backend, point, round). A *group* is the same
+    (run, workload, backend, point) over its rounds (repeated measurements of one thing): the
+    tables and verdicts read groups, the per-record sections read cells."""
+
+    cells: pd.DataFrame  # one row per record (cell and round)
     tidy: pd.DataFrame  # one row per cell and measure: value, low, high, unit
-    steps: pd.DataFrame  # run_id, backend, workload, i, seconds: raw steady-state steps
-    losses: pd.DataFrame  # run_id, backend, workload, step, loss: per-step training losses
+    steps: pd.DataFrame  # run_id, backend, workload, cell, round, i, seconds: raw steady steps
+    losses: pd.DataFrame  # run_id, backend, workload, cell, step, loss: first round's losses
     runs: Runs
+    groups: pd.DataFrame | None = None  # one row per (run, workload, backend, point)
+    cache: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def rounds(self, cell_ids: list[int]) -> dict[int, np.ndarray]:
+        """Raw steady-state steps of the given cells (rows of ``cells``), by round."""
+        sel = self.steps[self.steps["cell"].isin(cell_ids)]
+        return {
+            int(r): g["seconds"].to_numpy(dtype=float) for r, g in sel.groupby("round", sort=True)
+        }
 
 
 def build_tables(runs: Runs) -> Tables:
-    """Flatten every record of ``runs`` into the four frames."""
-    rows, steps, losses = [], [], []
+    """Flatten every record of ``runs`` into the frames."""
+    rows = []
     for run in runs.runs:
         for rec in run.records:
             row = cell_row(run, rec)
+            row["_steps"] = _floats(_get(rec, "clocks", "steady_raw_s"))
+            row["_losses"] = _floats(_get(rec, "metrics", "losses"))
             rows.append(row)
-            key = (row["run_id"], row["backend"], row["workload"])
-            for i, s in enumerate(_floats(_get(rec, "clocks", "steady_raw_s"))):
-                steps.append((*key, i, s))
-            for i, v in enumerate(_floats(_get(rec, "metrics", "losses"))):
-                losses.append((*key, i + 1, v))
-    rows.sort(key=_row_order(rows))
+    rank = {r: i for i, r in enumerate(dict.fromkeys(row["run_id"] for row in rows))}
+    rows.sort(key=lambda row: row_key(rank, row))
+    _tags(rows)
+    steps, losses = [], []
+    for n, row in enumerate(rows):
+        key = (row["run_id"], row["backend"], row["workload"])
+        steps.extend((*key, n, row["round"], i, s) for i, s in enumerate(row.pop("_steps")))
+        if row["round"] == min(r["round"] for r in rows if _same_group(r, row)):
+            losses.extend((*key, n, i + 1, v) for i, v in enumerate(row.pop("_losses")))
+        else:  # one loss curve per group: its first round's
+            row.pop("_losses")
     cells = pd.DataFrame(rows, columns=list(_EMPTY_ROW))
     for col in TEXT_COLUMNS:  # text stays text: "" where a record has none, never NaN
         cells[col] = cells[col].astype(object).where(cells[col].notna(), "")
     key_cols = ["run_id", "backend", "workload"]
-    return Tables(
+    t = Tables(
         cells=cells,
         tidy=tidy_frame(cells),
-        steps=pd.DataFrame(steps, columns=[*key_cols, "i", "seconds"]),
-        losses=pd.DataFrame(losses, columns=[*key_cols, "step", "loss"]),
+        steps=pd.DataFrame(steps, columns=[*key_cols, "cell", "round", "i", "seconds"]),
+        losses=pd.DataFrame(losses, columns=[*key_cols, "cell", "step", "loss"]),
         runs=runs,
     )
+    from rosetta.report.groups import group_frame
+
+    return dataclasses.replace(t, groups=group_frame(t))
+
+
+GROUP_KEYS = ["run_id", "workload", "backend", "batch_size", "precision", "threads"]
+
+
+def _same_group(a: dict, b: dict) -> bool:
+    return all(a[k] == b[k] for k in GROUP_KEYS)
 
 
 TEXT_COLUMNS = (
@@ -103,6 +137,11 @@ _EMPTY_ROW = dict.fromkeys(
         "dtype",
         "task",
         "batch_size",
+        "precision",
+        "threads",
+        "round",
+        "point",
+        "tag",
         "notebook",
         "steady_median",
         "steady_low",
@@ -124,6 +163,10 @@ _EMPTY_ROW = dict.fromkeys(
         "peak_device_mb",
         "wall_s",
         *(f"violation_{c}" for c in CHECKS),
+        "latency_p50",
+        "latency_p90",
+        "latency_p99",
+        "latency_n",
         "divergence",
         "gate_note",
         "load_before",
@@ -131,27 +174,6 @@ _EMPTY_ROW = dict.fromkeys(
         "flags",
     ]
 )
-
-
-def backend_order(names: list[str]) -> list[str]:
-    """Registry order (the reference first), then any other backend alphabetically."""
-    from rosetta import backends
-
-    reg = backends.names()
-    return sorted(set(names), key=lambda b: (reg.index(b) if b in reg else len(reg), b))
-
-
-def _row_order(rows: list[dict]):
-    """Sort key for cell rows: run (as given), workload (headline order), backend (registry)."""
-    runs = {r: i for i, r in enumerate(dict.fromkeys(row["run_id"] for row in rows))}
-    wl = {w: i for i, w in enumerate(HEADLINE_ORDER)}
-    be = {b: i for i, b in enumerate(backend_order([row["backend"] for row in rows]))}
-    return lambda row: (
-        runs[row["run_id"]],
-        wl.get(row["workload"], len(wl)),
-        row["workload"],
-        be[row["backend"]],
-    )
 
 
 def cell_row(run: Run, rec: dict) -> dict:
@@ -190,6 +212,7 @@ def cell_row(run: Run, rec: dict) -> dict:
                 row[f"violation_{c}"] = math.inf if viol[c] is None else _num(viol[c])
     spec = _spec_facts(workload, profile, man.get("input_shape"))
     row["task"], row["batch_size"], row["flops_per_sample"] = spec
+    row.update(point_of(rec, row["batch_size"]))
     clocks = rec.get("clocks") if isinstance(rec.get("clocks"), dict) else {}
     steady = clocks.get("steady") if isinstance(clocks.get("steady"), dict) else {}
     row.update(
@@ -219,7 +242,62 @@ def cell_row(run: Run, rec: dict) -> dict:
     row["test_accuracy"] = _num(metrics.get("test_accuracy"))
     row["test_samples"] = _num(metrics.get("test_samples"))
     row["time_per_1000"] = _num(metrics.get("time_per_1000_images_s"))
+    lat = metrics.get("latency") if isinstance(metrics.get("latency"), dict) else {}
+    row.update({f"latency_{p}": _num(lat.get(p)) for p in ("p50", "p90", "p99")})
+    raw = _floats(lat.get("raw_s") or lat.get("raw"))
+    row["latency_n"] = float(len(raw)) if raw else None
     return row
+
+
+def point_of(rec: dict, profile_batch: int | None) -> dict:
+    """The record's point (batch size, precision, threads) and round, from ``point`` (contract:
+    the effective values), else ``config``, else the runtime in effect; ``point`` is a label."""
+    pt = rec.get("point") if isinstance(rec.get("point"), dict) else {}
+    cfg = rec.get("config") if isinstance(rec.get("config"), dict) else {}
+    rt = _get(rec, "manifest", "runtime")
+    rt = rt if isinstance(rt, dict) else {}
+    batch = _int(pt.get("batch_size")) or _int(cfg.get("batch_size")) or profile_batch
+    precision = pt.get("precision") or cfg.get("precision") or rt.get("precision") or "fp32"
+    threads = _int(pt.get("threads")) or _int(rt.get("threads")) or _int(cfg.get("threads"))
+    rnd = _int(pt.get("round"))
+    rnd = rnd if rnd is not None else (_int(cfg.get("round")) or 0)
+    label = ", ".join(
+        x
+        for x in (
+            f"batch {batch}" if batch else "",
+            str(precision),
+            f"{threads} threads" if threads else "",
+        )
+        if x
+    )
+    return {
+        "batch_size": batch,
+        "precision": str(precision),
+        "threads": threads,
+        "round": rnd,
+        "point": label,
+    }
+
+
+def _tags(rows: list[dict]) -> None:
+    """Set each row's ``tag``: the parts of its point that vary within its run and workload,
+    and its round where there are several (empty for one point and one round)."""
+    for key in dict.fromkeys((r["run_id"], r["workload"]) for r in rows):
+        mine = [r for r in rows if (r["run_id"], r["workload"]) == key]
+        varies = {k: len({r[k] for r in mine}) > 1 for k in ("batch_size", "precision", "threads")}
+        rounds = len({r["round"] for r in mine}) > 1
+        for r in mine:
+            parts = [
+                f"b{r['batch_size']}" if varies["batch_size"] else "",
+                str(r["precision"]) if varies["precision"] else "",
+                f"t{r['threads']}" if varies["threads"] else "",
+                f"round {r['round'] + 1}" if rounds else "",
+            ]
+            r["tag"] = " ".join(p for p in parts if p)
+
+
+def _int(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def tidy_frame(cells: pd.DataFrame) -> pd.DataFrame:
@@ -271,6 +349,11 @@ def _spec_facts_cached(workload: str, profile: str, shape: tuple | None) -> tupl
     except Exception:  # noqa: BLE001 - a shape the spec cannot take: no FLOP figure, no crash
         flops = None
     return w.task, batch, flops
+
+
+def profile_batch(workload: str, profile: str) -> int | None:
+    """The batch size the spec's profile uses (None where the spec or profile is unknown)."""
+    return _spec_facts_cached(str(workload), str(profile), None)[1]
 
 
 def _spec_facts(workload: str, profile: str, shape: object) -> tuple:

@@ -1,6 +1,9 @@
-"""The three headline tables in the original comparison's form: CNN training time, ResNet-50
-time per 1000 images, GRU training time; one row per backend, one column per run (and device),
-test accuracy beside training times, real/synthetic data and failed equivalence marked."""
+"""The headline tables in the original comparison's form (CNN training time, ResNet-50 time per
+1000 images, GRU training time, and one per further workload, titled and ordered by the spec):
+one row per backend, one column per run (and device), test accuracy beside training times,
+real/synthetic data and failed equivalence marked. With several rounds a number is the median
+over the rounds, and each table carries its stability: the rounds, the verdict with its paired
+interval, and in how many rounds it held."""
 
 from __future__ import annotations
 
@@ -9,7 +12,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rosetta.report.fmt import DASH, fmt_pct, fmt_s, missing, source_mark
-from rosetta.report.frame import HEADLINE_ORDER, Tables, backend_order
+from rosetta.report.frame import Tables
+from rosetta.report.groups import primary
+from rosetta.report.order import backend_order, workload_order, workload_title
 from rosetta.report.stats import passed
 
 
@@ -35,13 +40,7 @@ class Headline:
     has_accuracy: bool
     columns: tuple[str, ...]
     rows: tuple[tuple[str, tuple[HeadCell, ...]], ...]
-
-
-TITLES = {
-    "cnn": "CNN (VGG-style, CIFAR-10): training time",
-    "resnet50": "ResNet-50 feature extraction: average time per 1000 images",
-    "gru": "GRU (IMDB): training time",
-}
+    stability: tuple[str, ...] = ()  # per run: rounds, verdict [interval], held in k of R rounds
 
 
 def column_keys(cells: pd.DataFrame) -> dict[int, str]:
@@ -58,18 +57,17 @@ def column_keys(cells: pd.DataFrame) -> dict[int, str]:
 
 
 def headlines(t: Tables) -> list[Headline]:
-    """The three headline tables (and one per further workload), in the original's form."""
-    cells = t.cells
+    """One headline table per workload, in the spec's order, at each run's primary point."""
+    cells = primary(t)
     if cells.empty:
         return []
     keys = column_keys(cells)
     cols = list(dict.fromkeys(keys.values()))
-    present = list(dict.fromkeys(cells["workload"]))
-    order = [w for w in HEADLINE_ORDER if w in present] + sorted(
-        w for w in present if w not in HEADLINE_ORDER
-    )
+    from rosetta.report.compare import ratios_to_fastest
+
+    ratios = ratios_to_fastest(t, cells)
     out = []
-    for w in order:
+    for w in workload_order(cells["workload"]):
         rows_w = cells[cells["workload"] == w]
         task = next((x for x in rows_w["task"] if not missing(x)), None)
         train = task != "features"
@@ -78,8 +76,35 @@ def headlines(t: Tables) -> list[Headline]:
         for b in backend_order(list(rows_w["backend"])):
             by_col = {keys[i]: c for i, c in rows_w[rows_w["backend"] == b].iterrows()}
             rows.append((b, tuple(_head_cell(by_col.get(k), train) for k in cols)))
-        title = TITLES.get(w, f"{w}: {measure}")
-        out.append(Headline(w, title, measure, train, tuple(cols), tuple(rows)))
+        title = workload_title(w)
+        title = title if title != w else f"{w}: {measure}"
+        stab = tuple(stability_line(ratios[ratios["workload"] == w], rows_w))
+        out.append(Headline(w, title, measure, train, tuple(cols), tuple(rows), stab))
+    return out
+
+
+def stability_line(r, rows_w) -> list[str]:
+    """Per run: 'run: 3 rounds; torch fastest, 1.21x [1.15, 1.30] ahead of jax, held in 3 of 3
+    rounds' (or 'no clear difference', or 'one round: within-process interval')."""
+    out = []
+    multi = rows_w["run_id"].nunique() > 1
+    for run_id, g in r.groupby("run_id", sort=False):
+        if len(g) < 2:
+            continue
+        best, nxt = g.iloc[0], g.iloc[1]
+        rounds = int(best["rounds"])
+        head = (f"{run_id}: " if multi else "") + f"{rounds} round{'s' if rounds != 1 else ''}; "
+        if nxt["clear"]:
+            what = (
+                f"{best['backend']} fastest, {nxt['ratio']:.2f}x [{nxt['low']:.2f}, "
+                f"{nxt['high']:.2f}] ahead of {nxt['backend']}"
+            )
+        else:
+            what = (
+                f"{best['backend']} and {nxt['backend']}: no clear difference "
+                f"(ratio {nxt['ratio']:.2f} [{nxt['low']:.2f}, {nxt['high']:.2f}])"
+            )
+        out.append(f"{head}{what}, {nxt['stability']}")
     return out
 
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
-from rosetta.report import charts, headline, sections
-from rosetta.report.frame import CHECKS, HEADLINE_ORDER, Tables
-from rosetta.report.stats import NO_CLEAR, passed, ratios_to_fastest
+from rosetta.report import charts, headline, scaling, sections
+from rosetta.report.compare import ratios_to_fastest
+from rosetta.report.frame import CHECKS, Tables
+from rosetta.report.groups import primary
+from rosetta.report.order import workload_order
+from rosetta.report.stats import NO_CLEAR, passed
 
 TEMPLATE = "report.html.j2"
 REFERENCE = "numpy_ref"
@@ -34,16 +37,19 @@ def environment():
 def context(t: Tables, out_dir: Path) -> dict:
     """Everything the template shows, computed from the frames."""
     cells = t.cells
-    workloads = [w for w in HEADLINE_ORDER if w in set(cells["workload"])]
-    workloads += sorted(set(cells["workload"]) - set(workloads))
+    heads = primary(t)
+    workloads = workload_order(cells["workload"])
     train = [w for w in workloads if (cells[cells["workload"] == w]["task"] == "train").any()]
-    step_charts = [c for w in workloads if (c := charts.step_time_chart(w, cells))]
-    cold_charts = [c for w in workloads if (c := charts.cold_start_chart(w, cells))]
+    step_charts = [c for w in workloads if (c := charts.step_time_chart(w, heads))]
+    round_charts = [c for w in workloads if (c := charts.round_chart(w, heads))]
+    first = cells.loc[[g[0] for g in heads["cells"]]]  # each headline group's first round
+    cold_charts = [c for w in workloads if (c := charts.cold_start_chart(w, first))]
+    losses = t.losses[t.losses["cell"].isin(first.index)]
     loss_charts = [
         c
         for w in train
         for run in t.runs.runs
-        if (c := charts.loss_chart(w, run.run_id, cells, t.losses, REFERENCE))
+        if (c := charts.loss_chart(w, run.run_id, first, losses, REFERENCE))
     ]
     ids = [r.run_id for r in t.runs.runs]
     return {
@@ -54,6 +60,8 @@ def context(t: Tables, out_dir: Path) -> dict:
         "problems": list(t.runs.problems),
         "headlines": headline.headlines(t),
         "step_charts": step_charts,
+        "round_charts": round_charts,
+        "scaling": scaling.sections(t),
         "cold_charts": cold_charts,
         "loss_charts": loss_charts,
         "ratios": sections.ratio_rows(t),
@@ -92,13 +100,8 @@ def lede(t: Tables) -> list[str]:
     the backends computed the same thing, what did not run."""
     cells = t.cells
     parts = []
-    r = ratios_to_fastest(cells, t.steps)
-    rank = {w: i for i, w in enumerate(HEADLINE_ORDER)}
-    groups = sorted(
-        r.groupby(["run_id", "workload"], sort=False),
-        key=lambda kv: (kv[0][0], rank.get(kv[0][1], 99), kv[0][1]),
-    )
-    for (run_id, w), g in groups:
+    r = ratios_to_fastest(t, primary(t))
+    for (run_id, w), g in r.groupby(["run_id", "workload"], sort=False):
         best = g.iloc[0]
         others = g.iloc[1:]
         prefix = f"{w}" + (f" ({run_id})" if len(t.runs.runs) > 1 else "")
@@ -114,12 +117,17 @@ def lede(t: Tables) -> list[str]:
         else:
             nxt = others.iloc[0]
             parts.append(
-                f"{prefix}: {best['backend']} fastest, {nxt['ratio']:.2f}x ahead of "
-                f"{nxt['backend']}"
+                f"{prefix}: {best['backend']} fastest, {nxt['ratio']:.2f}x "
+                f"[{nxt['low']:.2f}, {nxt['high']:.2f}] ahead of {nxt['backend']}"
+                f" ({nxt['stability']})"
             )
     ok = cells[cells["status"] == "ok"]
     n_eq = sum(passed(v) for v in ok["equivalent"])
     parts.append(f"{n_eq} of {len(ok)} timed cells passed the equivalence gate")
+    n_noisy = int(r["noisy"].sum())
+    if n_noisy:
+        cells_word = "cell" if n_noisy == 1 else "cells"
+        parts.append(f"{n_noisy} {cells_word} noisy enough to change a verdict (see the ratios)")
     n_bad = int((cells["status"] != "ok").sum())
     if n_bad:
         parts.append(f"{n_bad} cells did not finish (see below)")

@@ -12,37 +12,38 @@ from pathlib import Path
 
 import pandas as pd
 
+from rosetta.report.compare import compare_runs, ratios_to_fastest
 from rosetta.report.fmt import DASH, fmt_interval, fmt_ms, fmt_num, fmt_pct, fmt_s, missing
-from rosetta.report.frame import CHECKS, HEADLINE_ORDER, Tables, backend_order, notebook_exists
-from rosetta.report.stats import NO_CLEAR, compare_runs, passed, ratios_to_fastest
+from rosetta.report.frame import CHECKS, Tables, notebook_exists
+from rosetta.report.order import backend_order, workload_key
+from rosetta.report.stats import ONE_PROCESS, passed, robust_spread
 
 
 # -- per-workload timing tables ----------------------------------------------------------------
 def ratio_rows(t: Tables) -> list[dict]:
-    """Ratio to the fastest backend per run and workload, with intervals and verdicts."""
-    r = ratios_to_fastest(t.cells, t.steps)
-    cells = t.cells.set_index(["run_id", "workload", "backend"])
-    runs = {rid: i for i, rid in enumerate(dict.fromkeys(t.cells["run_id"]))}
-    rank = {w: i for i, w in enumerate(HEADLINE_ORDER)}
-    r = r.iloc[
-        sorted(
-            range(len(r)),
-            key=lambda i: (runs[r.iloc[i]["run_id"]], rank.get(r.iloc[i]["workload"], 99), i),
-        )
-    ]
+    """Ratio to the fastest backend per run, workload and point, paired by round, with its
+    interval, verdict, stability (rounds it held in) and whether its noise could change it."""
+    r = ratios_to_fastest(t)
+    g = t.groups.set_index(["run_id", "workload", "backend", "point"])
+    points = t.groups.groupby(["run_id", "workload"])["point"].nunique()
     out = []
     for _, x in r.iterrows():
-        c = cells.loc[(x["run_id"], x["workload"], x["backend"])]
+        c = g.loc[(x["run_id"], x["workload"], x["backend"], x["point"])]
+        several = points[(x["run_id"], x["workload"])] > 1
         out.append(
             {
                 "run_id": x["run_id"],
-                "workload": x["workload"],
+                "workload": x["workload"] + (f" ({x['point']})" if several else ""),
                 "backend": x["backend"],
                 "step_ms": fmt_interval(c["steady_median"], c["steady_low"], c["steady_high"]),
+                "rounds": str(int(x["rounds"])),
                 "ratio": fmt_interval(x["ratio"], x["low"], x["high"], lambda v: f"{v:.2f}"),
                 "verdict": x["verdict"],
+                "stability": x["stability"] or DASH,
+                "one_process": x["method"] == ONE_PROCESS,
                 "fastest": x["backend"] == x["fastest"],
-                "clear": x["verdict"] != NO_CLEAR and x["backend"] != x["fastest"],
+                "clear": bool(x["clear"]) and x["backend"] != x["fastest"],
+                "noisy": bool(x["noisy"]),
                 "equivalent": passed(x["equivalent"]),
             }
         )
@@ -56,7 +57,7 @@ def cold_rows(t: Tables) -> list[dict]:
         {
             "run_id": c["run_id"],
             "workload": c["workload"],
-            "backend": c["backend"],
+            "backend": _name(c),
             "import": fmt_s(c["import_s"]),
             "build": fmt_s(c["build_s"]),
             "first": fmt_s(c["first_step_s"]),
@@ -76,7 +77,7 @@ def efficiency_rows(t: Tables) -> list[dict]:
         {
             "run_id": c["run_id"],
             "workload": c["workload"],
-            "backend": c["backend"],
+            "backend": _name(c),
             "throughput": fmt_num(c["throughput"], ".4g"),
             "flops": fmt_num(
                 None if missing(c["flops_per_sample"]) else c["flops_per_sample"] / 1e9, ".3g"
@@ -104,7 +105,7 @@ def equivalence_rows(t: Tables) -> list[dict]:
             {
                 "run_id": c["run_id"],
                 "workload": c["workload"],
-                "backend": c["backend"],
+                "backend": _name(c),
                 "status": c["status"],
                 "gate": gate,
                 "failed": gate == "NOT EQUIVALENT",
@@ -123,7 +124,7 @@ def problem_rows(t: Tables) -> list[dict]:
         {
             "run_id": c["run_id"],
             "workload": c["workload"],
-            "backend": c["backend"],
+            "backend": _name(c),
             "status": c["status"],
             "reason": c["error"] or DASH,
         }
@@ -131,22 +132,47 @@ def problem_rows(t: Tables) -> list[dict]:
     ]
 
 
+NOISE_FLAGS = ("steady-state CV", "steady-state spread")  # the runner's own noise flags
+
+
 def condition_rows(t: Tables) -> list[dict]:
-    """Per cell: load average before/after, peak memory, wall time and the runner's flags."""
-    return [
-        {
-            "run_id": c["run_id"],
-            "workload": c["workload"],
-            "backend": c["backend"],
-            "load_before": c["load_before"] or DASH,
-            "load_after": c["load_after"] or DASH,
-            "rss": fmt_num(c["peak_rss_mb"], ".0f"),
-            "device_mem": fmt_num(c["peak_device_mb"], ".0f"),
-            "wall": fmt_s(c["wall_s"]),
-            "flags": c["flags"] or DASH,
-        }
-        for _, c in _sorted(t.cells[t.cells["status"] == "ok"]).iterrows()
-    ]
+    """Per cell: load average before/after, peak memory, wall time, the robust spread of its
+    steps (IQR / median) and the flags. The runner's noise flag is replaced by the report's
+    judgement: a cell is marked noisy only where its noise could change a verdict."""
+    noisy = noisy_groups(t)
+    out = []
+    for _, c in _sorted(t.cells[t.cells["status"] == "ok"]).iterrows():
+        steps = t.steps[t.steps["cell"] == c.name]["seconds"].to_numpy(dtype=float)
+        flags = [f for f in c["flags"].split("; ") if f and not f.startswith(NOISE_FLAGS)]
+        key = (c["run_id"], c["workload"], c["backend"], c["point"])
+        if key in noisy:
+            flags.insert(0, "noisy: spread could change a verdict")
+        out.append(
+            {
+                "run_id": c["run_id"],
+                "workload": c["workload"],
+                "backend": _name(c),
+                "load_before": c["load_before"] or DASH,
+                "load_after": c["load_after"] or DASH,
+                "rss": fmt_num(c["peak_rss_mb"], ".0f"),
+                "device_mem": fmt_num(c["peak_device_mb"], ".0f"),
+                "wall": fmt_s(c["wall_s"]),
+                "spread": fmt_pct(robust_spread(steps)) if steps.size >= 2 else DASH,
+                "noisy": key in noisy,
+                "flags": "; ".join(flags) or DASH,
+            }
+        )
+    return out
+
+
+def noisy_groups(t: Tables) -> set[tuple]:
+    """(run, workload, backend, point) of every group whose noise could change a verdict."""
+    r = ratios_to_fastest(t)
+    return {
+        (x["run_id"], x["workload"], x["backend"], x["point"])
+        for _, x in r.iterrows()
+        if x["noisy"]
+    }
 
 
 # -- manifests, environment, notebooks ----------------------------------------------------------
@@ -156,10 +182,9 @@ def manifests(t: Tables) -> list[dict]:
     for run in t.runs.runs:
         recs = [r for r in run.records if isinstance(r.get("manifest"), dict)]
         for b in backend_order([str(r["backend"]) for r in recs]):
-            rank = {w: i for i, w in enumerate(HEADLINE_ORDER)}
             mine = sorted(
-                (r for r in recs if r["backend"] == b),
-                key=lambda r: (rank.get(r["workload"], 99), str(r["workload"])),
+                (r for r in recs if r["backend"] == b and not _get_round(r)),
+                key=lambda r: workload_key(r["workload"]),
             )
             workloads = [str(r["workload"]) for r in mine]
             paths = [r["manifest"].get("fast_path") or {} for r in mine]
@@ -248,7 +273,7 @@ def notebook_rows(t: Tables, out_dir: Path) -> list[dict]:
             {
                 "run_id": c["run_id"],
                 "workload": c["workload"],
-                "backend": c["backend"],
+                "backend": _name(c),
                 "status": c["status"],
                 "href": href,
                 "note": note,
@@ -259,16 +284,19 @@ def notebook_rows(t: Tables, out_dir: Path) -> list[dict]:
 
 # -- comparing runs -------------------------------------------------------------------------
 def comparisons(t: Tables) -> list[dict]:
-    """Every later run against the first: each cell's step-time ratio, changes outside the noise
-    flagged."""
+    """Every later run against the first: each group's ratio to the common backend in one run
+    over that in the other (a uniformly faster machine changes nothing), changes outside the
+    noise flagged, and the machines' own factor stated once."""
     ids = [r.run_id for r in t.runs.runs]
     out = []
     for other in ids[1:]:
-        c = compare_runs(t.cells, t.steps, ids[0], other)
+        c, factor = compare_runs(t, ids[0], other)
+        several = c.groupby("workload")["point"].nunique() > 1 if len(c) else {}
         rows = [
             {
-                "workload": x["workload"],
+                "workload": x["workload"] + (f" ({x['point']})" if several[x["workload"]] else ""),
                 "backend": x["backend"],
+                "common": x["common"],
                 "base": fmt_ms(x["base_median"]),
                 "other": fmt_ms(x["other_median"]),
                 "ratio": fmt_interval(x["ratio"], x["low"], x["high"], lambda v: f"{v:.2f}"),
@@ -279,30 +307,43 @@ def comparisons(t: Tables) -> list[dict]:
             }
             for _, x in c.iterrows()
         ]
-        rank = {w: i for i, w in enumerate(HEADLINE_ORDER)}
-        order = {b: i for i, b in enumerate(backend_order([r["backend"] for r in rows]))}
-        rows.sort(key=lambda r: (rank.get(r["workload"], 99), r["workload"], order[r["backend"]]))
+        machines = DASH
+        if factor is not None:
+            k, lo, hi = factor
+            machines = (
+                f"the machines differ by {k:.2f}x ({other} / {ids[0]}, geometric mean of every "
+                f"cell's step-time ratio; cells range {lo:.2f}x to {hi:.2f}x)"
+            )
         out.append(
             {
                 "base": ids[0],
                 "other": other,
                 "rows": rows,
                 "changed": sum(r["changed"] for r in rows),
+                "compared": sum(r["verdict"] != "common backend" for r in rows),
+                "machines": machines,
             }
         )
     return out
 
 
 def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
-    if frame.empty:
-        return frame
-    order = {b: i for i, b in enumerate(backend_order(list(frame["backend"])))}
-    wl = {w: i for i, w in enumerate(HEADLINE_ORDER)}
-    key = frame.apply(
-        lambda c: (c["run_id"], wl.get(c["workload"], 99), c["workload"], order[c["backend"]]),
-        axis=1,
-    )
-    return frame.loc[sorted(frame.index, key=lambda i: key[i])]
+    """Cells are already in the report's order (``build_tables`` sorts them)."""
+    return frame
+
+
+def _name(c: pd.Series) -> str:
+    """A cell's backend, with its point and round where the run has several."""
+    tag = c.get("tag") if hasattr(c, "get") else ""
+    return f"{c['backend']} ({tag})" if isinstance(tag, str) and tag else str(c["backend"])
+
+
+def _get_round(rec: dict) -> int:
+    """A record's round (0 when it has none)."""
+    for where in (rec.get("point"), rec.get("config")):
+        if isinstance(where, dict) and isinstance(where.get("round"), int):
+            return where["round"]
+    return 0
 
 
 def _plain(v: object) -> str:

@@ -39,7 +39,12 @@ from rosetta.spec.workload import (
     Workload,
 )
 
-TOP_LEVEL = {"name", "description", "task", "dataset", "input", "layers", "blocks", "defaults"}
+TOP_LEVEL = {
+    "name", "title", "order", "description", "task", "dataset", "input", "layers", "blocks",
+    "defaults",
+}  # fmt: skip
+TITLE_MAX = 120  # characters of a report title: one line of a table caption
+DEFAULT_ORDER = 1000  # a spec without ``order`` comes after those that have one, by name
 TOP_LEVEL |= {"loss", "optimizer", "profiles", "tolerances"}
 TASKS = ("train", "features")
 PROFILES = ("ci", "smoke", "full")
@@ -396,8 +401,11 @@ class _Parser:
                 raise self.fail("loss", "{op: softmax_cross_entropy, reduction: mean}", loss_m)
             loss = Loss()
             optimizer = self.optimizer(self.req(m, "optimizer", ""))
+        title, order = self.title_order(m, name)
         workload = Workload(
             name=name,
+            title=title,
+            order=order,
             description=str(m.get("description", "")),
             task=task,
             dataset=dataset,
@@ -411,6 +419,14 @@ class _Parser:
         )
         self.check_consistency(workload)
         return workload
+
+    def title_order(self, m: dict, name: str) -> tuple[str, int]:
+        """The report's title (one line, default: the name) and place (default: after the rest)."""
+        title = self.scalar(m.get("title", name), "str", "title")
+        if "\n" in title or len(title) > TITLE_MAX or not title.strip():
+            raise self.fail("title", f"one non-blank line of at most {TITLE_MAX} characters", title)
+        order = self.scalar(m.get("order", DEFAULT_ORDER), "nonnegint", "order")
+        return title.strip(), order
 
     def dataset(self, raw: Any) -> DatasetRef:
         m = self.mapping(raw, "dataset")

@@ -146,6 +146,8 @@ class Workload:
     """Everything a backend needs to build, feed, train and check one workload."""
 
     name: str
+    title: str  # the report's caption for this workload's tables (spec ``title:``)
+    order: int  # the report's place of this workload, lower first, ties by name (spec ``order:``)
     description: str
     task: str  # "train" | "features"
     dataset: DatasetRef

@@ -1,0 +1,129 @@
+"""The bench's end-of-run summary: a plain-text table and a CSV, one row per record.
+
+What ``rosetta bench`` prints when a run ends and writes to ``<run>/summary.csv``; the HTML
+report reads the same records. Rows come in the report's one order (:mod:`rosetta.report.order`:
+workload by the spec's ``order``, backend by registry, then point and round). Imports neither
+pandas nor matplotlib: it works without the report's extra.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from rosetta.report.order import row_key
+
+SUMMARY_COLUMNS = ["workload", "backend", "status", "equivalent", "cold_start_s", "step_median_s",
+                   "step_ci95_low_s", "step_ci95_high_s", "end_to_end_s", "test_accuracy",
+                   "time_per_1000_images_s", "data_source", "wall_s", "flags", "error"]  # fmt: skip
+
+
+def _row(r: dict) -> dict:
+    """One record as the summary's columns (CSV and text share them)."""
+    row = {
+        "workload": r["workload"],
+        "backend": _name(r),
+        "status": r["status"],
+        "equivalent": "",
+        "cold_start_s": "",
+        "step_median_s": "",
+        "step_ci95_low_s": "",
+        "step_ci95_high_s": "",
+        "end_to_end_s": "",
+        "test_accuracy": "",
+        "time_per_1000_images_s": "",
+        "data_source": r.get("manifest", {}).get("data_source", ""),
+        "wall_s": r.get("wall_s", ""),
+        "flags": "; ".join(r.get("flags", [])),
+        "error": r.get("error", ""),
+    }
+    if r["status"] == "ok":
+        c, m, st = r["clocks"], r["metrics"], r["clocks"]["steady"]
+        row.update(
+            equivalent=r["equivalence"]["equivalent"],
+            cold_start_s=c["cold_start_s"],
+            step_median_s=st["median"],
+            step_ci95_low_s=st["ci95_low"],
+            step_ci95_high_s=st["ci95_high"],
+            end_to_end_s=c["end_to_end_s"],
+            test_accuracy=m.get("test_accuracy", ""),
+            time_per_1000_images_s=m.get("time_per_1000_images_s", ""),
+        )
+    return row
+
+
+def _ordered(recs: list[dict]) -> list[dict]:
+    """The report's one order: workload (spec ``order``), backend (registry), point, round."""
+    return sorted(recs, key=lambda r: row_key({}, _key_fields(r)))
+
+
+def _key_fields(r: dict) -> dict:
+    pt = r.get("point") if isinstance(r.get("point"), dict) else {}
+    cfg = r.get("config") if isinstance(r.get("config"), dict) else {}
+    return {
+        "workload": r["workload"],
+        "backend": r["backend"],
+        **{k: pt.get(k, cfg.get(k)) for k in ("batch_size", "precision", "threads", "round")},
+    }
+
+
+def _name(r: dict) -> str:
+    """The backend, with its point and round where the record is not the default cell."""
+    pt = r.get("point") if isinstance(r.get("point"), dict) else {}
+    cfg = r.get("config") if isinstance(r.get("config"), dict) else {}
+    parts = []
+    if cfg.get("batch_size"):
+        parts.append(f"b{pt.get('batch_size', cfg['batch_size'])}")
+    if cfg.get("precision") not in (None, "fp32"):
+        parts.append(str(cfg["precision"]))
+    rnd = pt.get("round", cfg.get("round")) or 0
+    if rnd:
+        parts.append(f"r{rnd + 1}")
+    return " ".join([r["backend"], *parts])
+
+
+def write_csv(recs: list[dict], path: Path) -> Path:
+    """The summary as CSV, one row per cell."""
+    rows = [_row(r) for r in _ordered(recs)]
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=SUMMARY_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def summary(recs: list[dict]) -> str:
+    """A plain-text table of a run's records (the HTML report reads the same records)."""
+    head = (
+        f"{'workload':<9} {'backend':<11} {'status':<8} {'equiv':<5} {'cold s':>7} "
+        f"{'step s (median [95% CI])':>27} {'e2e s':>8} {'result':>14} {'data':<13} {'wall s':>6}"
+    )
+    lines = [head, "-" * len(head)]
+    notes = []
+    for r in _ordered(recs):
+        row = _row(r)
+        wall = f"{row['wall_s']:>6.0f}" if isinstance(row["wall_s"], float) else f"{'':>6}"
+        if r["status"] != "ok":
+            source = f" [data: {row['data_source']}]" if row["data_source"] else ""
+            lines.append(
+                f"{r['workload']:<9} {row['backend']:<11} {r['status']:<8} -- {r.get('error', '')}"
+                + source
+            )
+            continue
+        step = (
+            f"{row['step_median_s']:.4f} [{row['step_ci95_low_s']:.4f}, "
+            f"{row['step_ci95_high_s']:.4f}]"
+        )
+        if row["test_accuracy"] != "":
+            result = f"acc {row['test_accuracy']:.3f}"
+        else:
+            result = f"{row['time_per_1000_images_s']:.1f} s/1k img"
+        eq = "yes" if row["equivalent"] else "NO"
+        flag = " *" if row["flags"] else ""
+        lines.append(
+            f"{r['workload']:<9} {row['backend']:<11} {r['status']:<8} {eq:<5} "
+            f"{row['cold_start_s']:>7.2f} {step:>27} {row['end_to_end_s']:>8.2f} {result:>14} "
+            f"{row['data_source']:<13} {wall}{flag}"
+        )
+        notes.extend(f"  * {row['backend']} x {r['workload']}: {f}" for f in r.get("flags", []))
+    return "\n".join(lines + notes)

@@ -1,0 +1,124 @@
+"""The report over rounds and sweep axes: fixture runs with known drift and known scaling."""
+
+from __future__ import annotations
+
+import pytest
+from report_fixtures import ROUND_DRIFT, write_fixture_runs, write_rounds_run, write_sweep_run
+from test_report import Tables, row
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("matplotlib")
+pytest.importorskip("jinja2")
+
+from rosetta.report import compare, load_tables, write_report  # noqa: E402
+from rosetta.report.headline import headlines  # noqa: E402
+from rosetta.report.stats import ROUNDS  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    return {"rounds": write_rounds_run(root), "sweep": write_sweep_run(root), "root": root}
+
+
+def test_rounds_are_one_group_with_the_cross_round_estimate(results):
+    t = load_tables([results["rounds"]])
+    assert len(t.cells) == 6 * len(ROUND_DRIFT)  # one row per record
+    g = t.groups.set_index(["workload", "backend"])
+    assert len(g) == 6 and set(g["rounds"]) == {3} and set(g["method"]) == {ROUNDS}
+    torch = g.loc[("cnn", "torch")]
+    assert torch["round_medians"] == pytest.approx(tuple(0.1 * d for d in ROUND_DRIFT))
+    assert torch["steady_median"] == pytest.approx(0.1)  # the median of the round medians
+    assert torch["end_to_end_s"] == pytest.approx(120.0)  # median over the rounds
+    # the interval holds the drift between processes (+12% / -6%), not just one process
+    assert torch["steady_low"] < 0.097 and torch["steady_high"] > 0.108
+
+
+def test_paired_ratios_see_through_the_drift(results):
+    t = load_tables([results["rounds"]])
+    r = compare.ratios_to_fastest(t).set_index(["workload", "backend"])
+    tf = r.loc[("cnn", "tensorflow")]
+    assert tf["ratio"] == pytest.approx(1.1, rel=1e-9) and tf["verdict"] == "1.10x slower"
+    assert tf["stability"] == "held in 3 of 3 rounds"
+    # unpaired, the two cells' cross-round intervals overlap: the drift would hide the 10%
+    g = t.groups.set_index(["workload", "backend"])
+    assert g.loc[("cnn", "tensorflow"), "steady_low"] < g.loc[("cnn", "torch"), "steady_high"]
+    assert r.loc[("gru", "tensorflow"), "verdict"] == "no clear difference"  # a tie
+
+
+def test_headline_carries_its_stability_and_the_round_chart_shows(results, tmp_path):
+    t = load_tables([results["rounds"]])
+    heads = {h.workload: h for h in headlines(t)}
+    assert heads["cnn"].title == "CNN (VGG-style, CIFAR-10): training time"  # from the spec
+    (line,) = heads["cnn"].stability
+    assert line.startswith("3 rounds; torch fastest, 1.10x [")
+    assert line.endswith("ahead of tensorflow, held in 3 of 3 rounds")
+    assert "no clear difference" in heads["gru"].stability[0]
+    html = write_report([results["rounds"]], tmp_path / "r").read_text()
+    page = Tables(html)
+    assert row(page.tables["headline-cnn"], "torch")[1] == "120.0"
+    assert 'id="rounds-cnn"' in html and 'id="rounds-gru"' in html
+    ratios = {(r[1], r[2]): r for r in page.tables["ratio-table"][1:]}
+    assert ratios[("cnn", "tensorflow")][4:8][0] == "3"
+    assert ratios[("cnn", "tensorflow")][7] == "held in 3 of 3 rounds"
+    cond = [r[2] for r in page.tables["conditions-table"][1:] if r[1] == "cnn"]
+    assert "torch (round 2)" in cond and "torch (round 3)" in cond
+    assert 'id="scaling"' not in html  # one point: no scaling section
+
+
+def test_scaling_section_along_each_swept_axis(results, tmp_path):
+    html = write_report([results["sweep"]], tmp_path / "s").read_text()
+    assert 'id="scaling"' in html and 'id="batch-cnn-sweep"' in html
+    assert 'id="threads-cnn-sweep"' in html
+    page = Tables(html)
+    tables = page.tables
+    batch = next(v for v in tables.values() if v and v[0][:3] == ["backend", "at", "batch"])
+    torch128 = next(r for r in batch if r[0] == "torch" and r[2] == "128")
+    assert torch128[5].startswith("1.25x [") and torch128[6] == "1.25x throughput"
+    assert torch128[7] == f"{(1000 + 4 * 128) / 128:.3g}"  # MiB per sample
+    tf128 = next(r for r in batch if r[0] == "tensorflow" and r[2] == "128")
+    assert tf128[6] == "no clear difference"
+    threads = next(v for v in tables.values() if v and v[0][:3] == ["backend", "at", "threads"])
+    t2 = next(r for r in threads if r[0] == "torch" and r[2] == "2")
+    assert t2[4].startswith("1.80x [") and t2[5] == "90%" and t2[6] == "1.80x speedup"
+    prec = next(v for v in tables.values() if v and v[0][:3] == ["backend", "at", "ratio of"])
+    (bf16,) = prec[1:]
+    assert bf16[2] == "bf16 / fp32" and bf16[5].startswith("0.60 [")
+    assert bf16[6] == "1.67x faster"
+    lat = next(v for v in tables.values() if v and v[0][:3] == ["backend", "point", "requests"])
+    assert lat[1][2:] == ["50", "4.00", "5.50", "9.00"]
+    # the headline shows the primary point (fp32, the profile's batch 64, the most threads):
+    # torch's 100 s there, drifted 1.0 and 1.12 in the two rounds -> their median 106
+    assert row(page.tables["headline-cnn"], "torch")[1] == "106.0"
+
+
+def test_a_single_point_run_has_no_scaling_section(tmp_path):
+    a, _ = write_fixture_runs(tmp_path / "results")
+    assert 'id="scaling"' not in write_report([a], tmp_path / "rep").read_text()
+
+
+def test_bimodal_steps_next_to_a_close_rival_are_flagged_noisy(tmp_path):
+    import json
+
+    import numpy as np
+
+    run = write_rounds_run(tmp_path / "results", "noisy")
+    path = next(run.glob("tensorflow__cnn__*-r1.json"))
+    rec = json.loads(path.read_text())
+    half = len(rec["clocks"]["steady_raw_s"]) // 2
+    rng = np.random.default_rng(0)
+    # two speeds, 0.10 s and 0.13 s: IQR / median ~ 25%, and torch (0.1) lies inside that
+    rec["clocks"]["steady_raw_s"] = list(
+        np.concatenate([np.full(half, 0.10), np.full(half, 0.13)])
+        * (1 + 0.001 * rng.random(2 * half))
+    )
+    path.write_text(json.dumps(rec))
+    t = load_tables([run])
+    r = compare.ratios_to_fastest(t).set_index(["workload", "backend"])
+    assert r.loc[("cnn", "tensorflow"), "noisy"]
+    assert not r.loc[("cnn", "numpy_ref"), "noisy"] and not r.loc[("gru", "torch"), "noisy"]
+    html = write_report([run], tmp_path / "rep").read_text()
+    assert "1 cell noisy enough to change a verdict" in html
+    cond = {r[2]: r for r in Tables(html).tables["conditions-table"][1:] if r[1] == "cnn"}
+    assert cond["tensorflow (round 2)"][-1].startswith("noisy: spread could change a verdict")
+    assert cond["torch (round 2)"][-1] == "-"
