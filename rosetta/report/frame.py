@@ -27,7 +27,7 @@ from rosetta.report.order import backend_order, row_key
 
 __all__ = ["Tables", "backend_order", "build_tables", "cell_row", "tidy_frame"]
 TRAIN_FLOP_FACTOR = 3  # training step = forward + backward, backward counted as 2x forward
-CHECKS = ("forward", "loss", "grads", "params")
+CHECKS = ("forward", "loss", "grads", "params", "float64")  # float64: the worst of the float64 gate
 ID_COLUMNS = ["run_id", "backend", "workload", "batch_size", "precision", "threads", "round",
               "profile", "status", "equivalent", "data_source"]  # fmt: skip
 
@@ -169,6 +169,7 @@ _EMPTY_ROW = dict.fromkeys(
         "latency_n",
         "divergence",
         "gate_note",
+        "drift",
         "load_before",
         "load_after",
         "flags",
@@ -191,7 +192,7 @@ def cell_row(run: Run, rec: dict) -> dict:
         error=_text(rec.get("error")),
         data_source=_text(man.get("data_source")),
         device=_text(man.get("device") or cfg.get("device")),
-        dtype=_text(man.get("precision") or cfg.get("dtype")),
+        dtype=_text(man.get("dtype") or cfg.get("dtype")),
         notebook=_notebook(run, rec),
         wall_s=_num(rec.get("wall_s")),
         peak_rss_mb=_num(rec.get("peak_rss_mb")),
@@ -206,10 +207,19 @@ def cell_row(run: Run, rec: dict) -> dict:
         row["divergence"] = _text(eq.get("divergence"))
         row["gate_note"] = _text(eq.get("note"))
         viol = eq.get("violations") if isinstance(eq.get("violations"), dict) else {}
+        f64 = [viol[k] for k in viol if str(k).endswith("(float64)")]  # the float64 gate
+        if f64:
+            viol = {**viol, "float64": None if None in f64 else max(_num(v) or 0.0 for v in f64)}
         for c in CHECKS:
             if c in viol:
                 # null = the check ran but was inf/nan: infinitely over its bound
                 row[f"violation_{c}"] = math.inf if viol[c] is None else _num(viol[c])
+        drift = eq.get("drift") if isinstance(eq.get("drift"), list) else []
+        row["drift"] = tuple(
+            (str(d["op"]), math.inf if d.get("violation") is None else _num(d["violation"]))
+            for d in drift
+            if isinstance(d, dict) and "op" in d
+        )
     spec = _spec_facts(workload, profile, man.get("input_shape"))
     row["task"], row["batch_size"], row["flops_per_sample"] = spec
     row.update(point_of(rec, row["batch_size"]))

@@ -68,6 +68,7 @@ def context(t: Tables, out_dir: Path) -> dict:
         "cold": sections.cold_rows(t),
         "efficiency": sections.efficiency_rows(t),
         "equivalence": sections.equivalence_rows(t),
+        "drift_maps": sections.drift_maps(t),
         "checks": CHECKS,
         "problem_cells": sections.problem_rows(t),
         "comparisons": sections.comparisons(t),

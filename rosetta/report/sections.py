@@ -15,7 +15,7 @@ import pandas as pd
 from rosetta.report.compare import compare_runs, ratios_to_fastest
 from rosetta.report.fmt import DASH, fmt_interval, fmt_ms, fmt_num, fmt_pct, fmt_s, missing
 from rosetta.report.frame import CHECKS, Tables, notebook_exists
-from rosetta.report.order import backend_order, workload_key
+from rosetta.report.order import backend_order, workload_key, workload_order
 from rosetta.report.stats import ONE_PROCESS, passed, robust_spread
 
 
@@ -356,3 +356,52 @@ def _plain(v: object) -> str:
     if isinstance(v, float):
         return f"{v:.3g}"
     return str(v)
+
+
+# -- per-op drift ---------------------------------------------------------------------------
+DRIFT_BUCKETS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)  # heat classes drift0..drift4; over 1: drift5
+
+
+def drift_class(v: float | None) -> str:
+    """The heat class of a violation (x its bound): one per decade up to 1, then 'over'."""
+    if v is None or v != v:
+        return "drift-na"
+    for i, edge in enumerate(DRIFT_BUCKETS):
+        if v <= edge:
+            return f"drift{i}"
+    return "drift5"
+
+
+def drift_maps(t: Tables) -> list[dict]:
+    """Per workload, a small heat map of ops x backends: the worst gradient violation (x its
+    bound) of each parameterised op, over the workload's cells (points and rounds), so drift is
+    visible even where every cell passes."""
+    ok = t.cells[(t.cells["status"] == "ok") & t.cells["drift"].notna()]
+    out = []
+    for workload in workload_order(ok["workload"]):
+        rows = ok[ok["workload"] == workload]
+        backends = backend_order(rows["backend"])
+        ops: dict[str, dict[str, float]] = {}
+        for _, c in rows.iterrows():
+            for op, v in c["drift"] or ():
+                cur = ops.setdefault(op, {}).get(c["backend"])
+                ops[op][c["backend"]] = v if cur is None else max(cur, v)
+        if not ops:
+            continue
+        out.append(
+            {
+                "workload": workload,
+                "backends": backends,
+                "rows": [
+                    {
+                        "op": op,
+                        "cells": [
+                            {"cls": drift_class(vals.get(b)), "text": fmt_num(vals.get(b))}
+                            for b in backends
+                        ],
+                    }
+                    for op, vals in ops.items()
+                ],
+            }
+        )
+    return out
