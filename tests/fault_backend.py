@@ -2,7 +2,8 @@
 
 Registered for the fault tests by ``ROSETTA_EXTRA_BACKENDS=fault=tests.fault_backend``
 (the child processes import it from the repository root on ``PYTHONPATH``). Everything else is
-the NumPy reference, so without a fault it is an ordinary, equivalent backend.
+the NumPy reference (contract v3 entry points), so without a fault it is an ordinary, equivalent
+backend.
 """
 
 from __future__ import annotations
@@ -14,22 +15,33 @@ import time
 import numpy as np
 
 from rosetta.backends import numpy_ref
-from rosetta.backends.numpy_ref import DEVICES, DTYPES, available, cuda_available, run_op, versions
+from rosetta.backends.numpy_ref import (
+    DEVICES,
+    DTYPES,
+    PRECISIONS,
+    available,
+    configure,
+    cuda_available,
+    run_op,
+    versions,
+)
 
 NAME = "fault"
 __all__ = [
     "DEVICES",
     "DTYPES",
     "NAME",
+    "PRECISIONS",
     "available",
     "build",
+    "configure",
     "cuda_available",
     "run_op",
     "versions",
 ]
 
 
-def build(workload, params, *, dtype="float32", device="cpu", seed=0):
+def build(workload, params, runtime, **options):
     """The reference model, after the fault ``$ROSETTA_FAULT`` names (if any)."""
     fault = os.environ.get("ROSETTA_FAULT", "")
     if fault == "raise":
@@ -42,6 +54,6 @@ def build(workload, params, *, dtype="float32", device="cpu", seed=0):
         np.ones((64, 2**30 // 8))  # 64 GiB: past any --memory-limit-mb a test sets
     if fault == "exit0":
         os._exit(0)
-    model = numpy_ref.build(workload, params, dtype=dtype, device=device, seed=seed)
+    model = numpy_ref.build(workload, params, runtime, **options)
     model.backend = NAME
     return model
