@@ -108,7 +108,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--profile",
         default="smoke",
-        help="ci (CI, ~3 min) | smoke (default, 3 rounds, ~10 min on 2 cores) | full (the "
+        help="ci (CI, ~3 min) | smoke (default, 2 rounds, ~8 min on 2 cores) | full (the "
         "original settings) | sweep (ci counts over batch 16,64 x threads 1,all x fp32,bf16)",
     )
     p.add_argument(
@@ -156,7 +156,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=_int_at_least(1),
         default=None,
         help="rounds: every cell this many times, each in a fresh process, in an order shuffled "
-        "per round from --seed (default: the profile's: ci 1, smoke 3, full 1, sweep 1)",
+        "per round from --seed (default: the profile's: ci 1, smoke 2, full 1, sweep 1)",
     )
     p.add_argument(
         "--wait-quiet",
