@@ -22,9 +22,12 @@ from rosetta.errors import BackendError
 
 DEVICES = ("cpu", "cuda", "auto")
 DTYPES = ("float32", "float64")
-#: numeric policies (METHODOLOGY, "Points and surfaces"): ``fp32`` computes in the model's dtype.
-#: Mixed precision (``bf16``; ``fp16`` on CUDA) will join this tuple with its gate tolerances.
-PRECISIONS = ("fp32",)
+#: numeric policy names (METHODOLOGY, "Points and surfaces"): ``fp32`` computes in the model's
+#: dtype; ``bf16`` and ``fp16`` are mixed precision. A name here is *known*; whether a backend
+#: runs it is its package's own ``PRECISIONS`` (all ``("fp32",)`` until mixed precision lands).
+PRECISIONS = ("fp32", "bf16", "fp16")
+#: policies only a CUDA device can run (no CPU framework computes fp16 at speed)
+CUDA_ONLY_PRECISIONS = ("fp16",)
 #: the variables that size the BLAS/OpenMP pools of a cell's process before NumPy loads
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -68,8 +71,7 @@ class Runtime:
             raise BackendError(f"unknown device {device!r}; valid: {', '.join(DEVICES)}")
         if dtype not in DTYPES:
             raise BackendError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
-        if precision not in PRECISIONS:
-            raise BackendError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
+        check_precision(precision)
         if threads is not None and (isinstance(threads, bool) or int(threads) < 1):
             raise BackendError(f"threads must be a positive integer, got {threads!r}")
         if tf32 and device == "cpu":
@@ -96,6 +98,31 @@ class Runtime:
     def as_dict(self) -> dict:
         """Plain-dict form for records and manifests."""
         return asdict(self)
+
+
+def check_precision(name: str) -> str:
+    """``name`` if it is a known policy, else one ``BackendError`` naming the valid ones."""
+    if name not in PRECISIONS:
+        raise BackendError(f"unknown precision {name!r}; valid: {', '.join(PRECISIONS)}")
+    return name
+
+
+def precision_unsupported(
+    precision: str, backend: str, supported: tuple[str, ...], device: str
+) -> str:
+    """Why ``backend`` cannot run the known policy ``precision`` on ``device`` (a request:
+    ``cpu``, ``cuda`` or ``auto``), or ``""`` when it may. A cell that cannot is *skipped* with
+    this reason, not failed. Under ``auto`` a CUDA-only policy is decided once the device is
+    resolved (a CPU-only backend is refused here already)."""
+    check_precision(precision)
+    if precision not in supported:
+        return (
+            f"backend {backend!r} does not run precision {precision} "
+            f"(it supports {', '.join(supported)})"
+        )
+    if precision in CUDA_ONLY_PRECISIONS and device == "cpu":
+        return f"precision {precision} runs on CUDA only, and this cell asks for the CPU"
+    return ""
 
 
 def child_env(threads: int | None, base: dict | None = None) -> dict:

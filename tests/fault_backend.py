@@ -1,8 +1,10 @@
 """A test backend that fails on purpose, selected by ``$ROSETTA_FAULT`` when it builds.
 
 Registered for the fault tests by ``ROSETTA_EXTRA_BACKENDS=fault=tests.fault_backend``
-(the child processes import it from the repository root on ``PYTHONPATH``). Everything else is
-the NumPy reference, so without a fault it is an ordinary, equivalent backend.
+(the child processes import it from the repository root on ``PYTHONPATH``);
+``$ROSETTA_FAULT_THREADS=N`` limits the fault to cells running N threads (one point of a
+sweep). Everything else is the NumPy reference (contract v3 entry points), so without a fault it
+is an ordinary, equivalent backend.
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ def configure(request):
 def build(workload, params, runtime, **options):
     """The reference model, after the fault ``$ROSETTA_FAULT`` names (if any)."""
     fault = os.environ.get("ROSETTA_FAULT", "")
+    only = os.environ.get("ROSETTA_FAULT_THREADS", "")
+    if only and int(only) != runtime.threads:
+        fault = ""
     if fault == "raise":
         raise RuntimeError("planted failure inside the framework")
     if fault == "segfault":
@@ -65,6 +70,6 @@ def build(workload, params, runtime, **options):
         np.ones((64, 2**30 // 8))  # 64 GiB: past any --memory-limit-mb a test sets
     if fault == "exit0":
         os._exit(0)
-    model = numpy_ref.build(workload, params, runtime)
+    model = numpy_ref.build(workload, params, runtime, **options)
     model.backend = NAME
     return model

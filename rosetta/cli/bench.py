@@ -18,7 +18,8 @@ from rosetta.errors import RosettaError
 from rosetta.report.summary import summary, write_csv
 from rosetta.runner import records
 from rosetta.runner.config import CellConfig
-from rosetta.runner.matrix import EXECUTORS, Plan, run_matrix
+from rosetta.runner.matrix import EXECUTORS, Plan, cell_label, round_cells, run_matrix
+from rosetta.runner.profiles import bench_profile, check_batch_size
 from rosetta.runner.rundir import (
     RunDir,
     check_results_dir,
@@ -26,9 +27,19 @@ from rosetta.runner.rundir import (
     default_results_dir,
     new_run_id,
 )
-from rosetta.runtime import PRECISIONS, Runtime
+from rosetta.runtime import PRECISIONS, Runtime, check_precision
 from rosetta.spec import get_workload, workload_names
-from rosetta.spec.loader import PROFILES
+
+
+def _nonnegative_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(v) and v >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return v
+
 
 __all__ = ["add_parser", "run", "summary", "write_csv"]  # summary/CSV live in rosetta.report
 
@@ -56,6 +67,36 @@ def _int_at_least(low: int):
     return parse
 
 
+def _thread_list(text: str) -> tuple[int | None, ...]:
+    """``--threads``: a comma list of counts >= 1, ``all`` meaning every usable core."""
+    out: list[int | None] = []
+    for item in (t.strip() for t in text.split(",")):
+        out.append(None if item == "all" else _int_at_least(1)(item))
+    return tuple(dict.fromkeys(out))
+
+
+def _batch_list(text: str) -> tuple[int, ...]:
+    """``--batch-sizes``: a comma list of positive integers (one line naming a bad one)."""
+    out = []
+    for item in (t.strip() for t in text.split(",")):
+        try:
+            v = int(item)
+        except ValueError:
+            raise RosettaError(
+                f"--batch-sizes {item!r}: not an integer; give positive integers, e.g. 1,16,64"
+            ) from None
+        if v < 1:
+            raise RosettaError(f"--batch-sizes {v}: a batch needs at least 1 sample; e.g. 1,16,64")
+        out.append(v)
+    return tuple(dict.fromkeys(out))
+
+
+def _precision_list(text: str) -> tuple[str, ...]:
+    """``--precisions``: a comma list of known policy names (one line naming a bad one)."""
+    names = [t.strip() for t in text.split(",") if t.strip()] or [text]
+    return tuple(dict.fromkeys(check_precision(n) for n in names))
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``rosetta bench``."""
     p = sub.add_parser(
@@ -70,7 +111,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--profile",
         default="smoke",
-        help="ci (CI, ~3 min) | smoke (default, ~10 min on 2 cores) | full (the original settings)",
+        help="ci (CI, ~3 min) | smoke (default, 2 rounds, ~8 min on 2 cores) | full (the "
+        "original settings) | sweep (ci counts over batch 16,64 x threads 1,all x fp32,bf16)",
     )
     p.add_argument(
         "--run-id",
@@ -100,9 +142,32 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dtype", default="float32", help="float32 (default) | float64")
     p.add_argument(
+        "--precisions",
         "--precision",
-        default="fp32",
-        help=f"numeric policy: {' | '.join(PRECISIONS)} (default fp32)",
+        default=None,
+        help=f"comma list of numeric policies: {' | '.join(PRECISIONS)} (default: the "
+        "profile's, fp32); one a backend or device cannot run is recorded as skipped",
+    )
+    p.add_argument(
+        "--batch-sizes",
+        default=None,
+        help="comma list of batch sizes, e.g. 1,16,64 (default: the profile's); sample counts "
+        "stay the profile's; training off the spec batch keeps the spec's optimiser settings",
+    )
+    p.add_argument(
+        "--repeat",
+        type=_int_at_least(1),
+        default=None,
+        help="rounds: every cell this many times, each in a fresh process, in an order shuffled "
+        "per round from --seed (default: the profile's: ci 1, smoke 2, full 1, sweep 1)",
+    )
+    p.add_argument(
+        "--wait-quiet",
+        type=_nonnegative_float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait up to this long for a busy machine to become quiet before the first cell "
+        "(default 0: warn and go on)",
     )
     p.add_argument(
         "--tf32",
@@ -118,10 +183,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=_int_at_least(0), default=0, help="weights, order, dropout")
     p.add_argument(
         "--threads",
-        type=_int_at_least(1),
+        type=_thread_list,
         default=None,
-        help="CPU threads per cell, set in every framework and read back into the record "
-        "(default: all usable cores)",
+        help="comma list of CPU threads per cell ('all': every usable core), set in every "
+        "framework and read back into the record (default: the profile's, all usable cores)",
     )
     p.add_argument(
         "--sample-every",
@@ -166,9 +231,8 @@ def run(args: argparse.Namespace) -> int:
     """Validate everything, lock the run, run the cells, summarise, report; exit 0 iff all ok."""
     backend_list = _select(args.backends, backends.names(), "backend")
     workload_list = _select(args.workloads, workload_names(), "workload")
-    if args.profile not in PROFILES:
-        raise RosettaError(f"unknown profile {args.profile!r}; valid: {', '.join(PROFILES)}")
-    Runtime.request("bench", **_runtime_args(args))  # unknown values: one line, before any work
+    prof = bench_profile(args.profile)
+    axes = _axes(args, prof, workload_list)  # bad values: one line each, before any work
     if args.resume and args.run_id and args.resume != args.run_id:
         raise RosettaError("give either --run-id or --resume, not two different ids")
     results_dir = check_results_dir(args.results_dir or default_results_dir())
@@ -180,18 +244,18 @@ def run(args: argparse.Namespace) -> int:
     template = CellConfig(
         backend="",
         workload="",
-        profile=args.profile,
+        profile=prof.spec_profile,
         data_dir=None if args.data_dir is None else str(Path(args.data_dir).absolute()),
         dtype=args.dtype,
         device=args.device,
         seed=args.seed,
-        threads=args.threads,
-        precision=args.precision,
         tf32=args.tf32,
         sample_every=args.sample_every,  # None: each cell decides from its resolved device
     )
-    pinned = {k: v for k, v in template.as_dict().items() if k not in ("backend", "workload")}
-    pinned.update(backends=backend_list, workloads=workload_list)
+    per_cell = ("backend", "workload", "batch_size", "precision", "round")
+    pinned = {k: v for k, v in template.as_dict().items() if k not in per_cell}
+    pinned.update(backends=backend_list, workloads=workload_list, bench_profile=args.profile)
+    pinned.update({k: list(v) if isinstance(v, tuple) else v for k, v in axes.items()})
     plan = Plan(
         tuple(backend_list),
         tuple(workload_list),
@@ -201,6 +265,7 @@ def run(args: argparse.Namespace) -> int:
         memory_limit_mb=args.memory_limit_mb,
         executor=args.executor,
         data_sources=data_sources,
+        **axes,
     )
     from rosetta.runner.progress import make_display
 
@@ -213,13 +278,15 @@ def run(args: argparse.Namespace) -> int:
         verb = "resuming" if resuming else "run"
         print(
             f"{verb} {run_id}: profile {args.profile}, {args.dtype} on {args.device}, "
-            f"records in {run_dir.path}",
+            f"{_axes_text(axes)}, records in {run_dir.path}",
             flush=True,
         )
-        labels = [f"{b} x {w}" for w in workload_list for b in backend_list]
+        labels = [cell_label(c) for r in range(plan.repeat) for c in round_cells(plan, r)]
         display = make_display(labels)
         try:
-            index = run_matrix(plan, run_dir, display)
+            index = run_matrix(
+                plan, run_dir, display, before_first=lambda: _quiet_check(run_dir, args.wait_quiet)
+            )
         except KeyboardInterrupt:
             raise RosettaError(
                 f"interrupted; the records written so far are kept in {run_dir.path}; "
@@ -246,15 +313,53 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _runtime_args(args: argparse.Namespace) -> dict:
+def _axes(args: argparse.Namespace, prof, workload_list: list[str]) -> dict:
+    """The run's axes (the options, else the profile's), each value checked: a batch the
+    profile's data cannot fill, an unknown precision or a bad runtime request is one line."""
+    batch_sizes = _batch_list(args.batch_sizes) if args.batch_sizes else prof.batch_sizes
+    precisions = _precision_list(args.precisions) if args.precisions else prof.precisions
+    threads = args.threads or prof.threads
+    for w in workload_list:
+        spec = get_workload(w)
+        for b in batch_sizes:
+            if b is not None:
+                check_batch_size(spec, spec.profile(prof.spec_profile), b)
+    for t in threads:
+        for prec in precisions:
+            Runtime.request("bench", device=args.device, threads=t, dtype=args.dtype,
+                            precision=prec, tf32=args.tf32, seed=args.seed)  # fmt: skip
     return {
-        "device": args.device,
-        "threads": args.threads,
-        "dtype": args.dtype,
-        "precision": args.precision,
-        "tf32": args.tf32,
-        "seed": args.seed,
+        "batch_sizes": tuple(batch_sizes),
+        "precisions": tuple(precisions),
+        "threads": tuple(threads),
+        "repeat": args.repeat or prof.repeat,
     }
+
+
+def _axes_text(axes: dict) -> str:
+    """``batch 16,64 x fp32,bf16 x threads 1,all x 2 rounds`` (the profile's batch: ``spec``)."""
+
+    def show(values, none):
+        return ",".join(none if v is None else str(v) for v in values)
+
+    return (
+        f"batch {show(axes['batch_sizes'], 'spec')} x {show(axes['precisions'], '')} x "
+        f"threads {show(axes['threads'], 'all')} x {axes['repeat']} "
+        f"round{'s' if axes['repeat'] > 1 else ''}"
+    )
+
+
+def _quiet_check(run_dir: RunDir, wait_s: float) -> None:
+    """Read the machine before the first cell that runs; warn in one line and record the
+    reading in run.json (``quiet_checks``: one per bench invocation that ran a cell)."""
+    from rosetta.runner import quiet
+
+    if wait_s > 0:
+        print(f"checking the machine is quiet (waiting up to {wait_s:g} s)...", flush=True)
+    result = quiet.check_quiet(wait_s)
+    if result["warning"]:
+        print(f"warning: {result['warning']}", flush=True)
+    run_dir.add_to_run_file(quiet_checks=[*run_dir.config.get("quiet_checks", []), result])
 
 
 def _report(run_dir: Path, report_dir: Path | None) -> None:

@@ -43,6 +43,7 @@ from rosetta.runner.config import CellConfig
 from rosetta.runner.data import feature_images, load_cell_data
 from rosetta.runner.gate import GateResult, run_gate
 from rosetta.runner.gatebatch import gate_indices
+from rosetta.runner.profiles import batch_flag, effective_profile
 from rosetta.runtime import Runtime
 from rosetta.spec import canonical_weights, get_workload
 
@@ -58,9 +59,15 @@ class Cell:
         self.started = time.time()
         self.load_before = manifest.load_snapshot()
         spec = get_workload(config.workload)
-        self.profile = spec.profile(config.profile)
+        self.spec_profile = spec.profile(config.profile)
+        # the effective batch (config.batch_size, else the profile's) sizes the timed loop;
+        # sample counts stay the profile's (rosetta.runner.profiles)
+        self.profile = effective_profile(self.spec_profile, config.batch_size, spec.task)
         self.workload = self.profile.workload_for(spec)  # features: the profile's input size
         self.flags: list[str] = []
+        flag = batch_flag(self.spec_profile.batch_size, self.profile.batch_size, spec.task)
+        if flag:
+            self.flags.append(flag)
         self.data = None
         self.model = None
         self.module = None
@@ -128,6 +135,11 @@ class Cell:
         prof, d = self.profile, self.data
         if self.workload.task != "train":
             return
+        if len(d.y_train) < prof.batch_size:
+            raise RosettaError(
+                f"{self.config.workload}: only {len(d.y_train)} train samples, fewer than one "
+                f"batch of {prof.batch_size}; use a smaller --batch-sizes or more data"
+            )
         if len(d.y_test) < prof.batch_size:
             raise RosettaError(
                 f"{self.config.workload}: only {len(d.y_test)} test samples, fewer than one batch "

@@ -31,6 +31,8 @@ class CellConfig:
     tf32: bool = False  # allow TF32 on CUDA (recorded; refused on the CPU)
     sample_every: int | None = None  # steady state: time every n-th step (None: 1 CPU, 4 CUDA)
     data_source: str = ""  # what bench verified before the run (for records of failed cells)
+    batch_size: int | None = None  # None: the profile's batch size (a sweep axis otherwise)
+    round: int = 0  # repetition round, 0-based (each round runs every cell once)
 
     def to_json(self) -> str:
         """The config as one JSON string (what the child receives)."""
@@ -49,10 +51,27 @@ class CellConfig:
             raise RosettaError(f"cell config has unknown fields {unknown}; valid: {sorted(known)}")
         return cls(**raw)
 
+    def precision_unsupported(self) -> str:
+        """Why this cell's backend cannot run its precision on its device, or ``""``; reads the
+        backend package's ``PRECISIONS`` (no framework is imported)."""
+        import importlib
+
+        from rosetta import backends
+        from rosetta.runtime import precision_unsupported
+
+        module = importlib.import_module(backends.info(self.backend).module_name)
+        supported = tuple(getattr(module, "PRECISIONS", ("fp32",)))
+        return precision_unsupported(self.precision, self.backend, supported, self.device)
+
     def runtime_request(self):
-        """The ``Runtime`` this config asks for (validated: bad values are one line)."""
+        """The ``Runtime`` this config asks for (validated: bad values are one line, and so is a
+        precision the backend does not run, so that no cell computes fp32 while claiming bf16)."""
+        from rosetta.errors import BackendError
         from rosetta.runtime import Runtime
 
+        why = self.precision_unsupported()
+        if why:
+            raise BackendError(f"{why}; run it with --precisions fp32")
         return Runtime.request(
             self.backend,
             device=self.device,

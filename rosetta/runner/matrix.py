@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import random
 import resource
 import signal
 import subprocess
@@ -49,6 +50,10 @@ class Plan:
     memory_limit_mb: int | None = None  # address-space limit of each cell's processes
     executor: str = "papermill"
     data_sources: dict | None = None  # workload -> official | user-provided | synthetic | ...
+    batch_sizes: tuple[int | None, ...] = (None,)  # axes: None = the profile's batch size
+    precisions: tuple[str, ...] = ("fp32",)
+    threads: tuple[int | None, ...] = (None,)  # None: all usable cores
+    repeat: int = 1  # rounds: every cell once per round, each in a fresh process
 
 
 class Display:
@@ -69,26 +74,74 @@ def cell_command(config: CellConfig, executor: str = "papermill") -> list[str]:
     return [sys.executable, "-m", EXECUTORS[executor], "--config", config.to_json()]
 
 
-def run_matrix(plan: Plan, run: RunDir, display: Display | None = None) -> dict[str, dict]:
-    """Run every cell of ``plan`` not yet recorded in ``run``; returns ``{cell: index entry}``."""
+def round_cells(plan: Plan, round_: int = 0) -> list[CellConfig]:
+    """The cells of one round in declared order: workload, backend, then the axes (batch size,
+    precision, threads); ``out`` and ``run_id`` are filled in by :func:`run_matrix`."""
+    return [
+        replace(
+            plan.template,
+            backend=b,
+            workload=w,
+            batch_size=bs,
+            precision=prec,
+            threads=t,
+            round=round_,
+            data_source=(plan.data_sources or {}).get(w, ""),
+        )
+        for w in plan.workloads
+        for b in plan.backends
+        for bs in plan.batch_sizes
+        for prec in plan.precisions
+        for t in plan.threads
+    ]
+
+
+def round_orders(plan: Plan) -> list[list[str]]:
+    """The cell keys of every round in the order they run. One round keeps the declared order;
+    with ``repeat > 1`` each round is shuffled by its own generator, seeded from the run's seed
+    and the round number, so that drift of the machine over the run hits every backend alike
+    and the order is reproducible from ``run.json``."""
+    orders = []
+    for r in range(plan.repeat):
+        keys = [records.cell_key(c) for c in round_cells(plan, r)]
+        if plan.repeat > 1:
+            random.Random(f"rosetta-rounds:{plan.template.seed}:{r}").shuffle(keys)
+        orders.append(keys)
+    return orders
+
+
+def cell_label(config: CellConfig) -> str:
+    """How the display names a cell: ``backend x workload`` and its point when off default."""
+    key = records.cell_key(config)
+    base = f"{config.backend} x {config.workload}"
+    suffix = key.split("__", 2)[2] if key.count("__") >= 2 else ""
+    return f"{base} [{suffix}]" if suffix else base
+
+
+def run_matrix(
+    plan: Plan, run: RunDir, display: Display | None = None, before_first=None
+) -> dict[str, dict]:
+    """Run every cell of ``plan`` not yet recorded in ``run``, round by round, each round in the
+    order recorded in ``run.json`` (``round_orders``); returns ``{cell key: index entry}``.
+    ``before_first()`` is called once, just before the first cell that really runs (the quiet
+    machine check), and not at all when every cell is already recorded."""
     display = display or Display()
-    env = child_env(plan.template.threads)
-    index: dict[str, dict] = {}
-    cells = [(w, b) for w in plan.workloads for b in plan.backends]
-    for w, b in cells:
-        index[f"{b}__{w}"] = {"status": "not run", "error": ""}
+    pending = [before_first] if before_first else []
+    orders = run.config.get("round_orders")
+    if not orders:
+        orders = round_orders(plan)
+        run.add_to_run_file(round_orders=orders)
+    by_key = {records.cell_key(c): c for r in range(plan.repeat) for c in round_cells(plan, r)}
+    index: dict[str, dict] = {k: {"status": "not run", "error": ""} for o in orders for k in o}
     try:
-        for workload, backend in cells:
-            key = f"{backend}__{workload}"
+        for key in (k for order in orders for k in order):
             config = replace(
-                plan.template,
-                backend=backend,
-                workload=workload,
-                data_source=(plan.data_sources or {}).get(workload, ""),
+                by_key[key],
                 run_id=run.run_id,
-                out=str(records.record_path(run.path.parent, run.run_id, backend, workload)),
+                out=str(records.record_path_for(run.path.parent, run.run_id, by_key[key])),
             )
-            index[key] = _one_cell(plan, run, config, env, display)
+            env = child_env(config.threads)
+            index[key] = _one_cell(plan, run, config, env, display, pending)
             run.write_index(index)
     except KeyboardInterrupt:
         for entry in index.values():
@@ -101,19 +154,24 @@ def run_matrix(plan: Plan, run: RunDir, display: Display | None = None) -> dict[
     return index
 
 
-def _one_cell(plan: Plan, run: RunDir, config: CellConfig, env: dict, display: Display) -> dict:
-    label = f"{config.backend} x {config.workload}"
+def _one_cell(
+    plan: Plan, run: RunDir, config: CellConfig, env: dict, display: Display, pending=()
+) -> dict:
+    label = cell_label(config)
     path = Path(config.out)
     st = backends.status(config.backend)
+    why_not = st.reason if not st.usable else config.precision_unsupported()
     if path.exists():
-        kept = _existing(plan, run, path, st.usable)
+        kept = _existing(plan, run, path, not why_not)
         if kept is not None:
             display.done(label, kept["status"], "already recorded, kept")
             return kept
-    if not st.usable:
-        records.write_record(path, failure_record(config, "skipped", st.reason))
-        display.done(label, "skipped", st.reason)
-        return {"status": "skipped", "error": st.reason}
+    if why_not:
+        records.write_record(path, failure_record(config, "skipped", why_not))
+        display.done(label, "skipped", why_not)
+        return {"status": "skipped", "error": why_not}
+    while pending:  # the hooks due before the first cell that runs
+        pending.pop()()
     display.start(label)
     status, error = _execute(plan, config, env, display, label)
     if not path.exists():  # the child left no record: write the one that says why

@@ -10,6 +10,7 @@ notebooks stay a screen long and their logic is tested in the package.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -118,7 +119,9 @@ def write_notebooks(folder: Path | None = None) -> list[Path]:
 # -- what the notebook cells call ------------------------------------------------------------
 def start(namespace: dict) -> Cell:
     """A ``Cell`` from the notebook's parameters; makes the synthetic data if none is there."""
-    fields = {k: namespace[k] for k in ("backend", *PARAMETERS) if k in namespace}
+    # every CellConfig field papermill injected (batch_size, round...), not only those shown
+    names = [f.name for f in dataclasses.fields(CellConfig)]
+    fields = {k: namespace[k] for k in names if k in namespace}
     config = CellConfig(**fields)
     from rosetta.datasets import prepare_data
     from rosetta.spec import get_workload

@@ -21,9 +21,14 @@ RETRYABLE = ("failed", "timeout", "killed", "interrupted")
 
 
 def make_record(*, backend: str, workload: str, profile: str, status: str, **fields) -> dict:
-    """A record with the fields every record has; ``fields`` adds clocks, metrics, manifest..."""
+    """A record with the fields every record has; ``fields`` adds clocks, metrics, manifest...
+
+    A record given its ``config`` also gets its ``point`` (:func:`point`), unless one is given."""
     if status not in STATUSES:
         raise ValueError(f"unknown status {status!r}; valid: {STATUSES}")
+    if "config" in fields and "point" not in fields:
+        runtime = (fields.get("manifest") or {}).get("runtime")
+        fields["point"] = point(fields["config"], runtime if status == "ok" else None)
     return {
         "schema_version": SCHEMA_VERSION,
         "backend": backend,
@@ -34,9 +39,62 @@ def make_record(*, backend: str, workload: str, profile: str, status: str, **fie
     }
 
 
+def point(config: dict, runtime: dict | None = None) -> dict:
+    """Where on the measured surface a record sits: ``{batch_size, precision, threads, round}``.
+
+    ``batch_size`` is the effective one (the profile's when the config says ``None``);
+    ``threads`` is the count in effect (``runtime``, for an ok cell) or else the request
+    (``None``: all usable cores). The report groups records by (workload, backend, batch_size,
+    precision, threads) and treats rounds as repeated measurements of that group."""
+    batch = config.get("batch_size")
+    if batch is None:
+        try:
+            from rosetta.spec import get_workload
+
+            batch = get_workload(config["workload"]).profile(config["profile"]).batch_size
+        except Exception:  # noqa: BLE001 - an unknown workload's failure record still gets one
+            batch = None
+    threads = (runtime or {}).get("threads") or config.get("threads")
+    return {
+        "batch_size": batch,
+        "precision": config.get("precision", "fp32"),
+        "threads": threads,
+        "round": int(config.get("round", 0)),
+    }
+
+
+def cell_key(config) -> str:
+    """A cell's name in its run: the record's file stem and its ``index.json`` key.
+
+    ``{backend}__{workload}`` for the default point (batch ``None``, ``fp32``, threads ``None``,
+    round 0), so runs made before the axes existed still load; otherwise
+    ``{backend}__{workload}__{parts}`` where ``parts`` joins with ``-``, in this order, only the
+    parts off their default: ``b{batch_size}`` (a batch size was asked), ``{precision}`` (not
+    fp32), ``t{threads}`` (a thread count was asked), ``r{round}`` (round > 0). Examples:
+    ``torch__cnn__b16-bf16-t1-r2``, ``jax__gru__t2``, ``numpy_ref__gru__r1``.
+    ``config`` is a ``CellConfig`` or its dict."""
+    c = config if isinstance(config, dict) else config.as_dict()
+    parts = []
+    if c.get("batch_size") is not None:
+        parts.append(f"b{c['batch_size']}")
+    if c.get("precision", "fp32") != "fp32":
+        parts.append(c["precision"])
+    if c.get("threads") is not None:
+        parts.append(f"t{c['threads']}")
+    if c.get("round", 0):
+        parts.append(f"r{c['round']}")
+    base = f"{c['backend']}__{c['workload']}"
+    return f"{base}__{'-'.join(parts)}" if parts else base
+
+
 def record_path(results_dir: Path, run_id: str, backend: str, workload: str) -> Path:
-    """Where the record of one cell of one run lives."""
+    """Where the record of one cell (at the default point) of one run lives."""
     return Path(results_dir) / run_id / f"{backend}__{workload}.json"
+
+
+def record_path_for(results_dir: Path, run_id: str, config) -> Path:
+    """Where the record of the cell ``config`` (any point) of one run lives."""
+    return Path(results_dir) / run_id / f"{cell_key(config)}.json"
 
 
 def dumps(obj: object) -> str:

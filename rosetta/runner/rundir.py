@@ -25,7 +25,24 @@ from rosetta.runner import records
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 RESULTS_ENV = "ROSETTA_RESULTS_DIR"
 #: configuration fields a resumed run must share with the run it resumes
-PINNED = ("profile", "dtype", "device", "seed", "threads", "data_dir", "sample_every")
+PINNED = ("profile", "dtype", "device", "seed", "threads", "data_dir", "sample_every",
+          "bench_profile", "batch_sizes", "precisions", "repeat")  # fmt: skip
+#: what a run made before the sweep axes existed had, for the pins it lacks
+AXIS_DEFAULTS = {"batch_sizes": [None], "precisions": ["fp32"], "repeat": 1}
+
+
+def pinned_value(config: dict, key: str):
+    """``config[key]`` as the pin compares it: the axes as lists (a run made before the axes
+    existed had one thread setting and the defaults), the bench profile its spec profile's."""
+    if key in AXIS_DEFAULTS:
+        value = config.get(key, AXIS_DEFAULTS[key])
+    elif key == "bench_profile":
+        value = config.get(key, config.get("profile"))
+    else:
+        value = config.get(key)
+    if key == "threads" and not isinstance(value, list):
+        value = [value]
+    return list(value) if isinstance(value, tuple) else value
 
 
 def default_results_dir() -> Path:
@@ -123,10 +140,11 @@ class RunDir:
                 raise RosettaError(f"{path}: unreadable ({exc}); move the run aside") from None
             old = stored.get("config", {})
             for key in PINNED:
-                if old.get(key) != config.get(key):
+                was, now = pinned_value(old, key), pinned_value(config, key)
+                if was != now:
                     raise RosettaError(
-                        f"run {self.run_id!r} was made with {key}={old.get(key)!r}, not "
-                        f"{config.get(key)!r}; resume it with the same settings or start a new run"
+                        f"run {self.run_id!r} was made with {key}={was!r}, not "
+                        f"{now!r}; resume it with the same settings or start a new run"
                     )
             return stored
         stored = {

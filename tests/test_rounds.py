@@ -1,0 +1,133 @@
+"""Repetition rounds: every cell R times, each in a fresh process, round by round, in an order
+shuffled per round from the run's seed and recorded; resume and retry per round."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+from rosetta.cli import main
+from rosetta.runner.config import CellConfig
+from rosetta.runner.matrix import Plan, round_orders
+from tests.bench_helpers import fault_env
+
+
+def bench(tmp_path, data, *args: str) -> int:
+    argv = ["bench", "--profile", "ci", "--results-dir", str(tmp_path / "results"),
+            "--data-dir", str(data), "--no-report", *args]  # fmt: skip
+    return main(argv)
+
+
+def plan(backends, workloads, repeat, seed=0, **axes) -> Plan:
+    return Plan(tuple(backends), tuple(workloads), CellConfig("", "", seed=seed), repeat=repeat,
+                **axes)  # fmt: skip
+
+
+def ran_order(out: str) -> list[str]:
+    """The cells in the order the bench finished them (its one line per cell)."""
+    cell = re.compile(r"^  (\S+ x \S+(?: \[[^\]]+\])?)\s")
+    return [m.group(1) for m in map(cell.match, out.splitlines()) if m]
+
+
+def label_key(label: str) -> str:
+    """``numpy_ref x gru [r1]`` -> ``numpy_ref__gru__r1`` (the display's name -> the cell key)."""
+    base, _, suffix = label.partition(" [")
+    backend, _, workload = base.partition(" x ")
+    key = f"{backend}__{workload}"
+    return f"{key}__{suffix.rstrip(']')}" if suffix else key
+
+
+def test_round_orders_are_permutations_reproducible_from_the_seed_and_differ():
+    p = plan(["numpy_ref", "torch", "jax"], ["cnn", "gru"], repeat=4, seed=7,
+             batch_sizes=(16, 64))  # fmt: skip
+    orders = round_orders(p)
+    assert len(orders) == 4
+    for r, order in enumerate(orders):
+        assert len(order) == len(set(order)) == 3 * 2 * 2  # every cell once per round
+        assert all(k.endswith(f"-r{r}") if r else "-r" not in k for k in order)
+    strip = [[k.rsplit("-r", 1)[0] if r else k for k in o] for r, o in enumerate(orders)]
+    assert len({tuple(o) for o in strip}) > 1  # 12 cells: rounds in one order has p ~ 1e-26
+    assert round_orders(p) == orders  # reproducible from the seed recorded in run.json
+    assert round_orders(plan(["numpy_ref", "torch", "jax"], ["cnn", "gru"], 4, seed=8,
+                             batch_sizes=(16, 64))) != orders  # fmt: skip
+    one = round_orders(plan(["numpy_ref", "torch"], ["cnn", "gru"], repeat=1))
+    assert one == [["numpy_ref__cnn", "torch__cnn", "numpy_ref__gru", "torch__gru"]]
+
+
+def test_repeat_two_through_papermill_runs_round_by_round_in_the_recorded_order(
+    tmp_path, small_data, monkeypatch, capsys
+):
+    fault_env(monkeypatch, "raise")  # the fault cell fails fast; its records carry rounds too
+    cells = ["numpy_ref", "fault"]
+    seed = next(  # two cells: a seed whose two rounds run in different orders
+        s for s in range(50)
+        if [k.split("__")[0] for k in round_orders(plan(cells, ["gru"], 2, seed=s))[0]]
+        != [k.split("__")[0] for k in round_orders(plan(cells, ["gru"], 2, seed=s))[1]]
+    )  # fmt: skip
+    code = bench(tmp_path, small_data, "--backends", "numpy_ref,fault", "--workloads", "gru",
+                 "--repeat", "2", "--seed", str(seed), "--run-id", "rr")  # fmt: skip
+    assert code == 1
+    out = capsys.readouterr().out
+    run = tmp_path / "results" / "rr"
+    stored = json.loads((run / "run.json").read_text())
+    assert stored["config"]["repeat"] == 2 and stored["config"]["seed"] == seed
+    orders = stored["round_orders"]
+    assert [label_key(x) for x in ran_order(out)] == orders[0] + orders[1]  # as recorded
+    assert [k.split("__")[0] for k in orders[0]] != [k.split("__")[0] for k in orders[1]]
+    pids = set()
+    for r, suffix in ((0, ""), (1, "__r1")):
+        ok = json.loads((run / f"numpy_ref__gru{suffix}.json").read_text())
+        assert ok["status"] == "ok" and ok["executor"] == "papermill"
+        assert ok["config"]["round"] == r and ok["point"]["round"] == r
+        assert ok["notebook"] == f"numpy_ref__gru{suffix}.ipynb"
+        assert (run / ok["notebook"]).is_file()
+        pids.add(ok["pid"])
+        bad = json.loads((run / f"fault__gru{suffix}.json").read_text())
+        assert bad["status"] == "failed" and bad["point"]["round"] == r
+    assert len(pids) == 2 and os.getpid() not in pids  # each round in a fresh process
+    index = json.loads((run / "index.json").read_text())["cells"]
+    assert set(index) == set(orders[0] + orders[1])
+
+
+def test_resume_completes_a_half_done_multi_round_run(tmp_path, small_data, monkeypatch, capsys):
+    real_wait = subprocess.Popen.wait
+    started: list[str] = []
+
+    def wait(self, timeout=None):  # Ctrl-C arrives while the second cell to run is running
+        if self.args[:3] == [sys.executable, "-m", "rosetta.runner.cell"]:
+            cfg = json.loads(self.args[-1])
+            if cfg["out"] not in started:
+                started.append(cfg["out"])
+                if len(started) == 2:  # once: the handler's own wait must go through
+                    raise KeyboardInterrupt
+        return real_wait(self, timeout)
+
+    monkeypatch.setattr(subprocess.Popen, "wait", wait)
+    args = ["--backends", "numpy_ref", "--workloads", "gru", "--executor", "python",
+            "--repeat", "2", "--seed", "3"]  # fmt: skip
+    assert bench(tmp_path, small_data, *args, "--run-id", "half") == 2
+    run = tmp_path / "results" / "half"
+    first = os.path.basename(started[0])
+    kept = (run / first).read_text()
+    assert json.loads(kept)["status"] == "ok"
+    second = json.loads((run / os.path.basename(started[1])).read_text())
+    assert second["status"] == "interrupted" and second["point"]["round"] == 1
+    monkeypatch.setattr(subprocess.Popen, "wait", real_wait)
+    capsys.readouterr()
+    assert bench(tmp_path, small_data, *args, "--resume", "half") == 0
+    assert (run / first).read_text() == kept  # the done round is kept as it was
+    done = {p.name: json.loads(p.read_text()) for p in run.glob("numpy_ref__gru*.json")}
+    assert {n: r["status"] for n, r in done.items()} == {
+        "numpy_ref__gru.json": "ok",
+        "numpy_ref__gru__r1.json": "ok",
+    }
+    assert [p.name.split(".")[1] for p in (run / "attempts").glob("*.json")] == ["interrupted"]
+    # another --repeat on the same run is refused in one line
+    capsys.readouterr()
+    other = [a if a != "2" else "3" for a in args]  # --repeat 3
+    assert bench(tmp_path, small_data, *other, "--resume", "half") == 2
+    err = capsys.readouterr().err.strip()
+    assert "was made with repeat=2, not 3" in err and "\n" not in err
