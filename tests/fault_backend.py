@@ -14,14 +14,25 @@ import time
 import numpy as np
 
 from rosetta.backends import numpy_ref
-from rosetta.backends.numpy_ref import DEVICES, DTYPES, available, cuda_available, run_op, versions
+from rosetta.backends.numpy_ref import (
+    DEVICES,
+    DTYPES,
+    PRECISIONS,
+    available,
+    configure,
+    cuda_available,
+    run_op,
+    versions,
+)
 
 NAME = "fault"
 __all__ = [
     "DEVICES",
     "DTYPES",
     "NAME",
+    "PRECISIONS",
     "available",
+    "configure",
     "build",
     "cuda_available",
     "run_op",
@@ -29,7 +40,7 @@ __all__ = [
 ]
 
 
-def build(workload, params, *, dtype="float32", device="cpu", seed=0):
+def build(workload, params, runtime, **options):
     """The reference model, after the fault ``$ROSETTA_FAULT`` names (if any)."""
     fault = os.environ.get("ROSETTA_FAULT", "")
     if fault == "raise":
@@ -42,6 +53,6 @@ def build(workload, params, *, dtype="float32", device="cpu", seed=0):
         np.ones((64, 2**30 // 8))  # 64 GiB: past any --memory-limit-mb a test sets
     if fault == "exit0":
         os._exit(0)
-    model = numpy_ref.build(workload, params, dtype=dtype, device=device, seed=seed)
+    model = numpy_ref.build(workload, params, runtime, **options)
     model.backend = NAME
     return model

@@ -196,7 +196,9 @@ def test_interrupt_keeps_records_marks_index_and_resume_completes(
     args = ["--backends", "numpy_ref", "--workloads", "gru,cnn", "--executor", "python"]
     assert bench(tmp_path, small_data, *args, "--run-id", "i") == 2
     err = capsys.readouterr().err
-    assert "interrupted; the records written so far are kept" in err and "--resume i" in err
+    assert (
+        "interrupted (Ctrl-C); the records written so far are kept" in err and "--resume i" in err
+    )
     run = tmp_path / "results" / "i"
     assert cell_record(tmp_path, "i", "numpy_ref", "gru")["status"] == "ok"
     assert cell_record(tmp_path, "i", "numpy_ref", "cnn")["status"] == "interrupted"

@@ -18,14 +18,24 @@ from rosetta import backends
 from rosetta.errors import RosettaError
 from rosetta.runner import records
 from rosetta.runner.config import CellConfig
+from rosetta.runner.guards import (
+    MAX_ADDRESS_SPACE,
+    MAX_THREADS,
+    check_memory_limit,
+    check_report_dir,
+    check_threads,
+    nonempty_path,
+)
 from rosetta.runner.matrix import EXECUTORS, Plan, run_matrix
 from rosetta.runner.rundir import (
     RunDir,
     check_results_dir,
     check_run_id,
+    default_report_dir,
     default_results_dir,
     new_run_id,
 )
+from rosetta.runner.signals import describe, interrupt_on_signals
 from rosetta.runtime import PRECISIONS, Runtime
 from rosetta.spec import get_workload, workload_names
 from rosetta.spec.loader import PROFILES
@@ -41,7 +51,7 @@ def _positive_float(text: str) -> float:
     return v
 
 
-def _int_at_least(low: int):
+def _int_at_least(low: int, high: int | None = None):
     def parse(text: str) -> int:
         try:
             v = int(text)
@@ -49,6 +59,8 @@ def _int_at_least(low: int):
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
         if v < low:
             raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {v}")
+        if high is not None and v > high:
+            raise argparse.ArgumentTypeError(f"must be an integer <= {high}, got {text[:30]}")
         return v
 
     return parse
@@ -83,15 +95,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--results-dir",
-        type=Path,
+        type=nonempty_path,
         default=None,
         help="where run folders go (default: $ROSETTA_RESULTS_DIR, else ./results)",
     )
     p.add_argument(
         "--report-dir",
-        type=Path,
+        type=nonempty_path,
         default=None,
-        help="where the HTML report goes (default: ./report)",
+        help="where the HTML report goes (default: $ROSETTA_REPORT_DIR, else ./report)",
     )
     p.add_argument(
         "--data-dir", default=None, help="data folder (default $ROSETTA_DATA_DIR or <repo>/data)"
@@ -113,13 +125,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="cpu",
         help="cpu | cuda | auto (auto: CUDA where the backend sees a GPU; default cpu)",
     )
-    p.add_argument("--seed", type=_int_at_least(0), default=0, help="weights, order, dropout")
+    p.add_argument(
+        "--seed", type=_int_at_least(0, 2**32 - 1), default=0, help="weights, order, dropout"
+    )
     p.add_argument(
         "--threads",
-        type=_int_at_least(1),
+        type=_int_at_least(1, MAX_THREADS),
         default=None,
         help="CPU threads per cell, set in every framework and read back into the record "
-        "(default: all usable cores)",
+        "(default: all usable cores; more than the cores only with --oversubscribe)",
+    )
+    p.add_argument(
+        "--oversubscribe",
+        action="store_true",
+        help="allow --threads above the usable cores (recorded in run.json)",
     )
     p.add_argument(
         "--sample-every",
@@ -136,7 +155,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--memory-limit-mb",
-        type=_int_at_least(64),
+        type=_int_at_least(64, MAX_ADDRESS_SPACE // 2**20),
         default=None,
         help="cap each cell's address space (a cell past it fails instead of the machine)",
     )
@@ -161,12 +180,26 @@ def _select(arg: str, valid: list[str], what: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Validate everything, lock the run, run the cells, summarise, report; exit 0 iff all ok."""
+    """Validate everything, lock the run, run the cells, summarise, report; exit 0 iff all ok.
+    SIGTERM and SIGHUP are handled like Ctrl-C throughout."""
+    with interrupt_on_signals():
+        try:
+            return _run(args)
+        except KeyboardInterrupt as exc:
+            raise RosettaError(f"interrupted ({describe(exc)}) before any cell ran") from None
+
+
+def _run(args: argparse.Namespace) -> int:
     backend_list = _select(args.backends, backends.names(), "backend")
     workload_list = _select(args.workloads, workload_names(), "workload")
     if args.profile not in PROFILES:
         raise RosettaError(f"unknown profile {args.profile!r}; valid: {', '.join(PROFILES)}")
     Runtime.request("bench", **_runtime_args(args))  # unknown values: one line, before any work
+    check_threads(args.threads, args.oversubscribe)
+    check_memory_limit(args.memory_limit_mb)
+    report_dir = (
+        None if args.no_report else check_report_dir(args.report_dir or default_report_dir())
+    )
     if args.resume and args.run_id and args.resume != args.run_id:
         raise RosettaError("give either --run-id or --resume, not two different ids")
     results_dir = check_results_dir(args.results_dir or default_results_dir())
@@ -189,7 +222,9 @@ def run(args: argparse.Namespace) -> int:
         sample_every=args.sample_every,  # None: each cell decides from its resolved device
     )
     pinned = {k: v for k, v in template.as_dict().items() if k not in ("backend", "workload")}
-    pinned.update(backends=backend_list, workloads=workload_list)
+    pinned.update(backends=backend_list, workloads=workload_list, executor=args.executor)
+    if args.oversubscribe:
+        pinned.update(oversubscribe=True)
     plan = Plan(
         tuple(backend_list),
         tuple(workload_list),
@@ -218,10 +253,14 @@ def run(args: argparse.Namespace) -> int:
         display = make_display(labels)
         try:
             index = run_matrix(plan, run_dir, display)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             raise RosettaError(
-                f"interrupted; the records written so far are kept in {run_dir.path}; "
-                f"resume with --resume {run_id}"
+                f"interrupted ({describe(exc)}); the records written so far are kept in "
+                f"{run_dir.path}; resume with --resume {run_id}"
+            ) from None
+        except RosettaError as exc:  # a disk that refused a record or the index
+            raise RosettaError(
+                f"{exc}; the records written so far are kept; resume with --resume {run_id}"
             ) from None
         finally:
             getattr(display, "close", lambda: None)()
@@ -232,8 +271,8 @@ def run(args: argparse.Namespace) -> int:
     print(summary(recs))
     csv_path = write_csv(recs, results_dir / run_id / "summary.csv")
     print(f"summary CSV: {csv_path}")
-    if not args.no_report:
-        _report(results_dir / run_id, args.report_dir)
+    if report_dir is not None:
+        _report(results_dir / run_id, report_dir)
     bad = {k: v for k, v in index.items() if v["status"] not in ("ok", "skipped")}
     if bad:
         print(
@@ -255,13 +294,13 @@ def _runtime_args(args: argparse.Namespace) -> dict:
     }
 
 
-def _report(run_dir: Path, report_dir: Path | None) -> None:
+def _report(run_dir: Path, report_dir: Path) -> None:
     try:
         from rosetta.report import write_report
     except ImportError:
         print("HTML report: not available in this installation (pip install 'rosetta[report]')")
         return
-    out = (report_dir or Path.cwd() / "report") / run_dir.name
+    out = report_dir / run_dir.name
     path = write_report([run_dir], out)
     print(f"HTML report: {path}")
 

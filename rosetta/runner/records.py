@@ -8,6 +8,7 @@ fsync'ed: after a crash or power loss a record is either whole or absent.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -34,6 +35,26 @@ def make_record(*, backend: str, workload: str, profile: str, status: str, **fie
     }
 
 
+_FIXES = {
+    errno.ENOSPC: "free space on that disk (or choose another folder)",
+    errno.EDQUOT: "free space within your quota (or choose another folder)",
+    errno.EROFS: "the file system is read-only: choose a folder on a writable disk",
+    errno.EACCES: "make it writable for this user (or choose another folder)",
+    errno.EPERM: "make it writable for this user (or choose another folder)",
+    errno.ELOOP: "a symlink in the path points to itself: fix or remove the link",
+}
+
+
+def disk_error(path: Path, exc: OSError, then: str = "") -> RosettaError:
+    """One line for a write that the disk refused (full, read-only, no permission, a symlink
+    loop): the path, the cause and the fix; ``then`` says how to go on afterwards."""
+    fix = _FIXES.get(exc.errno or 0, "check the disk and the folder's permissions")
+    cause = exc.strerror or str(exc)
+    return RosettaError(
+        f"{path}: cannot write ({cause}); {fix}" + (f", then {then}" if then else "")
+    )
+
+
 def record_path(results_dir: Path, run_id: str, backend: str, workload: str) -> Path:
     """Where the record of one cell of one run lives."""
     return Path(results_dir) / run_id / f"{backend}__{workload}.json"
@@ -48,7 +69,10 @@ def atomic_write_text(path: Path, text: str, *, replace: bool) -> Path:
     """Write ``text`` to ``path`` via a fsync'ed temporary file; ``replace=False`` refuses to
     overwrite an existing file (hard link), ``True`` replaces it atomically (rename)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise disk_error(path.parent, exc) from None
     tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
         with open(tmp, "w") as fh:
@@ -61,13 +85,21 @@ def atomic_write_text(path: Path, text: str, *, replace: bool) -> Path:
             os.link(tmp, path)  # fails if another writer got there first
     except FileExistsError:
         raise RosettaError(f"{path}: a record already exists; records are append-only") from None
+    except OSError as exc:
+        raise disk_error(path, exc) from None
     finally:
-        tmp.unlink(missing_ok=True)
-    fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # the folder itself is gone or unwritable; the message above says so
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise disk_error(path.parent, exc) from None
     return path
 
 
