@@ -53,7 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a reader that left shows up here, not at interpreter exit
         return status
     except RosettaError as exc:
-        print(f"rosetta: error: {exc}", file=sys.stderr)
+        from rosetta.report.safe import plain
+
+        print(f"rosetta: error: {plain(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("rosetta: interrupted", file=sys.stderr)

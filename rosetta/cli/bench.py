@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rosetta import backends
 from rosetta.errors import RosettaError
+from rosetta.report.safe import csv_cell, plain
 from rosetta.runner import records
 from rosetta.runner.config import CellConfig
 from rosetta.runner.guards import (
@@ -361,7 +362,7 @@ def _ordered(recs: list[dict]) -> list[dict]:
 
 def write_csv(recs: list[dict], path: Path) -> Path:
     """The summary as CSV, one row per cell."""
-    rows = [_row(r) for r in _ordered(recs)]
+    rows = [{k: csv_cell(v) for k, v in _row(r).items()} for r in _ordered(recs)]
     with open(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=SUMMARY_COLUMNS)
         writer.writeheader()
@@ -403,4 +404,4 @@ def summary(recs: list[dict]) -> str:
             f"{row['data_source']:<13} {wall}{flag}"
         )
         notes.extend(f"  * {r['backend']} x {r['workload']}: {f}" for f in r.get("flags", []))
-    return "\n".join(lines + notes)
+    return plain("\n".join(lines + notes))  # a record's text may hold terminal escapes

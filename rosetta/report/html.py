@@ -78,12 +78,23 @@ def render(t: Tables, out_dir: Path) -> str:
 
 def write_html(t: Tables, out_dir: Path) -> Path:
     """Write ``out_dir/index.html`` (creating the folder) and return its path."""
+    from rosetta.runner.records import disk_error
+
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    html = render(t, out_dir.resolve())
     path = out_dir / "index.html"
     tmp = path.with_name(".index.html.partial")
-    tmp.write_text(render(t, out_dir.resolve()), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(html, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:  # full, read-only, no permission: one line, no .partial left
+        raise disk_error(Path(exc.filename or out_dir), exc, "run `rosetta report` again") from None
+    finally:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
     return path
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 from pathlib import Path
 
 from rosetta.errors import RosettaError
@@ -113,12 +114,73 @@ def write_record(path: Path, record: dict) -> Path:
     return atomic_write_text(path, dumps(record), replace=False)
 
 
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # backend and workload names
+MAX_SECONDS = 1e6  # 11.6 days: no step, cold start or run of a cell is longer
+MAX_RECORD_BYTES = 50 * 2**20  # a record with every raw step time is well under 1 MB
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not strict JSON (records store non-finite values as null)")
+
+
+def loads_strict(text: str) -> object:
+    """Parse a record's text: strict JSON only (``NaN``/``Infinity`` refused); nesting deeper
+    than Python's recursion limit raises ``ValueError`` like any other bad text."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def record_problem(rec: dict) -> str:
+    """'' if ``rec`` has the shape its status promises, else one line saying what is wrong.
+
+    Names must be plain (they become file names, labels and CSV cells); an ``ok`` record must
+    carry finite, plausible clocks and an equivalence verdict, because the summary, the report
+    and a resume read them without further checks."""
+    for key in ("backend", "workload", "status"):
+        if not isinstance(rec.get(key), str):
+            return f"{key} is {type(rec.get(key)).__name__}, not a string"
+    for key in ("backend", "workload"):
+        if not NAME.match(rec[key]):
+            return f"{key} {rec[key][:40]!r} is not a plain name"
+    if rec["status"] not in STATUSES:
+        return f"unknown status {rec['status'][:40]!r}"
+    if not isinstance(rec.get("flags", []), list):
+        return "flags is not a list"
+    if rec["status"] != "ok":
+        return ""
+    clocks = rec.get("clocks")
+    steady = clocks.get("steady") if isinstance(clocks, dict) else None
+    if not isinstance(steady, dict):
+        return "status ok but no clocks (clocks.steady)"
+    for where, d, key in [
+        ("clocks.steady", steady, k) for k in ("median", "ci95_low", "ci95_high")
+    ] + [
+        ("clocks", clocks, "cold_start_s"),
+        ("clocks", clocks, "end_to_end_s"),
+    ]:
+        v = d.get(key)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return f"{where}.{key} is {type(v).__name__}, not a number"
+        if not 0 <= v <= MAX_SECONDS:
+            return f"{where}.{key} = {v:g} s is not a plausible time"
+    eq = rec.get("equivalence")
+    if not isinstance(eq, dict) or not isinstance(eq.get("equivalent"), bool):
+        return "status ok but no equivalence verdict (equivalence.equivalent)"
+    if not isinstance(rec.get("metrics", {}), dict):
+        return "metrics is not an object"
+    return ""
+
+
 def read_record(path: Path) -> dict:
     """One record; a truncated, non-JSON or foreign file is a one-line ``RosettaError``."""
     path = Path(path)
     try:
-        rec = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        if path.stat().st_size > MAX_RECORD_BYTES:
+            raise ValueError(f"larger than {MAX_RECORD_BYTES // 2**20} MB")
+        rec = loads_strict(path.read_text())
+    except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError included
         raise RosettaError(
             f"{path}: unreadable record ({type(exc).__name__}: {exc}); move it aside, or rerun "
             f"the cell with --resume <run-id> --retry-failed after deleting it"
@@ -132,6 +194,9 @@ def read_record(path: Path) -> dict:
     for key in ("backend", "workload", "status"):
         if key not in rec:
             raise RosettaError(f"{path}: record lacks {key!r}; move it aside")
+    problem = record_problem(rec)
+    if problem:
+        raise RosettaError(f"{path}: malformed record ({problem}); move it aside")
     return rec
 
 
