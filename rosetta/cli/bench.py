@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import sys
 from pathlib import Path
 
 from rosetta import backends
@@ -23,6 +24,7 @@ from rosetta.runner.guards import (
     MAX_ADDRESS_SPACE,
     MAX_THREADS,
     check_memory_limit,
+    check_model_memory,
     check_report_dir,
     check_threads,
     nonempty_path,
@@ -38,7 +40,7 @@ from rosetta.runner.rundir import (
 )
 from rosetta.runner.signals import describe, interrupt_on_signals
 from rosetta.runtime import PRECISIONS, Runtime
-from rosetta.spec import get_workload, workload_names
+from rosetta.spec import get_workload, models_dir, workload_names
 from rosetta.spec.loader import PROFILES
 
 
@@ -180,6 +182,23 @@ def _select(arg: str, valid: list[str], what: str) -> list[str]:
     return chosen
 
 
+def _loadable(names: list[str]) -> list[str]:
+    """The workloads of ``--workloads all`` whose specs load; a broken spec is one warning line
+    and does not stop the others (as in ``rosetta list``)."""
+    from rosetta.errors import SpecError
+
+    good = []
+    for name in names:
+        try:
+            get_workload(name)
+            good.append(name)
+        except SpecError as exc:
+            print(f"rosetta: warning: broken spec skipped: {plain(str(exc))}", file=sys.stderr)
+    if not good:
+        raise RosettaError(f"no loadable workload spec in {models_dir()}; see the lines above")
+    return good
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate everything, lock the run, run the cells, summarise, report; exit 0 iff all ok.
     SIGTERM and SIGHUP are handled like Ctrl-C throughout."""
@@ -193,11 +212,15 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     backend_list = _select(args.backends, backends.names(), "backend")
     workload_list = _select(args.workloads, workload_names(), "workload")
+    if args.workloads == "all":
+        workload_list = _loadable(workload_list)
     if args.profile not in PROFILES:
         raise RosettaError(f"unknown profile {args.profile!r}; valid: {', '.join(PROFILES)}")
     Runtime.request("bench", **_runtime_args(args))  # unknown values: one line, before any work
     check_threads(args.threads, args.oversubscribe)
     check_memory_limit(args.memory_limit_mb)
+    for w in workload_list:
+        check_model_memory(get_workload(w), args.dtype)
     report_dir = (
         None if args.no_report else check_report_dir(args.report_dir or default_report_dir())
     )

@@ -88,3 +88,19 @@ def check_no_loop(path: Path, what: str, fix: str) -> None:
             except OSError as exc:
                 why = "a symlink loop" if "loop" in str(exc).lower() else "a dangling symlink"
             raise RosettaError(f"{what} {path}: {p} is {why}; {fix}")
+
+
+def check_model_memory(workload, dtype: str) -> None:
+    """Refuse a workload whose parameters alone (with gradients, optimiser state and the gate's
+    float64 copy) exceed this machine's memory, before any cell starts and fails inside."""
+    from rosetta.spec.limits import machine_memory_bytes, model_bytes
+
+    total = machine_memory_bytes()
+    values = workload.num_params + workload.num_buffers
+    need = model_bytes(values, dtype)
+    if total is not None and need > total:
+        raise RosettaError(
+            f"workload {workload.name!r} has {values:,} parameter values: at least "
+            f"{need / 2**30:.1f} GiB in {dtype} (weights, gradients, optimiser state, the gate's "
+            f"float64 copy), more than this machine's {total / 2**30:.1f} GiB; shrink the spec"
+        )
