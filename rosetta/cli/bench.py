@@ -293,6 +293,8 @@ def _run(args: argparse.Namespace) -> int:
     for line in errors:
         print(f"warning: {line}")
     print(summary(recs))
+    for line in records.data_changes(recs):
+        print(f"warning: {line}")
     csv_path = write_csv(recs, results_dir / run_id / "summary.csv")
     print(f"summary CSV: {csv_path}")
     if report_dir is not None:

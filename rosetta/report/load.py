@@ -18,7 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rosetta.errors import RosettaError
-from rosetta.runner.records import MAX_RECORD_BYTES, loads_strict, record_problem
+from rosetta.runner.records import (
+    MAX_RECORD_BYTES,
+    data_changes,
+    loads_strict,
+    record_problem,
+)
 from rosetta.runner.rundir import RUN_ID
 
 # Schema 1 (the first runner) is a subset of 2: no notebook, load, flags or run.json.
@@ -136,6 +141,7 @@ def load_run(run_dir: Path) -> tuple[Run | None, list[str]]:
         recs.append(rec)
     if not any(r["status"] != UNREADABLE for r in recs):
         problems.append(f"{run_dir}: no readable records in this run folder")
+    problems.extend(f"{run_dir}: {line}" for line in data_changes(recs))
     rec_id = next((r["run_id"] for r in recs if isinstance(r.get("run_id"), str)), "")
     run_id = next(
         (i for i in (info.get("run_id"), rec_id) if isinstance(i, str) and RUN_ID.match(i)),

@@ -216,3 +216,23 @@ def read_records(run_dir: Path, errors: list[str] | None = None) -> list[dict]:
                 raise
             errors.append(str(exc))
     return sorted(out, key=lambda r: (r["workload"], r["backend"]))
+
+
+def data_changes(recs: list[dict]) -> list[str]:
+    """One line per workload whose cells of one run read different data (two checksums: the
+    data was replaced between cells), naming the cells of each checksum."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for r in recs:
+        man = r.get("manifest")
+        digest = man.get("data_checksum") if isinstance(man, dict) else None
+        if isinstance(digest, str) and digest:
+            seen.setdefault(str(r.get("workload")), {}).setdefault(digest, []).append(
+                str(r.get("backend"))
+            )
+    return [
+        f"the data of {w} changed during the run: {len(by)} checksums ("
+        + "; ".join(f"{d[:19]}: {', '.join(sorted(b))}" for d, b in sorted(by.items()))
+        + "); compare these cells with care or rerun the run on one copy of the data"
+        for w, by in sorted(seen.items())
+        if len(by) > 1
+    ]
