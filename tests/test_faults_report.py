@@ -147,3 +147,37 @@ def test_the_report_writer_leaves_no_partial_file_on_a_full_disk(tmp_path, monke
     with pytest.raises(RosettaError, match="No space left on device.*free space"):
         write_html(tables, tmp_path / "out")
     assert not list((tmp_path / "out").iterdir())  # neither index.html nor .partial
+
+
+@pytest.mark.parametrize(
+    "field,values,why",
+    [
+        ("steady_raw_s", [1e308, 0.1], "clocks.steady_raw_s holds 1e+308"),
+        ("losses", [1e308, -1e308], "metrics.losses holds 1e+308"),  # matplotlib: singular matrix
+    ],
+)
+def test_huge_series_are_unreadable_and_the_report_is_written(tmp_path, capsys, field, values, why):
+    run = write_run(tmp_path / "results", "run-a", GRU)
+    path = run / "torch__gru.json"
+    rec = json.loads(path.read_text())
+    (rec["clocks"] if field == "steady_raw_s" else rec["metrics"])[field] = values
+    path.write_text(json.dumps(rec))
+    code = main(["report", "--results-dir", str(tmp_path / "results"), "--out-dir",
+                 str(tmp_path / "out"), "run-a"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 0 and why in err and "torch__gru.json" in err
+    assert (tmp_path / "out" / "run-a" / "index.html").is_file()
+
+
+def test_a_chart_that_cannot_be_drawn_leaves_the_rest_of_the_page(tmp_path, monkeypatch):
+    from rosetta.report import charts, load_tables
+    from rosetta.report.html import write_html
+
+    def loss_chart(*args):
+        raise ValueError("planted: Singular matrix")
+
+    monkeypatch.setattr(charts, "loss_chart", loss_chart)
+    run = write_run(tmp_path / "results", "run-a", GRU)
+    page = write_html(load_tables([run]), tmp_path / "out").read_text()
+    assert "chart loss_chart not drawn (ValueError: planted: Singular matrix)" in page
+    assert "numpy_ref" in page and "<svg" in page  # the step-time charts are still there

@@ -37,13 +37,22 @@ def context(t: Tables, out_dir: Path) -> dict:
     workloads = [w for w in HEADLINE_ORDER if w in set(cells["workload"])]
     workloads += sorted(set(cells["workload"]) - set(workloads))
     train = [w for w in workloads if (cells[cells["workload"] == w]["task"] == "train").any()]
-    step_charts = [c for w in workloads if (c := charts.step_time_chart(w, cells))]
-    cold_charts = [c for w in workloads if (c := charts.cold_start_chart(w, cells))]
+    failed: list[str] = []
+
+    def drawn(fn, w: str, *args):  # one chart that cannot be drawn must not take the page down
+        try:
+            return fn(w, *args)
+        except Exception as exc:  # noqa: BLE001 - matplotlib's failures are many and deep
+            failed.append(f"{w}: chart {fn.__name__} not drawn ({type(exc).__name__}: {exc})")
+            return None
+
+    step_charts = [c for w in workloads if (c := drawn(charts.step_time_chart, w, cells))]
+    cold_charts = [c for w in workloads if (c := drawn(charts.cold_start_chart, w, cells))]
     loss_charts = [
         c
         for w in train
         for run in t.runs.runs
-        if (c := charts.loss_chart(w, run.run_id, cells, t.losses, REFERENCE))
+        if (c := drawn(charts.loss_chart, w, run.run_id, cells, t.losses, REFERENCE))
     ]
     ids = [r.run_id for r in t.runs.runs]
     return {
@@ -51,7 +60,7 @@ def context(t: Tables, out_dir: Path) -> dict:
         "lede": lede(t),
         "machine": machine_line(t),
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "problems": list(t.runs.problems),
+        "problems": [*t.runs.problems, *failed],
         "headlines": headline.headlines(t),
         "step_charts": step_charts,
         "cold_charts": cold_charts,

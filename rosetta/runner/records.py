@@ -119,6 +119,16 @@ MAX_SECONDS = 1e6  # 11.6 days: no step, cold start or run of a cell is longer
 MAX_RECORD_BYTES = 50 * 2**20  # a record with every raw step time is well under 1 MB
 
 
+MAX_LOSS = 1e30  # a diverged loss is stored as null; a finite one beyond this is not a loss
+
+
+def _plausible(v: object, bound: float) -> bool:
+    """A value of a recorded series: null (not finite when measured) or a number within bound."""
+    if v is None:
+        return True
+    return not isinstance(v, bool) and isinstance(v, int | float) and -bound <= v <= bound
+
+
 def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not strict JSON (records store non-finite values as null)")
 
@@ -165,6 +175,17 @@ def record_problem(rec: dict) -> str:
             return f"{where}.{key} is {type(v).__name__}, not a number"
         if not 0 <= v <= MAX_SECONDS:
             return f"{where}.{key} = {v:g} s is not a plausible time"
+    series = [("clocks.steady_raw_s", clocks.get("steady_raw_s"), MAX_SECONDS)]
+    if isinstance(rec.get("metrics"), dict):
+        series.append(("metrics.losses", rec["metrics"].get("losses"), MAX_LOSS))
+    for where, values, bound in series:
+        if values is None:
+            continue
+        if not isinstance(values, list):
+            return f"{where} is {type(values).__name__}, not a list"
+        bad = next((v for v in values if not _plausible(v, bound)), "ok")
+        if bad != "ok":
+            return f"{where} holds {str(bad)[:20]}, not a number within +-{bound:g}"
     eq = rec.get("equivalence")
     if not isinstance(eq, dict) or not isinstance(eq.get("equivalent"), bool):
         return "status ok but no equivalence verdict (equivalence.equivalent)"
