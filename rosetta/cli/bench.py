@@ -206,7 +206,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             return _run(args)
         except KeyboardInterrupt as exc:
-            raise RosettaError(f"interrupted ({describe(exc)}) before any cell ran") from None
+            raise RosettaError(
+                f"interrupted ({describe(exc)}); the records written so far are kept "
+                "(rosetta bench --resume <run-id> completes a run)"
+            ) from None
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -1,9 +1,11 @@
 """A run's folder: unique ids, one writer at a time, its configuration stored once, an index.
 
 ``results/<run-id>/`` holds one record per cell, the executed notebooks, ``run.json`` (the run's
-configuration, written once: a resume with another configuration is refused), ``index.json``
-(each cell's status, rewritten atomically after every cell, ``interrupted`` after Ctrl-C) and
-``.lock`` (held by the one ``rosetta bench`` working in it).
+configuration and selection, written once: a resume with other settings, backends, workloads or
+executor is refused), ``index.json`` (each cell's status, rewritten atomically after every cell,
+``interrupted`` after Ctrl-C, SIGTERM or SIGHUP) and ``.lock`` (held by the one ``rosetta bench``
+working in it). A disk that refuses a write (full, read-only, no permission, a symlink loop) is
+one line naming the path and the fix (:func:`rosetta.runner.records.disk_error`).
 """
 
 from __future__ import annotations
