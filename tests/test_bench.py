@@ -196,7 +196,9 @@ def test_interrupt_keeps_records_marks_index_and_resume_completes(
     args = ["--backends", "numpy_ref", "--workloads", "gru,cnn", "--executor", "python"]
     assert bench(tmp_path, small_data, *args, "--run-id", "i") == 2
     err = capsys.readouterr().err
-    assert "interrupted; the records written so far are kept" in err and "--resume i" in err
+    assert (
+        "interrupted (Ctrl-C); the records written so far are kept" in err and "--resume i" in err
+    )
     run = tmp_path / "results" / "i"
     assert cell_record(tmp_path, "i", "numpy_ref", "gru")["status"] == "ok"
     assert cell_record(tmp_path, "i", "numpy_ref", "cnn")["status"] == "interrupted"
@@ -281,7 +283,7 @@ def test_cpu_device_runs_and_cuda_where_none_is_one_line(tmp_path, small_data, c
 
 def test_records_are_strict_json_written_once(tmp_path):
     path = records.record_path(tmp_path, "r1", "numpy_ref", "gru")
-    rec = records.make_record(backend="numpy_ref", workload="gru", profile="ci", status="ok")
+    rec = records.make_record(backend="numpy_ref", workload="gru", profile="ci", status="skipped")
     records.write_record(path, rec)
     with pytest.raises(Exception, match="append-only"):
         records.write_record(path, {**rec, "status": "failed"})

@@ -16,9 +16,17 @@ from collections.abc import Sequence
 from rosetta.errors import RosettaError
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line and a hint, not the usage block."""
+
+    def error(self, message: str):  # type: ignore[override]
+        """Print ``rosetta: error: <message>`` and where the help is; exit with status 2."""
+        self.exit(2, f"rosetta: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser with one sub-parser per command."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="rosetta",
         description="Cross-framework deep-learning benchmark: one spec, many frameworks.",
     )
@@ -45,7 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a reader that left shows up here, not at interpreter exit
         return status
     except RosettaError as exc:
-        print(f"rosetta: error: {exc}", file=sys.stderr)
+        from rosetta.report.safe import plain
+
+        print(f"rosetta: error: {plain(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("rosetta: interrupted", file=sys.stderr)
@@ -53,6 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader left
+    except OSError as exc:  # a disk that refused a write where no caller named it more exactly
+        from pathlib import Path
+
+        from rosetta.runner.records import disk_error
+
+        print(f"rosetta: error: {disk_error(Path(exc.filename or '?'), exc)}", file=sys.stderr)
+        return 2
 
 
 def _silence_stdout() -> None:

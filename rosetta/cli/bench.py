@@ -11,24 +11,37 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 
 from rosetta import backends
 from rosetta.errors import RosettaError
+from rosetta.report.safe import plain
 from rosetta.report.summary import summary, write_csv
 from rosetta.runner import records
 from rosetta.runner.config import CellConfig
+from rosetta.runner.guards import (
+    MAX_ADDRESS_SPACE,
+    MAX_THREADS,
+    check_memory_limit,
+    check_model_memory,
+    check_report_dir,
+    check_threads,
+    nonempty_path,
+)
 from rosetta.runner.matrix import EXECUTORS, Plan, cell_label, round_cells, run_matrix
 from rosetta.runner.profiles import bench_profile, check_batch_size
 from rosetta.runner.rundir import (
     RunDir,
     check_results_dir,
     check_run_id,
+    default_report_dir,
     default_results_dir,
     new_run_id,
 )
+from rosetta.runner.signals import describe, interrupt_on_signals
 from rosetta.runtime import PRECISIONS, Runtime, check_precision
-from rosetta.spec import get_workload, workload_names
+from rosetta.spec import get_workload, models_dir, workload_names
 
 
 def _nonnegative_float(text: str) -> float:
@@ -54,7 +67,7 @@ def _positive_float(text: str) -> float:
     return v
 
 
-def _int_at_least(low: int):
+def _int_at_least(low: int, high: int | None = None):
     def parse(text: str) -> int:
         try:
             v = int(text)
@@ -62,6 +75,8 @@ def _int_at_least(low: int):
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
         if v < low:
             raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {v}")
+        if high is not None and v > high:
+            raise argparse.ArgumentTypeError(f"must be an integer <= {high}, got {text[:30]}")
         return v
 
     return parse
@@ -71,7 +86,7 @@ def _thread_list(text: str) -> tuple[int | None, ...]:
     """``--threads``: a comma list of counts >= 1, ``all`` meaning every usable core."""
     out: list[int | None] = []
     for item in (t.strip() for t in text.split(",")):
-        out.append(None if item == "all" else _int_at_least(1)(item))
+        out.append(None if item == "all" else _int_at_least(1, MAX_THREADS)(item))
     return tuple(dict.fromkeys(out))
 
 
@@ -127,15 +142,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--results-dir",
-        type=Path,
+        type=nonempty_path,
         default=None,
         help="where run folders go (default: $ROSETTA_RESULTS_DIR, else ./results)",
     )
     p.add_argument(
         "--report-dir",
-        type=Path,
+        type=nonempty_path,
         default=None,
-        help="where the HTML report goes (default: ./report)",
+        help="where the HTML report goes (default: $ROSETTA_REPORT_DIR, else ./report)",
     )
     p.add_argument(
         "--data-dir", default=None, help="data folder (default $ROSETTA_DATA_DIR or <repo>/data)"
@@ -180,13 +195,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="cpu",
         help="cpu | cuda | auto (auto: CUDA where the backend sees a GPU; default cpu)",
     )
-    p.add_argument("--seed", type=_int_at_least(0), default=0, help="weights, order, dropout")
+    p.add_argument(
+        "--seed", type=_int_at_least(0, 2**32 - 1), default=0, help="weights, order, dropout"
+    )
     p.add_argument(
         "--threads",
         type=_thread_list,
         default=None,
         help="comma list of CPU threads per cell ('all': every usable core), set in every "
         "framework and read back into the record (default: the profile's, all usable cores)",
+    )
+    p.add_argument(
+        "--oversubscribe",
+        action="store_true",
+        help="allow --threads above the usable cores (recorded in run.json)",
     )
     p.add_argument(
         "--sample-every",
@@ -203,7 +225,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--memory-limit-mb",
-        type=_int_at_least(64),
+        type=_int_at_least(64, MAX_ADDRESS_SPACE // 2**20),
         default=None,
         help="cap each cell's address space (a cell past it fails instead of the machine)",
     )
@@ -227,12 +249,51 @@ def _select(arg: str, valid: list[str], what: str) -> list[str]:
     return chosen
 
 
+def _loadable(names: list[str]) -> list[str]:
+    """The workloads of ``--workloads all`` whose specs load; a broken spec is one warning line
+    and does not stop the others (as in ``rosetta list``)."""
+    from rosetta.errors import SpecError
+
+    good = []
+    for name in names:
+        try:
+            get_workload(name)
+            good.append(name)
+        except SpecError as exc:
+            print(f"rosetta: warning: broken spec skipped: {plain(str(exc))}", file=sys.stderr)
+    if not good:
+        raise RosettaError(f"no loadable workload spec in {models_dir()}; see the lines above")
+    return good
+
+
 def run(args: argparse.Namespace) -> int:
-    """Validate everything, lock the run, run the cells, summarise, report; exit 0 iff all ok."""
+    """Validate everything, lock the run, run the cells, summarise, report; exit 0 iff all ok.
+    SIGTERM and SIGHUP are handled like Ctrl-C throughout."""
+    with interrupt_on_signals():
+        try:
+            return _run(args)
+        except KeyboardInterrupt as exc:
+            raise RosettaError(
+                f"interrupted ({describe(exc)}); the records written so far are kept "
+                "(rosetta bench --resume <run-id> completes a run)"
+            ) from None
+
+
+def _run(args: argparse.Namespace) -> int:
     backend_list = _select(args.backends, backends.names(), "backend")
     workload_list = _select(args.workloads, workload_names(), "workload")
+    if args.workloads == "all":
+        workload_list = _loadable(workload_list)
     prof = bench_profile(args.profile)
     axes = _axes(args, prof, workload_list)  # bad values: one line each, before any work
+    for t in axes["threads"]:
+        check_threads(t, args.oversubscribe)
+    check_memory_limit(args.memory_limit_mb)
+    for w in workload_list:
+        check_model_memory(get_workload(w), args.dtype)
+    report_dir = (
+        None if args.no_report else check_report_dir(args.report_dir or default_report_dir())
+    )
     if args.resume and args.run_id and args.resume != args.run_id:
         raise RosettaError("give either --run-id or --resume, not two different ids")
     results_dir = check_results_dir(args.results_dir or default_results_dir())
@@ -254,8 +315,11 @@ def run(args: argparse.Namespace) -> int:
     )
     per_cell = ("backend", "workload", "batch_size", "precision", "round")
     pinned = {k: v for k, v in template.as_dict().items() if k not in per_cell}
-    pinned.update(backends=backend_list, workloads=workload_list, bench_profile=args.profile)
+    pinned.update(backends=backend_list, workloads=workload_list, bench_profile=args.profile,
+                  executor=args.executor)  # fmt: skip
     pinned.update({k: list(v) if isinstance(v, tuple) else v for k, v in axes.items()})
+    if args.oversubscribe:
+        pinned.update(oversubscribe=True)
     plan = Plan(
         tuple(backend_list),
         tuple(workload_list),
@@ -287,10 +351,14 @@ def run(args: argparse.Namespace) -> int:
             index = run_matrix(
                 plan, run_dir, display, before_first=lambda: _quiet_check(run_dir, args.wait_quiet)
             )
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             raise RosettaError(
-                f"interrupted; the records written so far are kept in {run_dir.path}; "
-                f"resume with --resume {run_id}"
+                f"interrupted ({describe(exc)}); the records written so far are kept in "
+                f"{run_dir.path}; resume with --resume {run_id}"
+            ) from None
+        except RosettaError as exc:  # a disk that refused a record or the index
+            raise RosettaError(
+                f"{exc}; the records written so far are kept; resume with --resume {run_id}"
             ) from None
         finally:
             getattr(display, "close", lambda: None)()
@@ -299,10 +367,12 @@ def run(args: argparse.Namespace) -> int:
     for line in errors:
         print(f"warning: {line}")
     print(summary(recs))
+    for line in records.data_changes(recs):
+        print(f"warning: {line}")
     csv_path = write_csv(recs, results_dir / run_id / "summary.csv")
     print(f"summary CSV: {csv_path}")
-    if not args.no_report:
-        _report(results_dir / run_id, args.report_dir)
+    if report_dir is not None:
+        _report(results_dir / run_id, report_dir)
     bad = {k: v for k, v in index.items() if v["status"] not in ("ok", "skipped")}
     if bad:
         print(
@@ -362,13 +432,13 @@ def _quiet_check(run_dir: RunDir, wait_s: float) -> None:
     run_dir.add_to_run_file(quiet_checks=[*run_dir.config.get("quiet_checks", []), result])
 
 
-def _report(run_dir: Path, report_dir: Path | None) -> None:
+def _report(run_dir: Path, report_dir: Path) -> None:
     try:
         from rosetta.report import write_report
     except ImportError:
         print("HTML report: not available in this installation (pip install 'rosetta[report]')")
         return
-    out = (report_dir or Path.cwd() / "report") / run_dir.name
+    out = report_dir / run_dir.name
     path = write_report([run_dir], out)
     print(f"HTML report: {path}")
 

@@ -11,7 +11,9 @@ import argparse
 import sys
 
 from rosetta import backends
-from rosetta.errors import SpecError
+from rosetta.errors import RosettaError
+from rosetta.report.safe import plain
+from rosetta.runner.guards import check_model_memory
 from rosetta.spec import get_workload, load_workload, models_dir, workload_names
 from rosetta.spec.workload import Workload
 
@@ -36,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the workload and backend tables; 1 if a spec in the models folder is broken."""
     if args.spec:
         w = load_workload(args.spec)  # a SpecError is the CLI's one-line error
+        check_model_memory(w, "float32")
         print(f"Spec {args.spec}: valid")
         _print_workload(w.name, w, details=True)
         return 0
@@ -44,10 +47,11 @@ def run(args: argparse.Namespace) -> int:
     for name in workload_names():
         try:
             w = get_workload(name)
-        except SpecError as exc:
+            check_model_memory(w, "float32")
+        except RosettaError as exc:
             broken += 1
             print(f"  {name:<10} BROKEN    (see stderr)")
-            print(f"rosetta: broken spec: {exc}", file=sys.stderr)
+            print(f"rosetta: broken spec: {plain(str(exc))}", file=sys.stderr)
             continue
         _print_workload(name, w, details=args.details)
     print("Backends:")

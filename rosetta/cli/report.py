@@ -52,7 +52,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def report_name(run_ids: list[str]) -> str:
     """Folder name of a report: the run id, or ``A_vs_B`` (unsafe characters replaced)."""
     name = "_vs_".join(Path(r).name for r in run_ids)
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", name)[:120] or "report"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", name)[:120].lstrip(".")  # never '.', '..' or hidden
+    return name or "report"
+
+
+def _checked_name(name: str) -> str:
+    """``--name`` is one folder inside ``--out-dir``: a plain name, never a path."""
+    from rosetta.errors import RosettaError
+
+    if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,119}", name):
+        raise RosettaError(
+            f"report name {name!r} is not a plain folder name (letters, digits, '.', '_', '-'; "
+            f"no '/' or leading '.'); pick another --name"
+        )
+    return name
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,16 +73,17 @@ def run(args: argparse.Namespace) -> int:
     from rosetta.report import export, load_tables
     from rosetta.report.html import write_html
     from rosetta.report.load import find_runs
+    from rosetta.report.safe import plain
 
     results_dir = args.results_dir or default_results_dir()
     run_dirs, missing = find_runs(results_dir, list(args.runs))
     for line in missing:
-        print(f"rosetta report: {line}", file=sys.stderr)
+        print(f"rosetta report: {plain(line)}", file=sys.stderr)
     tables = load_tables(run_dirs)
     for line in tables.runs.problems:
-        print(f"rosetta report: {line}", file=sys.stderr)
+        print(f"rosetta report: {plain(line)}", file=sys.stderr)
     ids = [r.run_id for r in tables.runs.runs]
-    out_dir = (args.out_dir or default_report_dir()) / (args.name or report_name(ids))
+    out_dir = (args.out_dir or default_report_dir()) / _checked_name(args.name or report_name(ids))
     if missing:  # show the missing run ids in the page too
         from dataclasses import replace
 

@@ -73,6 +73,11 @@ def accept(
     src = Path(path).expanduser().absolute()
     if not src.exists():
         raise DataError(f"{src}: no such file or folder to accept")
+    if not src.is_dir() and not src.is_file():
+        raise DataError(
+            f"{src}: not a regular file or folder (a device, FIFO or socket); accept the data "
+            "set's file itself"
+        )
     entry = registry.get(dataset or guess_dataset(src))
     if entry.remote is None or entry.check_copy is None:
         raise DataError(f"{entry.name}: generated on the fly, there is nothing to accept")

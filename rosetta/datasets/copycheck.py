@@ -32,6 +32,16 @@ def _refuse(path: Path, what: str) -> DataError:
     return DataError(f"{path}: not a complete copy of the data set ({what}); nothing was accepted")
 
 
+def _refuse_synthetic(path: Path, info: dict, title: str, synth: str) -> None:
+    """A file that carries Rosetta's own synthetic marker is not a copy of the real data set,
+    whatever its sidecar says (or whether it has one): accepting it would relabel it."""
+    if info:
+        raise DataError(
+            f"{path}: carries Rosetta's synthetic-data marker; it is not a copy of {title} and "
+            f"cannot be accepted as user-provided (synthetic data is made by `{synth}`)"
+        )
+
+
 def _check_counts(path: Path, y: np.ndarray, split: str, n: int, classes: int) -> str:
     if y.shape[0] != n:
         raise _refuse(path, f"{y.shape[0]} {split} samples, the official data set has {n}")
@@ -54,6 +64,7 @@ def check_cifar10_copy(path: str | os.PathLike[str]) -> CopyReport:
         members = {}
         objs = cifar10.read_archive_members(path, digests=members)
     arrays = cifar10.arrays_from_members(objs)
+    _refuse_synthetic(path, arrays.synthetic_info, "CIFAR-10", "rosetta data synth")
     for name, n in arrays.batch_sizes.items():
         if n != cifar10.BATCH_IMAGES:
             raise _refuse(
@@ -75,6 +86,7 @@ def check_imdb_copy(path: str | os.PathLike[str]) -> CopyReport:
     if path.is_dir():
         raise _refuse(path, "a folder; IMDB is one file, imdb.npz")
     arrays = imdb.read_imdb_arrays(path)
+    _refuse_synthetic(path, arrays.synthetic_info, "IMDB", "rosetta data synth")
     sizes = imdb.OFFICIAL_SIZES
     facts = []
     for split in ("train", "test"):

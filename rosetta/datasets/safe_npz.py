@@ -101,7 +101,8 @@ def _read_member(zf: zipfile.ZipFile, name: str, path: Path, fix: str) -> np.nda
                 return arr.copy()
             # object array: a pickle follows the header; latin1 is NumPy's choice for
             # Python 2 pickles of arrays
-            arr = safe_load(fh, source=src, encoding="latin1")
+            size = zf.getinfo(name + ".npy").file_size
+            arr = safe_load(fh, source=src, encoding="latin1", size=size)
     except DataError:
         raise
     except _READ_ERRORS as exc:

@@ -75,7 +75,9 @@ def export(tables: Tables, path: Path, fmt: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "csv":
-        tables.tidy.to_csv(path, index=False)
+        from rosetta.report.safe import csv_cell
+
+        tables.tidy.apply(lambda col: col.map(csv_cell)).to_csv(path, index=False)
         return path
     try:
         tables.tidy.to_parquet(path, index=False)

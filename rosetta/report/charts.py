@@ -57,6 +57,7 @@ def _plt():
     import matplotlib
 
     matplotlib.use("Agg", force=True)
+    matplotlib.rcParams["text.parse_math"] = False  # names are plain text, never mathtext
     import matplotlib.pyplot as plt
 
     return plt

@@ -377,7 +377,9 @@ def _notebook(run: Run, rec: dict) -> str | None:
     name = rec.get("notebook")
     if not isinstance(name, str) or not name:
         return None
-    return str((run.path / name).resolve())
+    folder = run.path.resolve()
+    path = (folder / name).resolve()
+    return str(path) if path.is_relative_to(folder) else None  # never a link out of the run
 
 
 def _num(v: object) -> float | None:

@@ -40,16 +40,25 @@ def context(t: Tables, out_dir: Path) -> dict:
     heads = primary(t)
     workloads = workload_order(cells["workload"])
     train = [w for w in workloads if (cells[cells["workload"] == w]["task"] == "train").any()]
-    step_charts = [c for w in workloads if (c := charts.step_time_chart(w, heads))]
-    round_charts = [c for w in workloads if (c := charts.round_chart(w, heads))]
+    failed: list[str] = []
+
+    def drawn(fn, w: str, *args):  # one chart that cannot be drawn must not take the page down
+        try:
+            return fn(w, *args)
+        except Exception as exc:  # noqa: BLE001 - matplotlib's failures are many and deep
+            failed.append(f"{w}: chart {fn.__name__} not drawn ({type(exc).__name__}: {exc})")
+            return None
+
+    step_charts = [c for w in workloads if (c := drawn(charts.step_time_chart, w, heads))]
+    round_charts = [c for w in workloads if (c := drawn(charts.round_chart, w, heads))]
     first = cells.loc[[g[0] for g in heads["cells"]]]  # each headline group's first round
-    cold_charts = [c for w in workloads if (c := charts.cold_start_chart(w, first))]
+    cold_charts = [c for w in workloads if (c := drawn(charts.cold_start_chart, w, first))]
     losses = t.losses[t.losses["cell"].isin(first.index)]
     loss_charts = [
         c
         for w in train
         for run in t.runs.runs
-        if (c := charts.loss_chart(w, run.run_id, first, losses, REFERENCE))
+        if (c := drawn(charts.loss_chart, w, run.run_id, first, losses, REFERENCE))
     ]
     ids = [r.run_id for r in t.runs.runs]
     return {
@@ -57,7 +66,7 @@ def context(t: Tables, out_dir: Path) -> dict:
         "lede": lede(t),
         "machine": machine_line(t),
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "problems": list(t.runs.problems),
+        "problems": [*t.runs.problems, *failed],
         "headlines": headline.headlines(t),
         "step_charts": step_charts,
         "round_charts": round_charts,
@@ -87,12 +96,23 @@ def render(t: Tables, out_dir: Path) -> str:
 
 def write_html(t: Tables, out_dir: Path) -> Path:
     """Write ``out_dir/index.html`` (creating the folder) and return its path."""
+    from rosetta.runner.records import disk_error
+
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    html = render(t, out_dir.resolve())
     path = out_dir / "index.html"
     tmp = path.with_name(".index.html.partial")
-    tmp.write_text(render(t, out_dir.resolve()), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(html, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:  # full, read-only, no permission: one line, no .partial left
+        raise disk_error(Path(exc.filename or out_dir), exc, "run `rosetta report` again") from None
+    finally:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
     return path
 
 

@@ -18,6 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rosetta.errors import RosettaError
+from rosetta.runner.records import (
+    MAX_RECORD_BYTES,
+    data_changes,
+    loads_strict,
+    record_problem,
+)
+from rosetta.runner.rundir import RUN_ID
 
 # Schema 1 (the first runner) is a subset of 2: no notebook, load, flags or run.json.
 KNOWN_SCHEMAS = (1, 2)
@@ -134,8 +141,12 @@ def load_run(run_dir: Path) -> tuple[Run | None, list[str]]:
         recs.append(rec)
     if not any(r["status"] != UNREADABLE for r in recs):
         problems.append(f"{run_dir}: no readable records in this run folder")
+    problems.extend(f"{run_dir}: {line}" for line in data_changes(recs))
     rec_id = next((r["run_id"] for r in recs if isinstance(r.get("run_id"), str)), "")
-    run_id = str(info.get("run_id") or rec_id or run_dir.name)
+    run_id = next(
+        (i for i in (info.get("run_id"), rec_id) if isinstance(i, str) and RUN_ID.match(i)),
+        run_dir.name,
+    )  # a hostile run id ('..', a path) never names the report folder
     return Run(run_id, run_dir, info, tuple(recs)), problems
 
 
@@ -155,16 +166,22 @@ def unreadable_record(path: Path, reason: str) -> dict:
 def read_json(path: Path) -> tuple[dict, str]:
     """(object, '') or ({}, one-line reason): a truncated file, invalid JSON, not an object."""
     try:
+        if path.stat().st_size > MAX_RECORD_BYTES:
+            return {}, f"larger than {MAX_RECORD_BYTES // 2**20} MB, not a record"
         text = path.read_text()
     except OSError as exc:
         return {}, f"unreadable ({exc.strerror or exc})"
+    except UnicodeDecodeError as exc:
+        return {}, f"not UTF-8 text (byte {exc.start})"
     if not text.strip():
         return {}, "empty file (truncated record?)"
     try:
-        obj = json.loads(text)
+        obj = loads_strict(text)
     except json.JSONDecodeError as exc:
         where = "truncated" if exc.pos >= len(text.rstrip()) - 1 else "invalid JSON"
         return {}, f"{where} ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    except ValueError as exc:  # NaN/Infinity, nesting past the recursion limit
+        return {}, f"invalid JSON ({exc})"
     if not isinstance(obj, dict):
         return {}, f"not a JSON object but {type(obj).__name__}"
     return obj, ""
@@ -184,8 +201,9 @@ def read_record(path: Path) -> tuple[dict, str]:
     missing = [k for k in ("backend", "workload", "status") if not isinstance(rec.get(k), str)]
     if missing:
         return {}, f"record lacks {', '.join(missing)}"
-    if rec["status"] == "ok" and not isinstance(_get(rec, "clocks", "steady"), dict):
-        return {}, "status ok but no steady-state clocks"
+    problem = record_problem(rec)
+    if problem:
+        return {}, problem
     return rec, ""
 
 

@@ -12,6 +12,7 @@ import csv
 from pathlib import Path
 
 from rosetta.report.order import row_key
+from rosetta.report.safe import csv_cell, plain
 
 SUMMARY_COLUMNS = ["workload", "backend", "status", "equivalent", "cold_start_s", "step_median_s",
                    "step_ci95_low_s", "step_ci95_high_s", "end_to_end_s", "test_accuracy",
@@ -84,7 +85,7 @@ def _name(r: dict) -> str:
 
 def write_csv(recs: list[dict], path: Path) -> Path:
     """The summary as CSV, one row per cell."""
-    rows = [_row(r) for r in _ordered(recs)]
+    rows = [{k: csv_cell(v) for k, v in _row(r).items()} for r in _ordered(recs)]
     with open(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=SUMMARY_COLUMNS)
         writer.writeheader()
@@ -126,4 +127,4 @@ def summary(recs: list[dict]) -> str:
             f"{row['data_source']:<13} {wall}{flag}"
         )
         notes.extend(f"  * {row['backend']} x {r['workload']}: {f}" for f in r.get("flags", []))
-    return "\n".join(lines + notes)
+    return plain("\n".join(lines + notes))  # a record's text may hold terminal escapes

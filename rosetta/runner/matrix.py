@@ -5,7 +5,8 @@ notebook; or ``rosetta.runner.cell`` without a notebook) in its own session, so 
 kills the cell's whole process tree, and with ``PR_SET_PDEATHSIG`` so that a killed ``rosetta
 bench`` takes its cell along. A cell that crashes, hangs past its timeout, is killed by the OS,
 or whose backend is not installed still gets a record (``failed``, ``timeout``, ``killed``,
-``skipped``) with a one-line reason; Ctrl-C records the running cell as ``interrupted``. Resuming
+``skipped``) with a one-line reason; Ctrl-C, SIGTERM and SIGHUP record the running cell and every
+cell not yet started as ``interrupted`` and write the index. Resuming
 runs only what is missing (and ``interrupted`` cells); ``retry_failed`` also reruns failed,
 timed-out and killed cells, whose old records move to ``attempts/``.
 """
@@ -30,6 +31,7 @@ from rosetta.runner import records
 from rosetta.runner.config import CellConfig
 from rosetta.runner.papercell import failure_record
 from rosetta.runner.rundir import RunDir
+from rosetta.runner.signals import describe, ignore_signals, interrupt_on_signals
 from rosetta.runtime import child_env
 
 EXECUTORS = {
@@ -134,24 +136,50 @@ def run_matrix(
     by_key = {records.cell_key(c): c for r in range(plan.repeat) for c in round_cells(plan, r)}
     index: dict[str, dict] = {k: {"status": "not run", "error": ""} for o in orders for k in o}
     try:
-        for key in (k for order in orders for k in order):
-            config = replace(
-                by_key[key],
-                run_id=run.run_id,
-                out=str(records.record_path_for(run.path.parent, run.run_id, by_key[key])),
-            )
-            env = child_env(config.threads)
-            index[key] = _one_cell(plan, run, config, env, display, pending)
+        with interrupt_on_signals():
+            for key in (k for order in orders for k in order):
+                config = _cell_config(run, by_key[key])
+                env = child_env(config.threads)
+                index[key] = _one_cell(plan, run, config, env, display, pending)
+                run.write_index(index)
+    except KeyboardInterrupt as exc:
+        with ignore_signals():  # a second signal must not cut the records short
+            _record_not_started(run, index, by_key, describe(exc))
             run.write_index(index)
-    except KeyboardInterrupt:
-        for entry in index.values():
-            if entry["status"] == "not run":
-                entry["status"] = "interrupted"
-                entry["error"] = "not started: the run was interrupted (Ctrl-C)"
-        run.write_index(index)
         raise
     run.write_index(index)
     return index
+
+
+def _cell_config(run: RunDir, config: CellConfig) -> CellConfig:
+    """A cell of the plan with its run and record path filled in."""
+    return replace(
+        config,
+        run_id=run.run_id,
+        out=str(records.record_path_for(run.path.parent, run.run_id, config)),
+    )
+
+
+def _record_not_started(
+    run: RunDir, index: dict[str, dict], by_key: dict[str, CellConfig], why: str
+) -> None:
+    """After an interruption every cell that never started gets an ``interrupted`` record (a
+    resume runs it), so that no cell of the run exists only in ``index.json``."""
+    for key, entry in index.items():
+        if entry["status"] != "not run" or key not in by_key:
+            continue
+        config = _cell_config(run, by_key[key])
+        if Path(config.out).exists():  # the cell that was running: its record says why
+            try:
+                rec = records.read_record(Path(config.out))
+                entry.update(status=rec["status"], error=rec.get("error", ""))
+                continue
+            except RosettaError:
+                pass
+        error = f"not started: the run was interrupted ({why}); --resume {run.run_id} runs it"
+        entry.update(status="interrupted", error=error)
+        if not Path(config.out).exists():
+            records.write_record(Path(config.out), failure_record(config, "interrupted", error))
 
 
 def _one_cell(
@@ -233,10 +261,10 @@ def _execute(
                             f"cell exceeded its {plan.timeout_s:g} s timeout and was killed "
                             f"(raise --timeout); the partial notebook is kept"
                         )
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             kill_tree(proc)
             if not Path(config.out).exists():
-                why = "interrupted by the user (Ctrl-C)"
+                why = f"interrupted by {describe(exc)}; the partial notebook is kept"
                 rec = failure_record(config, "interrupted", why)
                 records.write_record(Path(config.out), rec)
             raise

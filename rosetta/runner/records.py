@@ -8,8 +8,10 @@ fsync'ed: after a crash or power loss a record is either whole or absent.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 from pathlib import Path
 
 from rosetta.errors import RosettaError
@@ -87,6 +89,26 @@ def cell_key(config) -> str:
     return f"{base}__{'-'.join(parts)}" if parts else base
 
 
+_FIXES = {
+    errno.ENOSPC: "free space on that disk (or choose another folder)",
+    errno.EDQUOT: "free space within your quota (or choose another folder)",
+    errno.EROFS: "the file system is read-only: choose a folder on a writable disk",
+    errno.EACCES: "make it writable for this user (or choose another folder)",
+    errno.EPERM: "make it writable for this user (or choose another folder)",
+    errno.ELOOP: "a symlink in the path points to itself: fix or remove the link",
+}
+
+
+def disk_error(path: Path, exc: OSError, then: str = "") -> RosettaError:
+    """One line for a write that the disk refused (full, read-only, no permission, a symlink
+    loop): the path, the cause and the fix; ``then`` says how to go on afterwards."""
+    fix = _FIXES.get(exc.errno or 0, "check the disk and the folder's permissions")
+    cause = exc.strerror or str(exc)
+    return RosettaError(
+        f"{path}: cannot write ({cause}); {fix}" + (f", then {then}" if then else "")
+    )
+
+
 def record_path(results_dir: Path, run_id: str, backend: str, workload: str) -> Path:
     """Where the record of one cell (at the default point) of one run lives."""
     return Path(results_dir) / run_id / f"{backend}__{workload}.json"
@@ -106,7 +128,10 @@ def atomic_write_text(path: Path, text: str, *, replace: bool) -> Path:
     """Write ``text`` to ``path`` via a fsync'ed temporary file; ``replace=False`` refuses to
     overwrite an existing file (hard link), ``True`` replaces it atomically (rename)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise disk_error(path.parent, exc) from None
     tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
         with open(tmp, "w") as fh:
@@ -119,13 +144,21 @@ def atomic_write_text(path: Path, text: str, *, replace: bool) -> Path:
             os.link(tmp, path)  # fails if another writer got there first
     except FileExistsError:
         raise RosettaError(f"{path}: a record already exists; records are append-only") from None
+    except OSError as exc:
+        raise disk_error(path, exc) from None
     finally:
-        tmp.unlink(missing_ok=True)
-    fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # the folder itself is gone or unwritable; the message above says so
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise disk_error(path.parent, exc) from None
     return path
 
 
@@ -139,12 +172,94 @@ def write_record(path: Path, record: dict) -> Path:
     return atomic_write_text(path, dumps(record), replace=False)
 
 
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # backend and workload names
+MAX_SECONDS = 1e6  # 11.6 days: no step, cold start or run of a cell is longer
+MAX_RECORD_BYTES = 50 * 2**20  # a record with every raw step time is well under 1 MB
+
+
+MAX_LOSS = 1e30  # a diverged loss is stored as null; a finite one beyond this is not a loss
+
+
+def _plausible(v: object, bound: float) -> bool:
+    """A value of a recorded series: null (not finite when measured) or a number within bound."""
+    if v is None:
+        return True
+    return not isinstance(v, bool) and isinstance(v, int | float) and -bound <= v <= bound
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not strict JSON (records store non-finite values as null)")
+
+
+def loads_strict(text: str) -> object:
+    """Parse a record's text: strict JSON only (``NaN``/``Infinity`` refused); nesting deeper
+    than Python's recursion limit raises ``ValueError`` like any other bad text."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def record_problem(rec: dict) -> str:
+    """'' if ``rec`` has the shape its status promises, else one line saying what is wrong.
+
+    Names must be plain (they become file names, labels and CSV cells); an ``ok`` record must
+    carry finite, plausible clocks and an equivalence verdict, because the summary, the report
+    and a resume read them without further checks."""
+    for key in ("backend", "workload", "status"):
+        if not isinstance(rec.get(key), str):
+            return f"{key} is {type(rec.get(key)).__name__}, not a string"
+    for key in ("backend", "workload"):
+        if not NAME.match(rec[key]):
+            return f"{key} {rec[key][:40]!r} is not a plain name"
+    if rec["status"] not in STATUSES:
+        return f"unknown status {rec['status'][:40]!r}"
+    if not isinstance(rec.get("flags", []), list):
+        return "flags is not a list"
+    if rec["status"] != "ok":
+        return ""
+    clocks = rec.get("clocks")
+    steady = clocks.get("steady") if isinstance(clocks, dict) else None
+    if not isinstance(steady, dict):
+        return "status ok but no clocks (clocks.steady)"
+    for where, d, key in [
+        ("clocks.steady", steady, k) for k in ("median", "ci95_low", "ci95_high")
+    ] + [
+        ("clocks", clocks, "cold_start_s"),
+        ("clocks", clocks, "end_to_end_s"),
+    ]:
+        v = d.get(key)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return f"{where}.{key} is {type(v).__name__}, not a number"
+        if not 0 <= v <= MAX_SECONDS:
+            return f"{where}.{key} = {v:g} s is not a plausible time"
+    series = [("clocks.steady_raw_s", clocks.get("steady_raw_s"), MAX_SECONDS)]
+    if isinstance(rec.get("metrics"), dict):
+        series.append(("metrics.losses", rec["metrics"].get("losses"), MAX_LOSS))
+    for where, values, bound in series:
+        if values is None:
+            continue
+        if not isinstance(values, list):
+            return f"{where} is {type(values).__name__}, not a list"
+        bad = next((v for v in values if not _plausible(v, bound)), "ok")
+        if bad != "ok":
+            return f"{where} holds {str(bad)[:20]}, not a number within +-{bound:g}"
+    eq = rec.get("equivalence")
+    if not isinstance(eq, dict) or not isinstance(eq.get("equivalent"), bool):
+        return "status ok but no equivalence verdict (equivalence.equivalent)"
+    if not isinstance(rec.get("metrics", {}), dict):
+        return "metrics is not an object"
+    return ""
+
+
 def read_record(path: Path) -> dict:
     """One record; a truncated, non-JSON or foreign file is a one-line ``RosettaError``."""
     path = Path(path)
     try:
-        rec = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        if path.stat().st_size > MAX_RECORD_BYTES:
+            raise ValueError(f"larger than {MAX_RECORD_BYTES // 2**20} MB")
+        rec = loads_strict(path.read_text())
+    except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError included
         raise RosettaError(
             f"{path}: unreadable record ({type(exc).__name__}: {exc}); move it aside, or rerun "
             f"the cell with --resume <run-id> --retry-failed after deleting it"
@@ -158,6 +273,9 @@ def read_record(path: Path) -> dict:
     for key in ("backend", "workload", "status"):
         if key not in rec:
             raise RosettaError(f"{path}: record lacks {key!r}; move it aside")
+    problem = record_problem(rec)
+    if problem:
+        raise RosettaError(f"{path}: malformed record ({problem}); move it aside")
     return rec
 
 
@@ -177,3 +295,23 @@ def read_records(run_dir: Path, errors: list[str] | None = None) -> list[dict]:
                 raise
             errors.append(str(exc))
     return sorted(out, key=lambda r: (r["workload"], r["backend"]))
+
+
+def data_changes(recs: list[dict]) -> list[str]:
+    """One line per workload whose cells of one run read different data (two checksums: the
+    data was replaced between cells), naming the cells of each checksum."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for r in recs:
+        man = r.get("manifest")
+        digest = man.get("data_checksum") if isinstance(man, dict) else None
+        if isinstance(digest, str) and digest:
+            seen.setdefault(str(r.get("workload")), {}).setdefault(digest, []).append(
+                str(r.get("backend"))
+            )
+    return [
+        f"the data of {w} changed during the run: {len(by)} checksums ("
+        + "; ".join(f"{d[:19]}: {', '.join(sorted(b))}" for d, b in sorted(by.items()))
+        + "); compare these cells with care or rerun the run on one copy of the data"
+        for w, by in sorted(seen.items())
+        if len(by) > 1
+    ]

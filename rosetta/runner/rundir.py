@@ -1,9 +1,11 @@
 """A run's folder: unique ids, one writer at a time, its configuration stored once, an index.
 
 ``results/<run-id>/`` holds one record per cell, the executed notebooks, ``run.json`` (the run's
-configuration, written once: a resume with another configuration is refused), ``index.json``
-(each cell's status, rewritten atomically after every cell, ``interrupted`` after Ctrl-C) and
-``.lock`` (held by the one ``rosetta bench`` working in it).
+configuration and selection, written once: a resume with other settings, backends, workloads or
+executor is refused), ``index.json`` (each cell's status, rewritten atomically after every cell,
+``interrupted`` after Ctrl-C, SIGTERM or SIGHUP) and ``.lock`` (held by the one ``rosetta bench``
+working in it). A disk that refuses a write (full, read-only, no permission, a symlink loop) is
+one line naming the path and the fix (:func:`rosetta.runner.records.disk_error`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 RESULTS_ENV = "ROSETTA_RESULTS_DIR"
 #: configuration fields a resumed run must share with the run it resumes
 PINNED = ("profile", "dtype", "device", "seed", "threads", "data_dir", "sample_every",
-          "bench_profile", "batch_sizes", "precisions", "repeat")  # fmt: skip
+          "bench_profile", "batch_sizes", "precisions", "repeat", "tf32", "backends", "workloads",
+          "executor", "oversubscribe")  # fmt: skip
 #: what a run made before the sweep axes existed had, for the pins it lacks
 AXIS_DEFAULTS = {"batch_sizes": [None], "precisions": ["fp32"], "repeat": 1}
 
@@ -72,6 +75,9 @@ def check_results_dir(path: Path) -> Path:
     writable, a missing one must be creatable (its nearest existing parent a writable folder)."""
     path = Path(path).absolute()
     fix = f"choose a writable folder with --results-dir or ${RESULTS_ENV}"
+    from rosetta.runner.guards import check_no_loop
+
+    check_no_loop(path, "results directory", fix)
     if path.exists() and not path.is_dir():
         raise RosettaError(f"results directory {path} is a file, not a folder; {fix}")
     probe_dir = path
@@ -108,13 +114,18 @@ class RunDir:
                     f"run {run_id!r} already exists in {results_dir}; resume it with "
                     f"--resume {run_id} or pick another --run-id"
                 ) from None
+            except OSError as exc:
+                raise records.disk_error(self.path, exc) from None
         elif not self.path.is_dir():
             runs = sorted(p.name for p in Path(results_dir).iterdir() if p.is_dir())
             raise RosettaError(
                 f"no run {run_id!r} in {results_dir} to resume; runs there: "
                 f"{', '.join(runs[-5:]) or 'none'}"
             )
-        self._lock_fh = open(self.path / ".lock", "a+")  # noqa: SIM115 - held for the run
+        try:
+            self._lock_fh = open(self.path / ".lock", "a+")  # noqa: SIM115 - held for the run
+        except OSError as exc:
+            raise records.disk_error(self.path / ".lock", exc) from None
         try:
             fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -125,10 +136,14 @@ class RunDir:
                 f"run {run_id!r} is in use by another rosetta bench ({holder}); wait for it "
                 f"or use another --run-id"
             ) from None
-        self._lock_fh.seek(0)
-        self._lock_fh.truncate()
-        self._lock_fh.write(f"pid {os.getpid()}")
-        self._lock_fh.flush()
+        try:
+            self._lock_fh.seek(0)
+            self._lock_fh.truncate()
+            self._lock_fh.write(f"pid {os.getpid()}")
+            self._lock_fh.flush()
+        except OSError as exc:
+            self.close()
+            raise records.disk_error(self.path / ".lock", exc) from None
         self.config = self._pin(config)
 
     def _pin(self, config: dict) -> dict:
@@ -172,13 +187,16 @@ class RunDir:
     def set_aside(self, path: Path, why: str) -> Path:
         """Move a record (and its notebook) into ``attempts/`` so the cell can run again."""
         dest_dir = self.path / "attempts"
-        dest_dir.mkdir(exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         dest = dest_dir / f"{path.stem}.{why}.{stamp}{path.suffix}"
-        shutil.move(str(path), dest)
-        nb = path.with_suffix(".ipynb")
-        if nb.exists():
-            shutil.move(str(nb), dest.with_suffix(".ipynb"))
+        try:
+            dest_dir.mkdir(exist_ok=True)
+            shutil.move(str(path), dest)
+            nb = path.with_suffix(".ipynb")
+            if nb.exists():
+                shutil.move(str(nb), dest.with_suffix(".ipynb"))
+        except OSError as exc:
+            raise records.disk_error(dest_dir, exc, f"--resume {self.run_id}") from None
         return dest
 
     def close(self) -> None:

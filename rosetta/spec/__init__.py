@@ -33,7 +33,15 @@ __all__ = [
 def models_dir() -> Path:
     """Folder of the specs: ``$ROSETTA_MODELS``, else ``rosetta/models/`` (package data)."""
     env = os.environ.get("ROSETTA_MODELS")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "models"
+    if not env:
+        return Path(__file__).resolve().parents[1] / "models"
+    path = Path(env).expanduser()
+    if not path.is_dir():
+        raise SpecError(
+            f"$ROSETTA_MODELS={env!r} is not a folder; point it at a folder of workload specs "
+            f"(*.yaml) or unset it to use the built-in workloads"
+        )
+    return path
 
 
 def workload_names() -> list[str]:

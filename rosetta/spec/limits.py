@@ -82,3 +82,21 @@ def _children(v: dict | list) -> Iterator[Any]:
             yield x
     else:
         yield from v
+
+
+def model_bytes(num_values: int, dtype: str) -> int:
+    """Bytes a cell needs for its model at the least: parameters, their gradients and two
+    optimiser moments in ``dtype`` (Adam's worst case), plus the float64 copy the equivalence
+    gate builds for the reference. Activations come on top; this is a floor, not an estimate."""
+    itemsize = 8 if dtype == "float64" else 4
+    return num_values * (4 * itemsize + 8)
+
+
+def machine_memory_bytes() -> int | None:
+    """Physical memory of this machine (``None`` where the OS does not say)."""
+    import os
+
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None

@@ -87,18 +87,37 @@ def load_workload(path: str | Path, limits: SpecLimits = DEFAULT_LIMITS) -> Work
             f"{path}: line {too_deep}: YAML nested deeper than {limits.max_depth} levels "
             "(limit max_depth)"
         )
-    loader = _BoundedLoader(data, path, limits)
-    try:
+    loader = None
+    try:  # the reader refuses non-printable bytes and bad UTF-8 already in the constructor
+        loader = _BoundedLoader(data, path, limits)
         raw = loader.get_single_data()
+    except yaml.reader.ReaderError as exc:
+        raise SpecError(
+            f"{path}: not a text spec: byte {exc.position} is {_char(exc.character)} "
+            f"({exc.reason}); a spec is printable UTF-8 YAML"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise SpecError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     parser = _Parser(path, limits)
     parser.check_size(raw)
     return parser.workload(raw)
+
+
+def _char(c: object) -> str:
+    """A character the YAML reader refused, as a code (never the raw byte: it may be an
+    escape or a control character)."""
+    return (
+        f"0x{c:02x}"
+        if isinstance(c, int)
+        else f"0x{ord(c):02x}"
+        if isinstance(c, str) and len(c) == 1
+        else "?"
+    )
 
 
 def _flow_nesting_over(data: bytes, limit: int) -> int:
@@ -418,6 +437,7 @@ class _Parser:
             source=self.path,
         )
         self.check_consistency(workload)
+        self.check_profile_shapes(workload)
         return workload
 
     def title_order(self, m: dict, name: str) -> tuple[str, int]:
@@ -427,6 +447,24 @@ class _Parser:
             raise self.fail("title", f"one non-blank line of at most {TITLE_MAX} characters", title)
         order = self.scalar(m.get("order", DEFAULT_ORDER), "nonnegint", "order")
         return title.strip(), order
+
+    def check_profile_shapes(self, w: Workload) -> None:
+        """Apply the activation bound at every profile's actual input shape (``image_size``
+        changes a features workload's spatial size; the spec's own shape was checked above)."""
+        for pname, prof in w.profiles.items():
+            size = getattr(prof, "image_size", 0)
+            if not size or len(w.input.shape) != 3 or size == w.input.shape[1]:
+                continue
+            shape = (w.input.shape[0], size, size)
+            field = f"profiles.{pname}.image_size"
+            params = self.params
+            try:
+                self.check_values(shape, field)
+                self._check(w.graph, shape, "layers", set())
+            except SpecError as exc:
+                raise SpecError(f"{exc} (at {field} = {size})") from None
+            finally:
+                self.params = params
 
     def dataset(self, raw: Any) -> DatasetRef:
         m = self.mapping(raw, "dataset")
