@@ -26,6 +26,7 @@ so ``rosetta code`` works on a NumPy-only install.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -79,10 +80,25 @@ def _check_backend(backend: str) -> None:
         )
 
 
+_SOURCES: dict[str, ModuleType] = {}
+
+
 def render_table(backend: str) -> RenderTable:
-    """The ``RENDER`` table of ``backend`` (imports only its ``source.py``: text, no framework)."""
+    """The ``RENDER`` table of ``backend``.
+
+    ``source.py`` is loaded from its file alone, without running the backend package's
+    ``__init__``: it is text and needs nothing of the package, and so generating source can never
+    import a framework, whatever a backend's package does on import."""
     _check_backend(backend)
-    return importlib.import_module(f"rosetta.backends.{backend}.source").RENDER
+    if backend not in _SOURCES:
+        import rosetta.backends
+
+        path = Path(rosetta.backends.__file__).parent / backend / "source.py"
+        spec = importlib.util.spec_from_file_location(f"rosetta_source_{backend}", path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        _SOURCES[backend] = module
+    return _SOURCES[backend].RENDER
 
 
 def _template(backend: str) -> ModuleType:
