@@ -122,6 +122,7 @@ def file_name(workload: str | Workload, backend: str) -> str:
 
 def generate(workload: str | Workload, backend: str) -> Generated:
     """The self-contained source file of ``workload`` in ``backend``'s framework."""
+    _check_backend(backend)
     w = _workload(workload)
     text = _template(backend).source(w, rendered(w, backend))
     return Generated(w.name, backend, file_name(w, backend), text)
