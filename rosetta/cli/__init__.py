@@ -1,4 +1,5 @@
-"""The ``rosetta`` command: ``list``, ``data``, ``bench``, ``env``, ``report``, ``code``, one module each.
+"""The ``rosetta`` command: ``list``, ``data``, ``bench``, ``env``, ``report``, ``code``: a module
+each.
 
 Every user-facing failure is a :class:`rosetta.errors.RosettaError`; ``main`` prints its
 message as one line on stderr and exits with status 2, so no traceback reaches the user
