@@ -118,7 +118,10 @@ def _check(workload: Workload) -> str:
         out.update({f"params:{n}": a for n, a in read_weights(params).items()})"""
     return f'''
 
-features_step = jax.jit(lambda params, x: forward(params, x, None))  # evaluation mode
+@jax.jit
+def features_step(params, x):
+    """Evaluation-mode forward pass (dropout off, BatchNorm on its running statistics)."""
+    return forward(params, x, None)
 
 
 def check(weights, x, y, k, dtype="float32"):
