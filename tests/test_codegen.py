@@ -179,3 +179,54 @@ def test_spec_line_names_the_fields():
     conv = get_workload("cnn").graph[2]
     line = common.spec_line(conv)
     assert line.startswith("{op: conv2d, name: conv2, out_channels: 50, kernel: [3, 3]")
+
+
+# -- the report's Rosetta page ----------------------------------------------------------------
+PAGE_PROBE = """(() => {
+  const t = {};
+  for (const table of document.querySelectorAll('table.rosetta')) {
+    t[table.dataset.workload] = [...table.querySelectorAll('tbody tr')].map(
+      tr => [...tr.children].map(td => td.innerText.trim()));
+  }
+  return {title: document.title, tables: t, scripts: document.scripts.length,
+          heads: [...document.querySelectorAll('table.rosetta thead th')].map(th => th.innerText)};
+})()"""
+
+
+def test_rosetta_page_in_headless_chromium(tmp_path):
+    pytest.importorskip("jinja2")
+    from rosetta.report.browser import Browser, find_chromium
+    from rosetta.report.rosetta_page import write_rosetta_page
+
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip("no chromium binary (scripts/install_chromium.sh)")
+    page = write_rosetta_page(tmp_path)
+    html = page.read_text()
+    assert "default-src 'none'" in html and "<script" not in html
+    url = page.resolve().as_uri()
+    with Browser(chromium) as browser:
+        visit = browser.visit(url, probe_js=PAGE_PROBE, full_page=True)
+    p = visit.probe
+    assert p["title"].startswith("Rosetta") and p["scripts"] == 0
+    assert p["heads"][:7] == [
+        "#",
+        "spec",
+        "NumPy (reference)",
+        "PyTorch",
+        "Keras",
+        "JAX",
+        "Chainer",
+    ]
+    cnn = {row[0]: row[1:] for row in p["tables"]["cnn"]}
+    assert len(cnn) == len(get_workload("cnn").graph)  # one row per spec op
+    spec, _, torch_cell, keras_cell, *_ = cnn["2"]
+    assert spec.startswith("{op: conv2d, name: conv2, out_channels: 50")
+    assert "nn.Conv2d(50, 50, 3, padding=1)" in torch_cell
+    assert 'layers.Conv2D(50, 3, padding="same", name="conv2")' in keras_cell
+    assert "OIHW -> HWIO" in keras_cell and "OIHW" not in torch_cell  # called out where it happens
+    fc1_keras = cnn["13"][3]
+    assert "rows permuted from C, H, W to H, W, C" in fc1_keras
+    gru_torch = {row[0]: row[1:] for row in p["tables"]["gru"]}["1"][2]
+    assert "r | z | n" in gru_torch
+    assert visit.external_requests(url) == [] and visit.console_errors == []
