@@ -64,7 +64,7 @@ def hwc_rows_to_chw(a, chw):
 
 def helpers_source(names: list[str] | tuple[str, ...], table: dict[str, str]) -> str:
     """The source of the helpers ``names`` (deduplicated, in order) from ``table``."""
-    return "".join(table[n] for n in dict.fromkeys(names))
+    return "".join("\n" + table[n] for n in dict.fromkeys(names))
 
 
 def conversion(expr: str) -> str:
@@ -86,7 +86,7 @@ def weight_rows(weights: tuple[Weight, ...], indent: str = "        ") -> str:
     for w in weights:
         note = f"  # {w.note}" if w.note else ""
         out.append(
-            f"{indent}({w.canonical!r}, {part(w.canonical_part)}, {w.native}, "
+            f'{indent}("{w.canonical}", {part(w.canonical_part)}, {w.native}, '
             f"{part(w.native_part)}, {conversion(w.to_native)}, {conversion(w.to_canonical)}),"
             f"{note}"
         )
@@ -95,14 +95,14 @@ def weight_rows(weights: tuple[Weight, ...], indent: str = "        ") -> str:
 
 def shapes_literal(workload: Workload) -> str:
     """``{canonical name: shape}`` of every parameter, as a Python literal."""
-    items = "".join(f"    {p.name!r}: {tuple(p.shape)!r},\n" for p in workload.param_specs)
+    items = "".join(f'    "{p.name}": {tuple(p.shape)!r},\n' for p in workload.param_specs)
     return "{\n" + items + "}"
 
 
 def trainable_literal(workload: Workload) -> str:
     """The trainable canonical names in graph order, as a Python tuple literal."""
     names = [p.name for p in workload.param_specs if p.trainable]
-    return "(" + "".join(f"{n!r}, " for n in names) + ")"
+    return "(\n" + "".join(f'    "{n}",\n' for n in names) + ")"
 
 
 def optimizer_comment(workload: Workload) -> str:
@@ -135,9 +135,9 @@ canonical weights (.npz, the spec's names and layouts; see `weight_table`).{note
     python {workload.name}_{backend}.py --weights W.npz                # load, run one batch
     python {workload.name}_{backend}.py --weights W.npz --check IN.npz OUT.npz [--dtype float64]
 
---check reads x (canonical {inp}), y and k from IN.npz and writes to OUT.npz, in canonical
-names and layouts: forward (evaluation mode), loss and grad:<name> (dropout off), and
-params:<name> after k optimiser steps on that batch (dropout off).
+--check reads x (canonical {inp}), y and k from IN.npz and writes to
+OUT.npz, in canonical names and layouts: forward (evaluation mode), loss and grad:<name>
+(dropout off), and params:<name> after k optimiser steps on that batch (dropout off).
 """
 '''
 
