@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from rosetta import codegen
-from rosetta.codegen.check import gate_generated, run_file
+from rosetta.codegen.check import GeneratedRun, gate_generated, run_file
 from rosetta.runner.gate import run_gate
 from rosetta.spec import get_workload
 from tests.conformance.conftest import DTYPES, WORKLOADS, gate_batch, weights
@@ -92,9 +92,26 @@ def test_a_planted_defect_in_a_generated_file_fails_the_gate(tmp_path):
         gen.text.replace("SGD(lr=0.01, momentum=0.9,", "SGD(lr=0.01, momentum=0.0,"),
     )
     out = run_file(broken, workload, params, x, y, "float64", tmp_path)
-    from rosetta.codegen.check import GeneratedRun
-
     result = run_gate(GeneratedRun("numpy_ref", out), workload, params, x, y, "float64")
     verdict = {c.what: c.ok for c in result.checks}
     assert verdict == {"forward": True, "loss": True, "grads": True, "params": False}
     assert np.isfinite(out["loss"])
+
+
+@pytest.mark.slow
+def test_keras_stock_adam_instead_of_the_written_out_one_fails_at_float64(tmp_path):
+    """Why the Keras file writes the spec's Adam out: with keras.optimizers.Adam (epsilon added
+    to sqrt(v) before the bias correction) the float64 parameter check fails."""
+    _skip_unless_installed("tensorflow")
+    workload = get_workload("gru")
+    params = weights(workload)
+    x, y = gate_batch(workload)
+    gen = codegen.generate(workload, "tensorflow")
+    stock = "keras.optimizers.Adam(learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-08)"
+    ours = "Adam(model.trainable_variables, lr=0.001, beta1=0.9, beta2=0.999, eps=1e-08)"
+    assert ours in gen.text
+    broken = codegen.Generated(gen.workload, gen.backend, gen.name, gen.text.replace(ours, stock))
+    out = run_file(broken, workload, params, x, y, "float64", tmp_path)
+    result = run_gate(GeneratedRun("tensorflow", out), workload, params, x, y, "float64")
+    verdict = {c.what: c.ok for c in result.checks}
+    assert verdict == {"forward": True, "loss": True, "grads": True, "params": False}
