@@ -62,10 +62,13 @@ def write_report(run_dirs: list[Path], out_dir: Path) -> Path:
 
     One run gives the single-run report; two or more add the comparison of every later run
     against the first (each cell's step-time ratio with its interval, changes outside the noise
-    flagged)."""
+    flagged). Beside it, ``rosetta.html``: the Rosetta page (each spec op in every framework)."""
     from rosetta.report.html import write_html
+    from rosetta.report.rosetta_page import write_rosetta_page
 
-    return write_html(load_tables(run_dirs), Path(out_dir))
+    index = write_html(load_tables(run_dirs), Path(out_dir))
+    write_rosetta_page(Path(out_dir))  # the page the report's "Rosetta" link opens
+    return index
 
 
 def export(tables: Tables, path: Path, fmt: str) -> Path:

@@ -3,8 +3,9 @@
 ``make_notebook(backend)`` is the single source of ``notebooks/<backend>.ipynb`` (committed
 without outputs; a test checks they are up to date). Each notebook has a papermill
 ``parameters`` cell and then the steps of ``rosetta.runner.cell.Cell``, each followed by what a
-person wants to see: the environment, the spec as a table, the native model, the gate's numbers,
-the step times with a plot, the accuracy and the record. The display helpers live here, so the
+person wants to see: the environment, the spec as a table, the native model, its generated
+source (``rosetta code``), the gate's numbers, the step times with a plot, the accuracy and the
+record. The display helpers live here, so the
 notebooks stay a screen long and their logic is tested in the package.
 """
 
@@ -77,17 +78,24 @@ def make_notebook(backend: str):
         md(f"## 3. The native {framework} model the lowering built"),
         code("model = cell.build()\nprint(model.summary())"),
         md(
-            "## 4. The equivalence gate\n\nForward outputs, and for training the loss, every "
+            f"## 4. The same model as {framework} source a person would write\n\n"
+            f"`rosetta code WORKLOAD --backend {backend}` generates it from the same tables the "
+            "lowering uses; it runs with NumPy and the framework only, and the conformance suite "
+            "gates it against the reference like the model above."
+        ),
+        code("nb.show_source(cell)"),
+        md(
+            "## 5. The equivalence gate\n\nForward outputs, and for training the loss, every "
             "gradient and the parameters after 3 optimiser steps, against the float64 NumPy "
             "reference. A violation is the worst |difference| / tolerance: at most 1 passes."
         ),
         code("nb.show_gate(cell.gate())"),
-        md("## 5. The timed run"),
+        md("## 6. The timed run"),
         code("cell.run()\nnb.show_clocks(cell)"),
         code("nb.plot(cell)"),
-        md("## 6. The result"),
+        md("## 7. The result"),
         code("nb.show_metrics(cell)"),
-        md("## 7. The record"),
+        md("## 8. The record"),
         code("record = nb.finish(cell)"),
     ]
     for i, c in enumerate(cells):
@@ -148,6 +156,17 @@ def show_spec(cell: Cell) -> None:
     print(f"{'layer':<24} {'op':<14} {'output':<16} {'params':>10}")
     for name, op, out, n in cell.spec_table():
         print(f"{name:<24} {op:<14} {out:<16} {n:>10}")
+
+
+def show_source(cell: Cell) -> None:
+    """Print the generated source file of the cell's workload in its backend's framework."""
+    from rosetta import codegen
+
+    backend = cell.config.backend
+    if backend not in codegen.BACKENDS:
+        print(f"no generated source for backend {backend!r} (codegen covers {codegen.BACKENDS})")
+        return
+    print(codegen.generate(cell.config.workload, backend).text)
 
 
 def show_gate(gate) -> None:

@@ -1,0 +1,182 @@
+"""The Rosetta of JAX, in text: each op of the spec as a line of a pure ``forward(params, x)``.
+
+``RENDER`` is keyed by the same op classes as ``lowering.TABLE``. The file is plain JAX (``lax``
+convolutions and windows, ``lax.scan`` for the GRU) over a flat dict of arrays keyed by the
+spec's names, trained with ``optax``. Activations are channels-last (NHWC, what XLA's CPU and
+GPU convolutions prefer), so conv kernels are HWIO (from the spec's OIHW) and the dense layer
+after a flatten takes its kernel rows in H, W, C order (permuted from the spec's C, H, W). The
+GRU keeps the spec's own layout (gate blocks z | r | h, two biases). Text only.
+"""
+
+from __future__ import annotations
+
+from rosetta.backends.driver import Site
+from rosetta.codegen.snippet import (
+    RenderCtx,
+    RenderTable,
+    Snippet,
+    Weight,
+    add_branches,
+    fmt_shape,
+    nhwc,
+    statements,
+)
+from rosetta.spec import ops
+
+NAME = "jax"
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return fmt_shape(nhwc(shape))
+
+
+def _p(name: str) -> str:
+    return f'p["{name}"]'
+
+
+def _w(name: str, **kw: str) -> Weight:
+    return Weight(name, repr(name), **kw)
+
+
+def _pads(padding: tuple[int, int, int, int]) -> str:
+    t, b, left, right = padding
+    return f"(({t}, {b}), ({left}, {right}))"
+
+
+def conv2d(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
+    bias = _p(f"{op.name}.bias") if op.bias else "None"
+    line = (
+        f"{{x}} = conv2d({{x}}, {_p(f'{op.name}.kernel')}, {bias}, {op.stride}, "
+        f"{_pads(op.padding)})  # {_shape(site.out_shape)}"
+    )
+    weights = [
+        _w(
+            f"{op.name}.kernel",
+            to_native="oihw_to_hwio(a)",
+            to_canonical="hwio_to_oihw(a)",
+            note="OIHW -> HWIO",
+        )
+    ]
+    if op.bias:
+        weights.append(_w(f"{op.name}.bias"))
+    return Snippet(
+        forward=(line,),
+        weights=tuple(weights),
+        helpers=("conv2d", "oihw_to_hwio", "hwio_to_oihw"),
+        notes=(f"{op.name}.kernel: OIHW -> HWIO (channels-last)",),
+    )
+
+
+def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: RenderCtx) -> Snippet:
+    line = (
+        f"{{x}} = max_pool({{x}}, {op.kernel}, {op.stride}, {_pads(op.padding)})"
+        f"  # {_shape(site.out_shape)}"
+    )
+    return Snippet(forward=(line,), helpers=("max_pool",))
+
+
+def relu(op: ops.ReLU, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=("{x} = jax.nn.relu({x})",))
+
+
+def dropout(op: ops.Dropout, site: Site, ctx: RenderCtx) -> Snippet:
+    i = ctx.extra.get("dropouts", 0)
+    ctx.extra["dropouts"] = i + 1
+    line = f"{{x}} = dropout({{x}}, {op.rate}, rng, {i})  # rng None: evaluation, identity"
+    return Snippet(forward=(line,), helpers=("dropout",))
+
+
+def flatten(op: ops.Flatten, site: Site, ctx: RenderCtx) -> Snippet:
+    ctx.pending_flatten = site.in_shape
+    line = (
+        f"{{x}} = {{x}}.reshape({{x}}.shape[0], -1)  # {_shape(site.in_shape)} -> "
+        f"{fmt_shape(site.out_shape)}, rows in H, W, C order"
+    )
+    return Snippet(
+        forward=(line,),
+        notes=(
+            "flatten of NHWC activations: H, W, C order; the next dense kernel's rows permuted",
+        ),
+    )
+
+
+def dense(op: ops.Dense, site: Site, ctx: RenderCtx) -> Snippet:
+    bias = f" + {_p(f'{op.name}.bias')}" if op.bias else ""
+    line = f"{{x}} = {{x}} @ {_p(f'{op.name}.kernel')}{bias}  # {fmt_shape(site.out_shape)}"
+    kernel = _w(f"{op.name}.kernel", note="IO, as stored")
+    helpers: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    if ctx.pending_flatten is not None:
+        chw, ctx.pending_flatten = ctx.pending_flatten, None
+        kernel = _w(
+            f"{op.name}.kernel",
+            to_native=f"chw_rows_to_hwc(a, {chw})",
+            to_canonical=f"hwc_rows_to_chw(a, {chw})",
+            note="rows C, H, W -> H, W, C (the flatten permutation)",
+        )
+        helpers = ("chw_rows_to_hwc", "hwc_rows_to_chw")
+        notes = (f"{op.name}.kernel: rows permuted from C, H, W to H, W, C",)
+    weights = [kernel] + ([_w(f"{op.name}.bias")] if op.bias else [])
+    return Snippet(forward=(line,), weights=tuple(weights), helpers=helpers, notes=notes)
+
+
+def batchnorm(op: ops.BatchNorm, site: Site, ctx: RenderCtx) -> Snippet:
+    args = ", ".join(_p(f"{op.name}.{r}") for r in ("gamma", "beta", "mean", "var"))
+    line = f"{{x}} = batchnorm({{x}}, {args}, {op.eps})"
+    weights = tuple(_w(f"{op.name}.{r}") for r in ("gamma", "beta", "mean", "var"))
+    return Snippet(forward=(line,), weights=weights, helpers=("batchnorm",))
+
+
+def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: RenderCtx) -> Snippet:
+    line = (
+        f"{{x}} = {{x}}.mean(axis=(1, 2))  # {_shape(site.in_shape)} -> {fmt_shape(site.out_shape)}"
+    )
+    return Snippet(forward=(line,))
+
+
+def embedding(op: ops.Embedding, site: Site, ctx: RenderCtx) -> Snippet:
+    line = (
+        f"{{x}} = {_p(f'{op.name}.table')}[{{x}}]  # ids {fmt_shape(site.in_shape)} -> "
+        f"{fmt_shape(site.out_shape)}"
+    )
+    return Snippet(forward=(line,), weights=(_w(f"{op.name}.table"),))
+
+
+def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
+    roles = ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")
+    args = ", ".join(_p(f"{op.name}.{r}") for r in roles)
+    line = f"{{x}} = gru({{x}}, {args})  # {fmt_shape(site.out_shape)}, the last step"
+    weights = tuple(
+        _w(f"{op.name}.{r}", note="z|r|h, as the spec" if i == 0 else "")
+        for i, r in enumerate(roles)
+    )
+    return Snippet(forward=(line,), weights=weights, helpers=("gru",))
+
+
+def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
+    """Forward lines one after the other, on one variable."""
+    return statements(parts)
+
+
+def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
+    """The block's input kept aside, the body, the shortcut on the kept input, their sum."""
+    return add_branches(body, shortcut, ctx, "{x} = {x} + {s}  # " + _shape(site.out_shape))
+
+
+RENDER = RenderTable(
+    backend=NAME,
+    entries={
+        ops.Conv2D: conv2d,
+        ops.MaxPool2D: maxpool2d,
+        ops.ReLU: relu,
+        ops.Dropout: dropout,
+        ops.Flatten: flatten,
+        ops.Dense: dense,
+        ops.BatchNorm: batchnorm,
+        ops.GlobalAvgPool: global_avgpool,
+        ops.Embedding: embedding,
+        ops.GRU: gru,
+    },
+    sequence=sequence,
+    residual=residual,
+)

@@ -1,0 +1,116 @@
+"""The Rosetta of NumPy, in text: each op of the spec as a layer of the plain-NumPy file.
+
+``RENDER`` is keyed by the same op classes as ``lowering.TABLE``. The generated NumPy file is
+built like the reference itself: each op becomes a layer ``layer(x, ctx) -> (y, back)`` (made by
+a small factory of the file, ``conv2d("conv1", ...)``, running the reference's own kernels), a
+sequence plays the layers' backward closures in reverse, a residual block sends the gradient
+down both branches. Canonical layouts throughout: no weight changes layout. Text only.
+"""
+
+from __future__ import annotations
+
+from rosetta.backends.driver import Site
+from rosetta.codegen.snippet import RenderCtx, RenderTable, Snippet, Weight, combine, fmt_shape
+from rosetta.spec import ops
+
+NAME = "numpy_ref"
+
+
+def _layer(call: str, site: Site, weights: tuple[Weight, ...] = ()) -> Snippet:
+    return Snippet(forward=(f"{call},  # {fmt_shape(site.out_shape)}",), weights=weights)
+
+
+def _own(op: object, roles: tuple[str, ...]) -> tuple[Weight, ...]:
+    return tuple(Weight(f"{op.name}.{r}", f'params["{op.name}.{r}"]') for r in roles)
+
+
+def conv2d(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
+    call = f'conv2d("{op.name}", stride={op.stride}, padding={op.padding}, bias={op.bias})'
+    return _layer(call, site, _own(op, ("kernel", "bias") if op.bias else ("kernel",)))
+
+
+def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: RenderCtx) -> Snippet:
+    return _layer(f"maxpool2d({op.kernel}, stride={op.stride}, padding={op.padding})", site)
+
+
+def relu(op: ops.ReLU, site: Site, ctx: RenderCtx) -> Snippet:
+    return _layer("relu()", site)
+
+
+def dropout(op: ops.Dropout, site: Site, ctx: RenderCtx) -> Snippet:
+    return _layer(f"dropout({op.rate})", site)
+
+
+def flatten(op: ops.Flatten, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(
+        forward=(
+            f"flatten(),  # {fmt_shape(site.in_shape)} -> {fmt_shape(site.out_shape)}, C, H, W",
+        )
+    )
+
+
+def dense(op: ops.Dense, site: Site, ctx: RenderCtx) -> Snippet:
+    call = f'dense("{op.name}", bias={op.bias})'
+    return _layer(call, site, _own(op, ("kernel", "bias") if op.bias else ("kernel",)))
+
+
+def batchnorm(op: ops.BatchNorm, site: Site, ctx: RenderCtx) -> Snippet:
+    return _layer(
+        f'batchnorm("{op.name}", eps={op.eps})', site, _own(op, ("gamma", "beta", "mean", "var"))
+    )
+
+
+def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: RenderCtx) -> Snippet:
+    return _layer("global_avgpool()", site)
+
+
+def embedding(op: ops.Embedding, site: Site, ctx: RenderCtx) -> Snippet:
+    return _layer(f'embedding("{op.name}")', site, _own(op, ("table",)))
+
+
+def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
+    roles = ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")
+    return _layer(f'gru("{op.name}")', site, _own(op, roles))
+
+
+def _expr(parts: list[Snippet]) -> list[str]:
+    """The parts' lines as list items: each part ends in a comma (its comment kept after it)."""
+    out = []
+    for p in parts:
+        lines = list(p.forward)
+        last = lines[-1]
+        code, sep, comment = last.partition("  # ")
+        if not code.endswith(","):
+            lines[-1] = code + "," + (sep + comment if sep else "")
+        out.extend("    " + line for line in lines)
+    return out
+
+
+def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
+    """``sequential([...])``: the layers in order."""
+    return combine(parts, ("sequential([", *_expr(parts), "])"))
+
+
+def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
+    """``residual(body, shortcut)``: ``body(x) + shortcut(x)``."""
+    lines = ("residual(", *_expr([body, shortcut]), f"),  # {fmt_shape(site.out_shape)}")
+    return combine([body, shortcut], lines)
+
+
+RENDER = RenderTable(
+    backend=NAME,
+    entries={
+        ops.Conv2D: conv2d,
+        ops.MaxPool2D: maxpool2d,
+        ops.ReLU: relu,
+        ops.Dropout: dropout,
+        ops.Flatten: flatten,
+        ops.Dense: dense,
+        ops.BatchNorm: batchnorm,
+        ops.GlobalAvgPool: global_avgpool,
+        ops.Embedding: embedding,
+        ops.GRU: gru,
+    },
+    sequence=sequence,
+    residual=residual,
+)

@@ -1,0 +1,202 @@
+"""The Rosetta of PyTorch, in text: each op of the spec as the ``torch.nn`` source that says it.
+
+``RENDER`` is keyed by the same op classes as ``lowering.TABLE``; each entry returns a
+:class:`rosetta.codegen.snippet.Snippet` (the ``__init__`` line with the layer's real name, the
+``forward`` line with a shape comment, the weights it owns and their layout conversion).
+Activations are NCHW, PyTorch's own, so the canonical OIHW kernels and the C, H, W flatten pass
+through unchanged; ``Linear.weight`` is (out, in), the canonical IO kernel transposed, and the
+GRU's gate blocks are r | z | n where the spec has z | r | h. Text only: imports no torch.
+"""
+
+from __future__ import annotations
+
+from rosetta.backends.driver import Site
+from rosetta.codegen.snippet import (
+    RenderCtx,
+    RenderTable,
+    Snippet,
+    Weight,
+    add_branches,
+    attr,
+    fmt_shape,
+    statements,
+)
+from rosetta.spec import ops
+
+NAME = "torch"
+
+
+def _pair(p: tuple[int, int]) -> str:
+    return str(p[0]) if p[0] == p[1] else f"({p[0]}, {p[1]})"
+
+
+def _sym(padding: tuple[int, int, int, int]) -> tuple[int, int] | None:
+    t, b, left, right = padding
+    return (t, left) if t == b and left == right else None
+
+
+def conv2d(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    pad = _sym(op.padding)
+    args = [str(site.in_shape[0]), str(op.out_channels), _pair(op.kernel)]
+    if op.stride != (1, 1):
+        args.append(f"stride={_pair(op.stride)}")
+    if pad and pad != (0, 0):
+        args.append(f"padding={_pair(pad)}")
+    if not op.bias:
+        args.append("bias=False")
+    forward = []
+    if pad is None:
+        t, b, left, right = op.padding
+        forward.append(f"{{x}} = F.pad({{x}}, ({left}, {right}, {t}, {b}))  # asymmetric padding")
+    forward.append(f"{{x}} = self.{n}({{x}})  # {fmt_shape(site.out_shape)}")
+    weights = [Weight(f"{op.name}.kernel", f"model.{n}.weight", note="OIHW, as stored")]
+    if op.bias:
+        weights.append(Weight(f"{op.name}.bias", f"model.{n}.bias"))
+    return Snippet((f"self.{n} = nn.Conv2d({', '.join(args)})",), tuple(forward), tuple(weights))
+
+
+def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: RenderCtx) -> Snippet:
+    pad = _sym(op.padding)
+    args = [_pair(op.kernel)]
+    if op.stride != op.kernel:
+        args.append(f"stride={_pair(op.stride)}")
+    forward = []
+    if pad is None:
+        t, b, left, right = op.padding
+        forward.append(f'{{x}} = F.pad({{x}}, ({left}, {right}, {t}, {b}), value=float("-inf"))')
+    elif pad != (0, 0):
+        args.append(f"padding={_pair(pad)}")  # PyTorch pads max-pooling with -inf
+    forward.append(f"{{x}} = F.max_pool2d({{x}}, {', '.join(args)})  # {fmt_shape(site.out_shape)}")
+    return Snippet(forward=tuple(forward))
+
+
+def relu(op: ops.ReLU, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=("{x} = F.relu({x})",))
+
+
+def dropout(op: ops.Dropout, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=(f"{{x}} = F.dropout({{x}}, {op.rate}, self.training)",))
+
+
+def flatten(op: ops.Flatten, site: Site, ctx: RenderCtx) -> Snippet:
+    line = (
+        f"{{x}} = torch.flatten({{x}}, 1)  # {fmt_shape(site.in_shape)} -> "
+        f"{fmt_shape(site.out_shape)}, channel-major as the spec"
+    )
+    return Snippet(forward=(line,))
+
+
+def dense(op: ops.Dense, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    bias = "" if op.bias else ", bias=False"
+    weights = [
+        Weight(f"{op.name}.kernel", f"model.{n}.weight", "a.T", "a.T", note="IO -> (out, in)")
+    ]
+    if op.bias:
+        weights.append(Weight(f"{op.name}.bias", f"model.{n}.bias"))
+    return Snippet(
+        (f"self.{n} = nn.Linear({site.in_shape[0]}, {op.units}{bias})",),
+        (f"{{x}} = self.{n}({{x}})  # {fmt_shape(site.out_shape)}",),
+        tuple(weights),
+        notes=(f"{op.name}.kernel: IO -> Linear.weight (out, in), transposed",),
+    )
+
+
+def batchnorm(op: ops.BatchNorm, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    kind = "BatchNorm2d" if len(site.in_shape) == 3 else "BatchNorm1d"
+    roles = (
+        ("gamma", "weight"),
+        ("beta", "bias"),
+        ("mean", "running_mean"),
+        ("var", "running_var"),
+    )
+    return Snippet(
+        (f"self.{n} = nn.{kind}({site.in_shape[0]}, eps={op.eps}, momentum={op.momentum})",),
+        (f"{{x}} = self.{n}({{x}})",),
+        tuple(Weight(f"{op.name}.{c}", f"model.{n}.{t}") for c, t in roles),
+    )
+
+
+def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: RenderCtx) -> Snippet:
+    shapes = f"{fmt_shape(site.in_shape)} -> {fmt_shape(site.out_shape)}"
+    line = f"{{x}} = {{x}}.mean(dim=(2, 3))  # {shapes}"
+    return Snippet(forward=(line,))
+
+
+def embedding(op: ops.Embedding, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    return Snippet(
+        (f"self.{n} = nn.Embedding({op.vocab}, {op.dim})",),
+        (
+            f"{{x}} = self.{n}({{x}})  # ids {fmt_shape(site.in_shape)} -> "
+            f"{fmt_shape(site.out_shape)}",
+        ),
+        (Weight(f"{op.name}.table", f"model.{n}.weight"),),
+    )
+
+
+def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    kernel = "swap_rz(a, 1).T"  # (E, 3H) z|r|h -> (3H, E) r|z|n
+    back = "swap_rz(a.T, 1)"
+    note = "z|r|h -> r|z|n, transposed"
+    return Snippet(
+        (f"self.{n} = nn.GRU({site.in_shape[1]}, {op.units}, batch_first=True)",),
+        (
+            f"_, {{x}} = self.{n}({{x}})  # h: (1, N, {op.units}), the last step's state",
+            f"{{x}} = {{x}}[0]  # {fmt_shape(site.out_shape)}",
+        ),
+        (
+            Weight(f"{op.name}.kernel", f"model.{n}.weight_ih_l0", kernel, back, note=note),
+            Weight(
+                f"{op.name}.recurrent_kernel", f"model.{n}.weight_hh_l0", kernel, back, note=note
+            ),
+            Weight(
+                f"{op.name}.bias_input",
+                f"model.{n}.bias_ih_l0",
+                "swap_rz(a, 0)",
+                "swap_rz(a, 0)",
+                note="z|r|h -> r|z|n",
+            ),
+            Weight(
+                f"{op.name}.bias_recurrent",
+                f"model.{n}.bias_hh_l0",
+                "swap_rz(a, 0)",
+                "swap_rz(a, 0)",
+                note="z|r|h -> r|z|n",
+            ),
+        ),
+        helpers=("swap_rz",),
+        notes=("GRU gate order: the spec's z | r | h blocks become PyTorch's r | z | n",),
+    )
+
+
+def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
+    """Forward lines one after the other, on one variable."""
+    return statements(parts)
+
+
+def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
+    """The block's input kept aside, the body, the shortcut on the kept input, their sum."""
+    return add_branches(body, shortcut, ctx, "{x} = {x} + {s}  # " + fmt_shape(site.out_shape))
+
+
+RENDER = RenderTable(
+    backend=NAME,
+    entries={
+        ops.Conv2D: conv2d,
+        ops.MaxPool2D: maxpool2d,
+        ops.ReLU: relu,
+        ops.Dropout: dropout,
+        ops.Flatten: flatten,
+        ops.Dense: dense,
+        ops.BatchNorm: batchnorm,
+        ops.GlobalAvgPool: global_avgpool,
+        ops.Embedding: embedding,
+        ops.GRU: gru,
+    },
+    sequence=sequence,
+    residual=residual,
+)

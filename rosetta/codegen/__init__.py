@@ -1,0 +1,144 @@
+"""Generated source: each workload as the file a careful person would write in each framework.
+
+``rosetta code WORKLOAD --backend NAME`` prints it; ``rosetta code --all DIR`` writes them all.
+
+**Mechanism.** The source is generated from the same lowering tables, not kept by hand beside
+them. Each backend folder has a ``source.py`` whose ``RENDER`` (a
+:class:`rosetta.codegen.snippet.RenderTable`) is keyed by the *same op classes* as its lowering
+``TABLE``, with entries ``render(op, site, ctx) -> Snippet`` under the lowering's own signature:
+the layer's constructor line(s) with real names, its forward line(s) with shape comments, the
+weights it owns and the layout conversion each needs (OIHW -> HWIO, the flatten row
+permutation, GRU gate order), plus ``sequence``/``residual`` renderers. ONE render driver
+(:mod:`rosetta.codegen.walk`) walks the spec graph exactly as ``driver.lower`` does, with the
+same ``driver.Site`` per op. The per-framework file around the model (imports, the canonical
+``.npz`` loader, the optimiser as the spec states it, written out where the framework's stock
+one differs, the training or features step, ``--check``) lives in ``rosetta/codegen/<name>.py``.
+
+Why this and not another: rendering beside lowering keeps one place per op per framework to
+read and edit (open ``source.py`` next to ``lowering.py`` and search for ``conv2d``); a test
+asserts ``set(RENDER.entries) == set(TABLE.entries)`` for every backend whose framework imports,
+so the two cannot drift in coverage; and the generated files are gated against the float64
+reference exactly like the lowered models (``tests/conformance/test_generated_source.py``), which
+is what proves that both say the same thing. Rendering is text only and imports no framework,
+so ``rosetta code`` works on a NumPy-only install.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from rosetta.codegen.snippet import RenderCtx, RenderTable, Snippet, Weight
+from rosetta.codegen.walk import OpSource, Rendered, render
+from rosetta.errors import BackendError
+from rosetta.spec import get_workload
+from rosetta.spec.workload import Workload
+
+__all__ = [
+    "BACKENDS",
+    "Generated",
+    "OpSource",
+    "RenderCtx",
+    "RenderTable",
+    "Rendered",
+    "Snippet",
+    "Weight",
+    "file_name",
+    "generate",
+    "render_table",
+    "rendered",
+    "write_all",
+]
+
+#: backends that render source, in the report's column order (the reference first)
+BACKENDS = ("numpy_ref", "torch", "tensorflow", "jax", "chainer")
+
+
+@dataclass(frozen=True)
+class Generated:
+    """One generated file: where it goes and what it says."""
+
+    workload: str
+    backend: str
+    name: str  # file name, e.g. "cnn_torch.py"
+    text: str
+
+    @property
+    def lines(self) -> int:
+        """Its line count."""
+        return self.text.count("\n")
+
+
+def _check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise BackendError(
+            f"unknown backend {backend!r} for source generation; valid backends: "
+            f"{', '.join(BACKENDS)}"
+        )
+
+
+_SOURCES: dict[str, ModuleType] = {}
+
+
+def render_table(backend: str) -> RenderTable:
+    """The ``RENDER`` table of ``backend``.
+
+    ``source.py`` is loaded from its file alone, without running the backend package's
+    ``__init__``: it is text and needs nothing of the package, and so generating source can never
+    import a framework, whatever a backend's package does on import."""
+    _check_backend(backend)
+    if backend not in _SOURCES:
+        import rosetta.backends
+
+        path = Path(rosetta.backends.__file__).parent / backend / "source.py"
+        spec = importlib.util.spec_from_file_location(f"rosetta_source_{backend}", path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        _SOURCES[backend] = module
+    return _SOURCES[backend].RENDER
+
+
+def _template(backend: str) -> ModuleType:
+    return importlib.import_module(f"rosetta.codegen.{backend}")
+
+
+def _workload(workload: str | Workload) -> Workload:
+    return get_workload(workload) if isinstance(workload, str) else workload
+
+
+def rendered(workload: str | Workload, backend: str) -> Rendered:
+    """``workload``'s graph rendered by ``backend``'s table (the model and each op's snippet)."""
+    w = _workload(workload)
+    return render(render_table(backend), w.graph, w.input.shape)
+
+
+def file_name(workload: str | Workload, backend: str) -> str:
+    """``<workload>_<backend>.py``."""
+    return f"{_workload(workload).name}_{backend}.py"
+
+
+def generate(workload: str | Workload, backend: str) -> Generated:
+    """The self-contained source file of ``workload`` in ``backend``'s framework."""
+    _check_backend(backend)
+    w = _workload(workload)
+    text = _template(backend).source(w, rendered(w, backend))
+    return Generated(w.name, backend, file_name(w, backend), text)
+
+
+def write_all(folder: str | Path, workloads: list[str] | None = None) -> list[Path]:
+    """Write every workload x backend file into ``folder`` (created); returns the paths."""
+    from rosetta.spec import workload_names
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in workloads or workload_names():
+        for backend in BACKENDS:
+            g = generate(name, backend)
+            path = out / g.name
+            path.write_text(g.text)
+            paths.append(path)
+    return paths

@@ -1,0 +1,195 @@
+"""The JAX file: plain ``jax`` functions (``forward(params, x, rng)`` over a dict of arrays keyed
+by the spec's names), ``optax``'s SGD or Adam (both already the spec's form: ``trace = g + m *
+trace``; Adam's epsilon added to ``sqrt(v_hat)``), a jitted training or features step, and
+``--check``."""
+
+from __future__ import annotations
+
+from rosetta.codegen import common
+from rosetta.codegen.walk import Rendered
+from rosetta.spec.workload import SGD, Adam, Workload
+
+FRAMEWORK = "JAX (with optax)"
+NEEDS = "NumPy, JAX and optax"
+
+HELPERS: dict[str, str] = {
+    **common.HELPERS,
+    "conv2d": '''
+def conv2d(x, kernel, bias, stride, padding):
+    """Cross-correlation of NHWC ``x`` with an HWIO ``kernel``, explicit zero padding."""
+    y = lax.conv_general_dilated(x, kernel, stride, padding, dimension_numbers=NHWC)
+    return y if bias is None else y + bias
+''',
+    "max_pool": '''
+def max_pool(x, kernel, stride, padding):
+    """Max pooling of NHWC ``x``; padded cells are -inf (never selected)."""
+    window, strides = (1, *kernel, 1), (1, *stride, 1)
+    return lax.reduce_window(x, -jnp.inf, lax.max, window, strides, ((0, 0), *padding, (0, 0)))
+''',
+    "dropout": '''
+def dropout(x, rate, rng, i):
+    """Inverted dropout with the i-th key folded from ``rng``; identity when ``rng`` is None."""
+    if rng is None or rate == 0:
+        return x
+    keep = jax.random.bernoulli(jax.random.fold_in(rng, i), 1.0 - rate, x.shape)
+    return jnp.where(keep, x / (1.0 - rate), 0.0)
+''',
+    "batchnorm": '''
+def batchnorm(x, gamma, beta, mean, var, eps):
+    """Inference-mode batch normalisation over the last (channel) axis."""
+    return (x - mean) / jnp.sqrt(var + eps) * gamma + beta
+''',
+    "gru": '''
+def gru(x, kernel, recurrent_kernel, bias_input, bias_recurrent):
+    """GRU over (N, T, E) from a zero state, gate blocks z | r | h, reset applied after the
+    recurrent matmul (reset_after); returns the last step's state (N, H)."""
+    h0 = jnp.zeros((x.shape[0], recurrent_kernel.shape[0]), x.dtype)
+    xw = x @ kernel + bias_input  # (N, T, 3H): every step's input projection at once
+
+    def step(h, xw_t):
+        xz, xr, xh = jnp.split(xw_t, 3, axis=-1)
+        hz, hr, hh = jnp.split(h @ recurrent_kernel + bias_recurrent, 3, axis=-1)
+        z = jax.nn.sigmoid(xz + hz)
+        r = jax.nn.sigmoid(xr + hr)
+        n = jnp.tanh(xh + r * hh)
+        return z * h + (1 - z) * n, None
+
+    h, _ = lax.scan(step, h0, jnp.swapaxes(xw, 0, 1))  # scan over time: (T, N, 3H)
+    return h
+''',
+}
+
+
+def _optimizer(workload: Workload) -> str:
+    o = workload.optimizer
+    if isinstance(o, SGD):
+        nesterov = ", nesterov=True" if o.nesterov else ""
+        call = f"optax.sgd({o.lr}, momentum={o.momentum}{nesterov})"
+    elif isinstance(o, Adam):
+        call = f"optax.adam({o.lr}, b1={o.beta1}, b2={o.beta2}, eps={o.eps})"
+    else:
+        return ""
+    return f'''
+
+def make_optimizer():
+    """{common.optimizer_comment(workload)}."""
+    return {call}
+
+
+def loss_fn(params, buffers, x, y, rng):
+    """Softmax cross-entropy, mean over the batch."""
+    logits = forward({{**params, **buffers}}, x, rng)
+    return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+
+def make_train_step(optimizer):
+    """One optimiser step as a jitted pure function; rng None switches dropout off."""
+
+    @jax.jit
+    def train_step(params, buffers, opt_state, x, y, rng):
+        loss, grads = jax.value_and_grad(loss_fn)(params, buffers, x, y, rng)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    return train_step
+'''
+
+
+def _check(workload: Workload) -> str:
+    if len(workload.input.shape) == 1:
+        to_x = "jnp.asarray(x.astype(np.int32))"
+    else:
+        to_x = "jnp.asarray(x.transpose(0, 2, 3, 1).astype(dtype))  # (N, C, H, W) -> (N, H, W, C)"
+    train = ""
+    if workload.task == "train":
+        train = """
+    if y is not None:
+        yt = jnp.asarray(y.astype(np.int32))
+        params = {n: a for n, a in native.items() if n in TRAINABLE}
+        buffers = {n: a for n, a in native.items() if n not in TRAINABLE}
+        loss, grads = jax.value_and_grad(loss_fn)(params, buffers, xt, yt, None)
+        out["loss"] = np.float64(loss)
+        out.update({f"grad:{n}": a for n, a in read_weights(grads).items()})
+        optimizer = make_optimizer()
+        opt_state = optimizer.init(params)
+        train_step = make_train_step(optimizer)
+        for _ in range(k):
+            params, opt_state, _ = train_step(params, buffers, opt_state, xt, yt, None)
+        out.update({f"params:{n}": a for n, a in read_weights(params).items()})"""
+    return f'''
+
+@jax.jit
+def features_step(params, x):
+    """Evaluation-mode forward pass (dropout off, BatchNorm on its running statistics)."""
+    return forward(params, x, None)
+
+
+def check(weights, x, y, k, dtype="float32"):
+    """Forward, loss, gradients and k steps on one batch, in canonical names and layouts."""
+    jax.config.update("jax_enable_x64", dtype == "float64")
+    native = load_weights(weights, dtype)
+    xt = {to_x}
+    out = {{"forward": np.asarray(features_step(native, xt))}}{train}
+    return out
+'''
+
+
+def source(workload: Workload, rendered: Rendered) -> str:
+    """The whole generated JAX file for ``workload``."""
+    m = rendered.model
+    forward = "\n".join(f"    {line.replace('{x}', 'x')}" for line in m.forward)
+    return (
+        common.header(workload, FRAMEWORK, "jax", NEEDS)
+        + f'''
+import argparse
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax import lax
+
+NHWC = ("NHWC", "HWIO", "NHWC")  # activations, kernels, outputs: channels-last
+{common.CHECK_IO}{common.helpers_source(m.helpers, HELPERS)}
+
+def forward(p, x, rng=None):
+    """{workload.description}.
+
+    ``p``: the parameters by the spec's names (native layouts, see ``weight_table``); ``rng``: a
+    PRNG key for dropout when training, None for evaluation."""
+{forward}
+    return x
+
+
+SHAPES = {common.shapes_literal(workload)}
+TRAINABLE = {common.trainable_literal(workload)}
+
+
+def weight_table():
+    """(canonical name, its part, the key in ``p``, its part, canonical -> native,
+    native -> canonical), one row per tensor of the canonical .npz."""
+    return [
+{common.weight_rows(m.weights)}
+    ]
+
+
+def load_weights(weights, dtype="float32"):
+    """The canonical arrays ``weights`` (name -> array) as ``forward``'s ``p``."""
+    return {{
+        key: jnp.asarray(np.asarray(to_native(weights[name][cpart]), dtype=dtype))
+        for name, cpart, key, _, to_native, _ in weight_table()
+    }}
+
+
+def read_weights(p):
+    """``p`` (or a gradient of it) in canonical names and layouts."""
+    pieces = {{}}
+    for name, cpart, key, npart, _, to_canonical in weight_table():
+        if key in p:
+            pieces.setdefault(name, []).append((cpart, to_canonical(np.asarray(p[key])[npart])))
+    return assemble(pieces, SHAPES)
+'''
+        + _optimizer(workload)
+        + _check(workload)
+        + common.main_source(workload, common.example_input(workload))
+    )

@@ -1,0 +1,137 @@
+"""The values a render table deals in: a :class:`Snippet` per op, a :class:`Weight` per tensor.
+
+A render entry is ``render(op, site, ctx) -> Snippet``, the same signature as a lowering entry
+(``rosetta.backends.driver``), so a backend's ``source.py`` sits beside its ``lowering.py`` and
+says in text what the lowering builds in objects. Everything here is text: no framework import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rosetta.backends.driver import Site
+from rosetta.errors import BackendError
+
+ALL = "ALL"  # a Weight part that means "the whole array" (``a[()]`` in the generated file)
+
+
+@dataclass(frozen=True)
+class Weight:
+    """One canonical tensor (or a slice of it) and the native tensor (or slice) holding it.
+
+    ``native`` is an expression of the generated file (``model.conv1.weight``, a dict key...),
+    ``to_native``/``to_canonical`` name conversion helpers of the generated file (``same``,
+    ``transpose``, ``oihw_to_hwio``...), and the parts are index expressions (``ALL`` or e.g.
+    ``np.s_[:, 100:200]``) for tensors that one side splits and the other keeps whole."""
+
+    canonical: str  # e.g. "conv1.kernel"
+    native: str  # e.g. "model.conv1.weight"
+    to_native: str = "a"  # an expression over ``a``, the canonical array (or part)
+    to_canonical: str = "a"  # an expression over ``a``, the native array (or part)
+    canonical_part: str = ALL
+    native_part: str = ALL
+    note: str = ""  # the layout conversion in words ('' when the layouts agree)
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """What one op (or a composed sequence/residual) looks like in a framework's source.
+
+    ``init`` are constructor lines (``self.conv1 = nn.Conv2d(...)``), ``forward`` the lines of
+    the forward pass as templates over ``{x}`` (the variable they read and write); ``helpers``
+    name functions the file must define (layout conversions, explicit padding); ``notes`` call
+    out the layout conversions that happen at this op."""
+
+    init: tuple[str, ...] = ()
+    forward: tuple[str, ...] = ()
+    weights: tuple[Weight, ...] = ()
+    helpers: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def lines(self) -> list[str]:
+        """The op's source lines as a reader sees them (constructor lines, then forward)."""
+        return [*self.init, *(f.replace("{x}", "x") for f in self.forward)]
+
+
+def combine(snippets: list[Snippet], forward: tuple[str, ...]) -> Snippet:
+    """The snippets' constructor lines, weights, helpers and notes, under ``forward``."""
+    return Snippet(
+        init=tuple(line for s in snippets for line in s.init),
+        forward=forward,
+        weights=tuple(w for s in snippets for w in s.weights),
+        helpers=tuple(dict.fromkeys(h for s in snippets for h in s.helpers)),
+        notes=tuple(n for s in snippets for n in s.notes),
+    )
+
+
+def statements(parts: list[Snippet]) -> Snippet:
+    """A sequence in statement style: each part's forward lines in order, on one variable."""
+    return combine(parts, tuple(line for p in parts for line in p.forward))
+
+
+def add_branches(body: Snippet, shortcut: Snippet, ctx: RenderCtx, join: str) -> Snippet:
+    """A residual block in statement style: keep the input as ``{s}``, run the body on ``{x}``
+    and the shortcut on ``{s}``, then ``join`` (a template over ``{x}`` and ``{s}``)."""
+    s = "shortcut" if ctx.depth == 0 else f"shortcut{ctx.depth}"
+    forward = (
+        f"{s} = {{x}}  # the block's input, kept for the shortcut",
+        *body.forward,
+        *(line.replace("{x}", s) for line in shortcut.forward),
+        join.replace("{s}", s),
+    )
+    return combine([body, shortcut], forward)
+
+
+@dataclass
+class RenderCtx:
+    """State of one render, the text counterpart of a lowering's build context.
+
+    ``dtype`` is the framework dtype name in the file; ``pending_flatten`` holds the ``(C, H,
+    W)`` of an NHWC flatten whose next dense layer must permute its rows; ``depth`` counts open
+    residual blocks (the shortcut variable of a nested block gets its own name)."""
+
+    pending_flatten: tuple[int, ...] | None = None
+    depth: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+Render = Callable[[Any, Site, RenderCtx], Snippet]
+
+
+@dataclass(frozen=True)
+class RenderTable:
+    """A backend's source rendering: op entries keyed like its lowering ``TABLE``, and how to
+    chain snippets into a sequence and join a residual block's branches."""
+
+    backend: str
+    entries: Mapping[type, Render]
+    sequence: Callable[[list[Snippet], Site, RenderCtx], Snippet]
+    residual: Callable[[Snippet, Snippet, Site, RenderCtx], Snippet]
+
+    def entry(self, op: object) -> Render:
+        """The entry for ``op``, or one line naming the backend and the op."""
+        fn = self.entries.get(type(op))
+        if fn is None:
+            known = ", ".join(sorted(getattr(t, "OP", t.__name__) for t in self.entries))
+            name = getattr(op, "OP", type(op).__name__)
+            raise BackendError(
+                f"backend {self.backend!r} cannot render op {name!r} as source; it renders: {known}"
+            )
+        return fn
+
+
+def attr(name: str) -> str:
+    """A canonical op name as a Python identifier: ``layer1.0.conv1`` -> ``layer1_0_conv1``."""
+    return name.replace(".", "_")
+
+
+def fmt_shape(dims: tuple[int, ...], batch: str = "N") -> str:
+    """``(N, 50, 32, 32)``: a batch of per-sample ``dims`` for shape comments."""
+    return "(" + ", ".join([batch, *map(str, dims)]) + ")"
+
+
+def nhwc(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A canonical ``(C, H, W)`` shape in channels-last order (other ranks unchanged)."""
+    return (shape[1], shape[2], shape[0]) if len(shape) == 3 else shape

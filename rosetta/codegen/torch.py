@@ -1,0 +1,147 @@
+"""The PyTorch file: an ``nn.Module`` with its ``forward``, the weight table, ``torch.optim``'s
+SGD or Adam (both already the spec's form: momentum buffer ``buf = m * buf + g``, Adam's epsilon
+added to ``sqrt(v_hat)``), the training step or the features step, and ``--check``."""
+
+from __future__ import annotations
+
+from rosetta.codegen import common
+from rosetta.codegen.walk import Rendered
+from rosetta.spec.workload import SGD, Adam, Workload
+
+FRAMEWORK = "PyTorch"
+NEEDS = "NumPy and PyTorch"
+
+
+def class_name(workload: Workload) -> str:
+    """The module's class name, e.g. ``Cnn``, ``Resnet50``."""
+    return workload.name.capitalize()
+
+
+def _optimizer(workload: Workload) -> str:
+    o = workload.optimizer
+    if isinstance(o, SGD):
+        nesterov = ", nesterov=True" if o.nesterov else ""
+        call = f"torch.optim.SGD(model.parameters(), lr={o.lr}, momentum={o.momentum}{nesterov})"
+    elif isinstance(o, Adam):
+        call = (
+            f"torch.optim.Adam(model.parameters(), lr={o.lr}, betas=({o.beta1}, {o.beta2}), "
+            f"eps={o.eps})"
+        )
+    else:
+        return ""
+    return f'''
+
+def make_optimizer(model):
+    """{common.optimizer_comment(workload)}."""
+    return {call}
+
+
+def train_step(model, optimizer, x, y, training=True):
+    """One optimiser step on (x, y); training=False switches dropout off."""
+    model.train(training)
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(x), y)  # softmax cross-entropy, mean over the batch
+    loss.backward()
+    optimizer.step()
+    return loss
+'''
+
+
+def _check(workload: Workload, cls: str) -> str:
+    ids = len(workload.input.shape) == 1
+    to_x = "torch.from_numpy(x.astype(np.int64))" if ids else "torch.from_numpy(x.astype(dtype))"
+    train = ""
+    if workload.task == "train":
+        train = """
+    if y is not None:
+        yt = torch.from_numpy(y.astype(np.int64))
+        loss = F.cross_entropy(model(xt), yt)
+        loss.backward()
+        out["loss"] = np.float64(loss.item())
+        out.update({f"grad:{n}": a for n, a in read_weights(model, grads=True).items()})
+        optimizer = make_optimizer(model)
+        for _ in range(k):
+            train_step(model, optimizer, xt, yt, training=False)
+        out.update({f"params:{n}": a for n, a in read_weights(model).items()})"""
+    return f'''
+
+def features_step(model, x):
+    """Evaluation-mode forward pass (dropout off, BatchNorm on its running statistics)."""
+    model.eval()
+    with torch.no_grad():
+        return model(x)
+
+
+def check(weights, x, y, k, dtype="float32"):
+    """Forward, loss, gradients and k steps on one batch, in canonical names and layouts."""
+    torch.manual_seed(0)
+    model = {cls}().to(getattr(torch, dtype))
+    load_weights(model, weights)
+    xt = {to_x}
+    out = {{"forward": features_step(model, xt).numpy()}}
+    model.eval(){train}
+    return out
+'''
+
+
+def source(workload: Workload, rendered: Rendered) -> str:
+    """The whole generated PyTorch file for ``workload``."""
+    m = rendered.model
+    cls = class_name(workload)
+    init = "\n".join(f"        {line}" for line in m.init)
+    forward = "\n".join(f"        {line.replace('{x}', 'x')}" for line in m.forward)
+    return (
+        common.header(workload, FRAMEWORK, "torch", NEEDS)
+        + f'''
+import argparse
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+{common.CHECK_IO}{common.helpers_source(m.helpers, common.HELPERS)}
+
+class {cls}(nn.Module):
+    """{workload.description}."""
+
+    def __init__(self):
+        super().__init__()
+{init}
+
+    def forward(self, x):
+{forward}
+        return x
+
+
+SHAPES = {common.shapes_literal(workload)}
+
+
+def weight_table(model):
+    """(canonical name, its part, the module's tensor, its part, canonical -> native,
+    native -> canonical), one row per tensor of the canonical .npz."""
+    return [
+{common.weight_rows(m.weights)}
+    ]
+
+
+def load_weights(model, weights):
+    """Copy the canonical arrays ``weights`` (name -> array) into ``model``."""
+    with torch.no_grad():
+        for name, cpart, tensor, npart, to_native, _ in weight_table(model):
+            value = np.ascontiguousarray(to_native(weights[name][cpart]))
+            tensor[npart].copy_(torch.from_numpy(value))
+
+
+def read_weights(model, grads=False):
+    """The model's tensors (or their gradients) in canonical names and layouts."""
+    pieces = {{}}
+    for name, cpart, tensor, npart, _, to_canonical in weight_table(model):
+        t = tensor.grad if grads else tensor
+        if t is not None:
+            pieces.setdefault(name, []).append((cpart, to_canonical(t.detach().numpy()[npart])))
+    return assemble(pieces, SHAPES)
+'''
+        + _optimizer(workload)
+        + _check(workload, cls)
+        + common.main_source(workload, common.example_input(workload))
+    )
