@@ -49,6 +49,7 @@ class Plan:
     memory_limit_mb: int | None = None  # address-space limit of each cell's processes
     executor: str = "papermill"
     data_sources: dict | None = None  # workload -> official | user-provided | synthetic | ...
+    ray: object | None = None  # a ray_executor.RayOptions: the cells run as tasks on a Ray cluster
 
 
 class Display:
@@ -72,6 +73,10 @@ def cell_command(config: CellConfig, executor: str = "papermill") -> list[str]:
 def run_matrix(plan: Plan, run: RunDir, display: Display | None = None) -> dict[str, dict]:
     """Run every cell of ``plan`` not yet recorded in ``run``; returns ``{cell: index entry}``."""
     display = display or Display()
+    if plan.ray is not None:  # the one dispatch point to another executor
+        from rosetta.runner.ray_executor import run_matrix_ray
+
+        return run_matrix_ray(plan, run, display, plan.ray)
     env = child_env(plan.template.threads)
     index: dict[str, dict] = {}
     cells = [(w, b) for w in plan.workloads for b in plan.backends]
