@@ -238,13 +238,16 @@ def _configs(plan, run) -> list[CellConfig]:
 def run_matrix_ray(plan, run, display, options: RayOptions) -> dict[str, dict]:
     """``run_matrix`` on Ray: every cell of ``plan`` not yet recorded in ``run``, as Ray tasks;
     returns ``{cell: index entry}``. The driver writes every record and notebook."""
-    print(connect(options), flush=True)
+    import ray
+
+    owned = not ray.is_initialized()  # a caller's connection (a benchmark) is reused and kept
+    if owned:
+        print(connect(options), flush=True)
     try:
         return _drive(plan, run, display, options)
     finally:
-        import ray
-
-        ray.shutdown()
+        if owned:
+            ray.shutdown()
 
 
 def _drive(plan, run, display, options: RayOptions) -> dict[str, dict]:
@@ -300,6 +303,8 @@ def _drive(plan, run, display, options: RayOptions) -> dict[str, dict]:
         _interrupt(pending, started, index, display, board)
         run.write_index(index)
         raise
+    finally:
+        ray.kill(board)
     run.write_index(index)
     return index
 
