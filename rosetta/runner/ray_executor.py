@@ -63,12 +63,17 @@ class RayOptions:
 
 
 def available() -> tuple[bool, str]:
-    """Whether Ray can be imported here, and its version or why not (``rosetta list``)."""
+    """Whether Ray is installed here, and its version or why not (``rosetta list``); looks the
+    package up without importing it (importing Ray takes seconds)."""
+    from importlib.metadata import PackageNotFoundError, version
+    from importlib.util import find_spec
+
     try:
-        import ray
-    except ImportError as exc:
-        return False, f"not installed ({exc.name}); pip install 'rosetta[ray]'"
-    return True, ray.__version__
+        if find_spec("ray") is None:
+            raise PackageNotFoundError("ray")
+        return True, version("ray")
+    except (PackageNotFoundError, ValueError):
+        return False, "not installed; pip install 'rosetta[ray]'"
 
 
 def connect(options: RayOptions) -> str:
