@@ -172,11 +172,13 @@ def check_worker_data(config: CellConfig) -> str:
 def run_cell_on_node(plan, config: CellConfig, board, cells_per_node: int) -> tuple[dict, bytes]:
     """The Ray task's body: run one cell in a fresh process on this node; returns the record and
     the executed notebook (``b""`` when there is none), both by value."""
+    import ray
+
     from rosetta.runner.matrix import Display, _execute
     from rosetta.runtime import child_env
 
     facts = node_facts(config.device)
-    board.started.remote(_key(config), facts)
+    ray.get(board.started.remote(_key(config), facts))  # known before the cell can die
     tmp = Path(tempfile.mkdtemp(prefix="rosetta-cell-"))
     try:
         local = replace(config, out=str(tmp / Path(config.out).name))
@@ -299,11 +301,12 @@ def _drive(plan, run, display, options: RayOptions) -> dict[str, dict]:
     try:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
+            # who runs where, read before collecting: a task that died names its node
+            started = _poll(board, started, pending, display, plan.timeout_s)
             for ref in done:
                 config = pending.pop(ref)
                 index[_key(config)] = _collect(ref, config, started, display)
                 run.write_index(index)
-            started = _poll(board, started, pending, display, plan.timeout_s)
     except KeyboardInterrupt:
         _interrupt(pending, started, index, display, board)
         run.write_index(index)
