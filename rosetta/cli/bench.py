@@ -232,8 +232,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--executor",
         default="papermill",
+        choices=(*EXECUTORS, "ray"),
+        help="papermill (default: the backend's notebook, saved beside the record), python, "
+        "or ray (each cell a task on a Ray cluster, run there by --ray-cell-executor)",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        help="--executor ray: the cluster (default: $RAY_ADDRESS, else a local Ray instance)",
+    )
+    p.add_argument(
+        "--cells-per-node",
+        type=_int_at_least(1),
+        default=1,
+        help="--executor ray: cells sharing a node at once (default 1: fair timing; more is "
+        "flagged in the records as noisy)",
+    )
+    p.add_argument(
+        "--ray-cell-executor",
+        default="papermill",
         choices=tuple(EXECUTORS),
-        help="papermill (default: the backend's notebook, saved beside the record) or python",
+        help="--executor ray: how each node runs its cell (default papermill)",
     )
     p.add_argument("--no-report", action="store_true", help="skip the HTML report at the end")
     p.set_defaults(func=run)
@@ -294,6 +313,7 @@ def _run(args: argparse.Namespace) -> int:
     report_dir = (
         None if args.no_report else check_report_dir(args.report_dir or default_report_dir())
     )
+    ray_options = _ray_options(args)
     if args.resume and args.run_id and args.resume != args.run_id:
         raise RosettaError("give either --run-id or --resume, not two different ids")
     results_dir = check_results_dir(args.results_dir or default_results_dir())
@@ -327,9 +347,10 @@ def _run(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         retry_failed=args.retry_failed,
         memory_limit_mb=args.memory_limit_mb,
-        executor=args.executor,
+        executor=args.ray_cell_executor if args.executor == "ray" else args.executor,
         data_sources=data_sources,
         **axes,
+        ray=ray_options,
     )
     from rosetta.runner.progress import make_display
 
@@ -381,6 +402,21 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _ray_options(args: argparse.Namespace):
+    """The Ray options of ``--executor ray`` (``None`` for a local run); Ray-only flags given
+    without it are one line."""
+    if args.executor != "ray":
+        if args.ray_address or args.cells_per_node != 1:
+            raise RosettaError("--ray-address and --cells-per-node need --executor ray")
+        return None
+    from rosetta.runner.ray_executor import RayOptions, available
+
+    ok, why = available()
+    if not ok:
+        raise RosettaError(f"--executor ray: Ray is {why}")
+    return RayOptions(address=args.ray_address, cells_per_node=args.cells_per_node)
 
 
 def _axes(args: argparse.Namespace, prof, workload_list: list[str]) -> dict:

@@ -60,6 +60,15 @@ def run(args: argparse.Namespace) -> int:
         ver = ", ".join(f"{d} {v}" for d, v in st.versions)
         state = "ready" if st.usable else "unavailable"
         print(f"  {name:<11} {state:<12} {ver}" + (f"  -- {st.reason}" if st.reason else ""))
+    from rosetta.runner.ray_executor import available
+
+    ok, what = available()  # imports ray only if it is installed, starts nothing
+    print("Executors (rosetta bench --executor):")
+    print("  papermill   ready        (default)\n  python      ready")
+    print(
+        f"  {'ray':<11} {'ready' if ok else 'unavailable':<12} "
+        + (f"ray {what}" if ok else f"-- {what}")
+    )
     return 1 if broken else 0
 
 

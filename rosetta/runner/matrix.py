@@ -56,6 +56,7 @@ class Plan:
     precisions: tuple[str, ...] = ("fp32",)
     threads: tuple[int | None, ...] = (None,)  # None: all usable cores
     repeat: int = 1  # rounds: every cell once per round, each in a fresh process
+    ray: object | None = None  # a ray_executor.RayOptions: the cells run as tasks on a Ray cluster
 
 
 class Display:
@@ -128,6 +129,10 @@ def run_matrix(
     ``before_first()`` is called once, just before the first cell that really runs (the quiet
     machine check), and not at all when every cell is already recorded."""
     display = display or Display()
+    if plan.ray is not None:  # the one dispatch point to another executor
+        from rosetta.runner.ray_executor import run_matrix_ray
+
+        return run_matrix_ray(plan, run, display, plan.ray)
     pending = [before_first] if before_first else []
     orders = run.config.get("round_orders")
     if not orders:
