@@ -40,7 +40,7 @@ EXPECTED = {
     "momentum_0.5": ("cnn", "in the optimiser"),
     "bn_mean_var_swapped": ("resnet50", "forward diverge first at op 1 batchnorm"),
     "relu_half_at_zero": ("cnn", "relu"),
-    "kernel_entry_off": ("cnn", "first at op 6 conv2d conv3"),
+    "kernel_entry_off": ("cnn", "forward (float64) diverge first at op 6 conv2d conv3"),
 }
 
 

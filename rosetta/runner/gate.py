@@ -67,7 +67,7 @@ class GateResult:
     @property
     def divergence(self) -> str:
         """One line naming the first failing check and its place, or '' when equivalent."""
-        for c in self.checks:
+        for c in sorted(self.checks, key=_check_rank):  # the first failure in causal order
             if not c.ok:
                 at = self.where or (f"first at {c.first_failure}" if c.first_failure else "")
                 return f"{c.what} diverge{' ' + at if at else ''}: {c.violation:.3g}x the tolerance"
@@ -86,6 +86,14 @@ class GateResult:
         d["probe"] = [e.as_dict() for e in self.probe]
         d["drift"] = [e.as_dict() for e in self.drift]
         return d
+
+
+def _check_rank(c: Check) -> tuple[int, int]:
+    """Causal order of checks: forward before loss before gradients before parameters (a wrong
+    forward explains everything after it), the timed dtype before the float64 gate."""
+    kinds = ("forward", "loss", "grads", "params")
+    kind = c.what.split(" ")[0]
+    return (kinds.index(kind) if kind in kinds else len(kinds), c.what.endswith("(float64)"))
 
 
 def _finite(v: float) -> float | None:
@@ -198,7 +206,7 @@ def run_gate(
 
 def _localise(build, workload, params, x, y, checks, gate_dtype: str) -> tuple[str, tuple]:
     """Name the place of the first failing check (see ``rosetta.runner.localise``)."""
-    failed = next(c for c in checks if not c.ok)
+    failed = next(c for c in sorted(checks, key=_check_rank) if not c.ok)
     dtype = "float64" if failed.what.endswith("(float64)") else gate_dtype
     kind = failed.what.split(" ")[0]
     tol = workload.tolerances[dtype]
