@@ -29,7 +29,7 @@ def test_check_contract_names_the_missing_name():
     import types
 
     fake = types.ModuleType("rosetta.backends.fake")
-    for name in ("NAME", "DEVICES", "DTYPES", "available", "versions"):
+    for name in ("NAME", "DEVICES", "DTYPES", "PRECISIONS", "available", "versions"):
         setattr(fake, name, getattr(numpy_ref, name))
     with pytest.raises(BackendError, match="lacks contract name 'cuda_available'"):
         check_contract(fake)
