@@ -40,13 +40,14 @@ def main(argv: list[str]) -> int:
     p.add_argument("--workloads", default="cnn,gru")
     p.add_argument("--rounds", type=int, default=12)
     p.add_argument("--steps", type=int, default=4, help="training steps per round")
+    p.add_argument("--threads", type=int, default=None, help="default: all usable cores")
     args = p.parse_args(argv)
     mod = backends.load(args.backend)
     rows = []
     for name in args.workloads.split(","):
         w = get_workload(name)
         bs = w.profile("full").batch_size
-        model = mod.build(w, canonical_weights(w), dtype="float32", device="cpu", seed=0)
+        model = backends.make(mod, w, canonical_weights(w), threads=args.threads)
         batches = _batches(model, w, args.steps, bs)
 
         def harness(model=model, batches=batches):

@@ -35,7 +35,7 @@ def _bench(tmp_path, *args: str) -> None:
         (["--results-dir", ""], "argument --results-dir: an empty path"),
         (["--report-dir", ""], "argument --report-dir: an empty path"),
         (["--nonsense"], "unrecognized arguments: --nonsense"),
-        (["--executor", "ray"], "invalid choice: 'ray'"),
+        (["--executor", "slurm"], "invalid choice: 'slurm'"),
     ],
 )
 def test_option_extremes_are_one_line(tmp_path, capsys, args, message):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rosetta.backends import numpy_ref
+from rosetta.backends import make, numpy_ref
 from rosetta.spec import canonical_weights, get_workload
 
 
@@ -67,7 +67,7 @@ def _fd_check(model, x, y, n_coords: int, rng: np.random.Generator) -> None:
 def test_cnn_whole_model_gradients_match_finite_differences():
     w = get_workload("cnn")
     rng = np.random.default_rng(0)
-    model = numpy_ref.build(w, canonical_weights(w, 0), dtype="float64")
+    model = make(numpy_ref, w, canonical_weights(w, 0), dtype="float64")
     x, y = _images(2, rng)
     _fd_check(model, x, y, n_coords=3, rng=rng)
 
@@ -75,7 +75,7 @@ def test_cnn_whole_model_gradients_match_finite_differences():
 def test_gru_whole_model_gradients_match_finite_differences():
     w = get_workload("gru")
     rng = np.random.default_rng(1)
-    model = numpy_ref.build(w, canonical_weights(w, 0), dtype="float64")
+    model = make(numpy_ref, w, canonical_weights(w, 0), dtype="float64")
     x, y = _reviews(3, rng, t=20)
     # the embedding gradient is dense but non-zero only on the rows of ids present: check those
     _fd_check(model, x, y, n_coords=4, rng=rng)
@@ -89,7 +89,7 @@ def test_gru_whole_model_gradients_match_finite_differences():
 def test_cnn_trains_on_learnable_images():
     w = get_workload("cnn")
     rng = np.random.default_rng(0)
-    model = numpy_ref.build(w, canonical_weights(w, 0), seed=0)
+    model = make(numpy_ref, w, canonical_weights(w, 0), seed=0)
     x, y = _images(16, rng)  # one small batch, fitted repeatedly: the loss must fall
     losses = [float(model.train_step((x, y))) for _ in range(30)]  # measured: 2.31 -> 0.73
     assert np.isfinite(losses).all()
@@ -100,7 +100,7 @@ def test_cnn_trains_on_learnable_images():
 def test_gru_trains_on_learnable_sequences():
     w = get_workload("gru")
     rng = np.random.default_rng(0)
-    model = numpy_ref.build(w, canonical_weights(w, 0), seed=0)
+    model = make(numpy_ref, w, canonical_weights(w, 0), seed=0)
     x, y = _reviews(512, rng, t=60)
     losses = [
         model.train_step((x[i : i + 64], y[i : i + 64]))
@@ -116,8 +116,8 @@ def test_resnet50_extracts_2048_features_and_float32_agrees_with_float64():
     w = get_workload("resnet50")
     params = canonical_weights(w, 0)
     x = np.random.default_rng(0).uniform(0, 1, size=(2, 3, 64, 64)).astype(np.float32)
-    f32 = numpy_ref.build(w, params, dtype="float32").predict_numpy(x)
-    f64 = numpy_ref.build(w, params, dtype="float64").predict_numpy(x)
+    f32 = make(numpy_ref, w, params, dtype="float32").predict_numpy(x)
+    f64 = make(numpy_ref, w, params, dtype="float64").predict_numpy(x)
     assert f32.shape == (2, 2048) and f32.dtype == np.float32
     assert np.isfinite(f32).all() and (f32 >= 0).all()  # averages of ReLU outputs
     assert f32.std() > 0.01  # not collapsed
@@ -133,8 +133,8 @@ def test_float32_matches_float64_within_the_spec_tolerances(name):
     params = canonical_weights(w, 0)
     rng = np.random.default_rng(2)
     x, y = _images(8, rng) if name == "cnn" else _reviews(8, rng)
-    m32 = numpy_ref.build(w, params, dtype="float32")
-    m64 = numpy_ref.build(w, params, dtype="float64")
+    m32 = make(numpy_ref, w, params, dtype="float32")
+    m64 = make(numpy_ref, w, params, dtype="float64")
     tol = w.tolerances["float32"]
     tol.forward.check(m32.predict_numpy(x), m64.predict_numpy(x), f"{name} forward")
     l32, g32 = m32.loss_and_grads(x, y)
@@ -156,7 +156,7 @@ def test_float32_matches_float64_within_the_spec_tolerances(name):
 def test_dropout_only_in_training_and_params_roundtrip():
     w = get_workload("cnn")
     params = canonical_weights(w, 0)
-    model = numpy_ref.build(w, params, seed=0)
+    model = make(numpy_ref, w, params, seed=0)
     x, y = _images(4, np.random.default_rng(0))
     np.testing.assert_array_equal(
         model.predict_numpy(x), model.predict_numpy(x)

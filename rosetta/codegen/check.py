@@ -44,6 +44,11 @@ class GeneratedRun:
     def deterministic_steps(self, x: np.ndarray, y: np.ndarray, k: int) -> Params:
         return self._named("params:")
 
+    def gated_steps(self, x: np.ndarray, y: np.ndarray, k: int) -> tuple[list[float], Params]:
+        """The file's training step run k times (dropout off): its loss at the start (the file
+        reports the loss before its steps) and the parameters after."""
+        return [float(self.out["loss"])], self._named("params:")
+
 
 def run_file(
     gen: Generated,
