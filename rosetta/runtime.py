@@ -22,9 +22,12 @@ from rosetta.errors import BackendError
 
 DEVICES = ("cpu", "cuda", "auto")
 DTYPES = ("float32", "float64")
-#: numeric policies (METHODOLOGY, "Points and surfaces"): ``fp32`` computes in the model's dtype.
-#: Mixed precision (``bf16``; ``fp16`` on CUDA) will join this tuple with its gate tolerances.
-PRECISIONS = ("fp32",)
+#: numeric policy names (METHODOLOGY, "Points and surfaces"): ``fp32`` computes in the model's
+#: dtype; ``bf16`` and ``fp16`` are mixed precision. A name here is *known*; whether a backend
+#: runs it is its package's own ``PRECISIONS`` (all ``("fp32",)`` until mixed precision lands).
+PRECISIONS = ("fp32", "bf16", "fp16")
+#: policies only a CUDA device can run (no CPU framework computes fp16 at speed)
+CUDA_ONLY_PRECISIONS = ("fp16",)
 #: the variables that size the BLAS/OpenMP pools of a cell's process before NumPy loads
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
