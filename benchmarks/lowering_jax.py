@@ -13,12 +13,14 @@ timed rounds (a steady state that recompiles fails the run).
 
 ``--choices`` also times the fast-path decisions against their alternatives, lowered against
 lowered: NCHW vs NHWC and XLA's kernel-gradient convolution vs per-tap GEMMs (cnn), and the GRU
-scan unrolled 10x vs not (gru). ``--threads N`` sets ``$ROSETTA_THREADS`` before jax loads.
+scan unrolled 10x vs not (gru). ``--threads N`` goes into the runtime (``runtime_for``), which
+pins the process to N cores before JAX starts its CPU client.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -93,14 +95,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5, help="timed rounds per comparison")
     p.add_argument("--image-size", type=int, default=224, help="resnet50 input size")
     p.add_argument("--peak-gflops", type=float, default=200.0, help="fp32 GEMM peak here")
-    p.add_argument("--threads", type=int, default=None, help="sets $ROSETTA_THREADS")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     p.add_argument("--choices", action="store_true", help="also time the fast-path choices")
     args = p.parse_args(argv)
-    if args.threads:
-        os.environ["ROSETTA_THREADS"] = str(args.threads)
 
-    from rosetta.backends import jax as jb  # configures XLA before jax loads
+    from rosetta.backends import make, runtime_for
     from rosetta.spec import canonical_weights, get_workload
+
+    rt = runtime_for("jax", threads=args.threads)  # threads first: before any JAX client starts
+    build = functools.partial(make, "jax", threads=args.threads)
 
     load_before = os.getloadavg()
     rows: list[Ratio] = []
@@ -111,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             w = w.at_image_size(args.image_size)
         params = canonical_weights(w)
         x, y = _inputs(w, BATCH[name])
-        lowered = jb.build(w, params)
+        lowered = build(w, params)
         hand, hand_compile = _handwritten_step(name, lowered, x, y)
         times = _compare(
             name, {"lowered": _lowered_step(lowered, x, y), "handwritten": hand}, args.rounds,
@@ -128,10 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         notes["gflops"][name] = round(gflops, 2)
         notes["fraction_of_peak"][name] = round(gflops / args.peak_gflops, 4)
         if args.choices:
-            rows.extend(_choices(jb, name, w, params, x, y, args.rounds, notes))
+            rows.extend(_choices(build, name, w, params, x, y, args.rounds, notes))
     notes["manifest"] = lowered.manifest()
     notes["load_avg_before"] = list(load_before)
-    notes["threads_env"] = os.environ.get("ROSETTA_THREADS", "")
+    notes["runtime"] = rt.as_dict()
     report("lowering_jax", rows, notes)
     for name in notes["gflops"]:
         print(
@@ -142,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _choices(jb, name, w, params, x, y, rounds, notes) -> list[Ratio]:
+def _choices(build, name, w, params, x, y, rounds, notes) -> list[Ratio]:
     """Each fast-path choice against its alternative, both lowered, interleaved."""
     variants = {
         "cnn": {
@@ -153,7 +156,7 @@ def _choices(jb, name, w, params, x, y, rounds, notes) -> list[Ratio]:
     }.get(name, {})
     rows = []
     for label, (alt, default) in variants.items():
-        a, b = jb.build(w, params, **alt), jb.build(w, params, **default)
+        a, b = build(w, params, **alt), build(w, params, **default)
         times = _compare(
             label,
             {"alt": _lowered_step(a, x, y), "default": _lowered_step(b, x, y)},

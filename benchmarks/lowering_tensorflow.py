@@ -10,8 +10,10 @@ interleaved after warm-up (``common.interleaved``); the median ratio with its 95
 Options measure the fast-path choices too: ``--xla`` times each workload's lowered step with
 ``jit_compile`` on and off (cold: the first step, tracing and compilation included; steady: the
 interleaved ratio), ``--layout`` the CNN in NHWC against NCHW. Each run writes
-``benchmarks/out/lowering_tensorflow.json``. Usage:
-``python -m benchmarks lowering_tensorflow [--rounds 8] [--workloads cnn,gru,resnet50] [--xla]``.
+``benchmarks/out/lowering_tensorflow.json``. The runtime (threads, ``--threads``, default all
+usable cores) is configured once, before Keras is imported, and every model is built under it.
+Usage: ``python -m benchmarks lowering_tensorflow [--rounds 8] [--workloads cnn,gru,resnet50]
+[--xla] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 
 from benchmarks.common import interleaved, ratio, report
 from rosetta import backends
+from rosetta.backends import runtime_for
 from rosetta.spec import canonical_weights, get_workload
 
 BATCH = {"cnn": 64, "gru": 64, "resnet50": 32}
@@ -54,7 +57,7 @@ def _copy_weights(lowered, hand) -> None:
         a.set_weights(b.get_weights())
 
 
-def _pair(name: str, tfb, hand_module, args):
+def _pair(name: str, tfb, rt, hand_module, args):
     """``(lowered, hand, steps, flops)`` for one workload: the two callables to interleave."""
     import tensorflow as tf
 
@@ -63,7 +66,7 @@ def _pair(name: str, tfb, hand_module, args):
         w = w.at_image_size(args.resnet_size)
     bs = BATCH[name]
     x, y = _data(w, bs)
-    lowered = tfb.build(w, canonical_weights(w, 0), dtype="float32", device="cpu")
+    lowered = tfb.build(w, canonical_weights(w, 0), rt)
     batch = next(iter(lowered.loader(x, y, np.arange(bs), bs)))
     jit = lowered.fast.jit_compile
     if name == "resnet50":
@@ -118,17 +121,18 @@ def main(argv: list[str]) -> int:
     p.add_argument("--xla", action="store_true", help="also time jit_compile on vs off")
     p.add_argument("--layout", action="store_true", help="also time the CNN in NHWC vs NCHW")
     p.add_argument("--skip-overhead", action="store_true", help="only the --xla/--layout parts")
+    p.add_argument("--threads", type=int, default=None, help="threads (default: all usable)")
     args = p.parse_args(argv)
 
-    tfb = backends.load("tensorflow")  # selects Keras' TensorFlow backend, sets threads
+    tfb = backends.load("tensorflow")
+    rt = runtime_for(tfb, threads=args.threads)  # selects Keras' TensorFlow backend, sizes pools
     from benchmarks.handwritten import tensorflow_models as hand_module
 
-    rows, notes = [], {"threads": None, "workloads": {}}
+    rows, notes = [], {"threads": rt.threads, "workloads": {}}
     for name in [n for n in args.workloads.split(",") if n]:
         note: dict = {}
         if not args.skip_overhead:
-            lowered, steps, flops, same = _pair(name, tfb, hand_module, args)
-            notes["threads"] = lowered.manifest()["threads"]
+            lowered, steps, flops, same = _pair(name, tfb, rt, hand_module, args)
             note["fast_path"] = {k: lowered.manifest()[k] for k in ("layout", "compile")}
             note["handwritten_vs_lowered_max_rel_diff"] = same
             times = interleaved(steps, rounds=args.rounds, warmup=args.warmup)
@@ -146,7 +150,7 @@ def main(argv: list[str]) -> int:
             x, y = _data(w, BATCH[name])
             builds = {}
             for jit in (True, False):
-                m = tfb.build(w, canonical_weights(w, 0), jit_compile=jit)
+                m = tfb.build(w, canonical_weights(w, 0), rt, jit_compile=jit)
                 b = next(iter(m.loader(x, y, np.arange(len(x)), len(x))))
                 builds["xla" if jit else "noxla"] = (m, b, w.task == "train")
             r_rows, cold = _cold_and_steady(name, builds, args)
@@ -158,7 +162,7 @@ def main(argv: list[str]) -> int:
             x, y = _data(w, 64)
             builds = {}
             for layout in ("NHWC", "NCHW"):
-                m = tfb.build(w, canonical_weights(w, 0), layout=layout)
+                m = tfb.build(w, canonical_weights(w, 0), rt, layout=layout)
                 builds[layout] = (m, next(iter(m.loader(x, y, np.arange(64), 64))), True)
             try:
                 r_rows, cold = _cold_and_steady("cnn layout", builds, args)

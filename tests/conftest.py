@@ -2,7 +2,31 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
+
+_CORES = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+_XLA_FLAGS = os.environ.get("XLA_FLAGS")
+
+
+@pytest.fixture(autouse=True)
+def _process_settings_restored():
+    """A test that configures ``threads=1`` in this process (the JAX backend pins every thread's
+    CPU affinity and may set ``XLA_FLAGS``) must not leave later tests, or the cells they start
+    (children inherit the affinity), on one core."""
+    yield
+    if _CORES is not None and os.sched_getaffinity(0) != _CORES:
+        jax_runtime = sys.modules.get("rosetta.backends.jax.runtime")
+        if jax_runtime is not None:
+            jax_runtime.set_threads(len(_CORES))  # widens every thread back
+        os.sched_setaffinity(0, _CORES)
+    if os.environ.get("XLA_FLAGS") != _XLA_FLAGS:
+        if _XLA_FLAGS is None:
+            os.environ.pop("XLA_FLAGS", None)
+        else:
+            os.environ["XLA_FLAGS"] = _XLA_FLAGS
 
 
 @pytest.fixture(scope="session")

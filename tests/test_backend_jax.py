@@ -1,14 +1,16 @@
 """JAX-specific checks the conformance suite does not make: optax against the spec's optimiser
-rules in float64, the layout conversions, the custom gradients of the lowering, the float64 flag's
-containment, the compile cache, the prefetching loader, threads and devices.
+rules in float64, the layout conversions, the custom gradients of the lowering, ReLU's gradient
+at 0, the float64 flag's containment, the compile cache, dropout switched inside the timed
+program without recompiling, the prefetching loader, threads, TF32 and devices.
 
 Tolerances: float64 comparisons of the same arithmetic in another order use 1e-12 relative
 (rounding of a few hundred float64 operations is ~1e-14); bit-identity is asserted where the
-same program must run (the x64 containment)."""
+same program must run (the x64 containment, dropout off)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -25,8 +27,10 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from rosetta.backends import jax as jb  # noqa: E402
-from rosetta.backends import numpy_ref  # noqa: E402
-from rosetta.backends.jax import loader, lowering, optim  # noqa: E402
+from rosetta.backends import make, numpy_ref, runtime_for  # noqa: E402
+from rosetta.backends.driver import lower_op  # noqa: E402
+from rosetta.backends.jax import loader, lowering, optim, runtime  # noqa: E402
+from rosetta.backends.numpy_ref import optim as ref_optim  # noqa: E402
 from rosetta.errors import BackendError  # noqa: E402
 from rosetta.spec import canonical_weights, get_workload, ops  # noqa: E402
 
@@ -84,9 +88,9 @@ def test_optax_rule_is_the_spec_rule_in_float64(name):
     grads = [{k: grad(v) for k, v in params.items()} for _ in range(5)]
     o = w.optimizer
     ref = (
-        numpy_ref.optim.SGD(o.lr, o.momentum, o.nesterov)
+        ref_optim.SGD(o.lr, o.momentum, o.nesterov)
         if name == "cnn"
-        else numpy_ref.optim.Adam(o.lr, o.beta1, o.beta2, o.eps)
+        else ref_optim.Adam(o.lr, o.beta1, o.beta2, o.eps)
     )
     want = _reference_steps(ref, params, grads)
     got = _optax_steps(w, params, grads)
@@ -115,13 +119,13 @@ def test_adam_epsilon_placement_would_be_caught():
 
 
 def test_nhwc_and_nchw_compute_the_same_function_float64():
-    # the NHWC model permutes fc1's rows at set_params; NCHW flattens channel-major as the spec
+    # the NHWC model permutes fc's rows at set_params; NCHW flattens channel-major as the spec
     w = tiny_cnn()
     params = canonical_weights(w, seed=3)
     x = images(3, seed=1)
-    nhwc = jb.build(w, params, dtype="float64", layout="NHWC")
-    nchw = jb.build(w, params, dtype="float64", layout="NCHW")
-    ref = numpy_ref.build(w, params, dtype="float64").predict_numpy(x)
+    nhwc = make(jb, w, params, dtype="float64", layout="NHWC")
+    nchw = make(jb, w, params, dtype="float64", layout="NCHW")
+    ref = make(numpy_ref, w, params, dtype="float64").predict_numpy(x)
     np.testing.assert_allclose(nhwc.predict_numpy(x), ref, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(nchw.predict_numpy(x), ref, rtol=1e-12, atol=1e-14)
 
@@ -129,7 +133,7 @@ def test_nhwc_and_nchw_compute_the_same_function_float64():
 def test_native_parameter_layouts():
     w = tiny_cnn()
     params = canonical_weights(w, seed=3)
-    m = jb.build(w, params, layout="NHWC")
+    m = make(jb, w, params, layout="NHWC")
     k = np.asarray(m._tp["c1.kernel"])  # (KH, KW, I, O)
     np.testing.assert_array_equal(k, params["c1.kernel"].transpose(2, 3, 1, 0))
     fc = np.asarray(m._tp["fc.kernel"])  # rows in (H, W, C) order of the NHWC flatten
@@ -139,7 +143,12 @@ def test_native_parameter_layouts():
     np.testing.assert_array_equal(fc[row_hwc], params["fc.kernel"][row_chw])
 
 
-# -- custom gradients of the lowering -----------------------------------------------------------
+def test_bad_fast_path_option_is_one_clear_error():
+    with pytest.raises(BackendError, match=r"layout='NWHC'; valid: NHWC, NCHW"):
+        make(jb, tiny_cnn(), canonical_weights(tiny_cnn()), layout="NWHC")
+
+
+# -- the lowering's gradients ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -158,8 +167,8 @@ def test_gemm_kernel_gradient_equals_xla_convolution_gradient(kernel, stride, pa
         w = jnp.asarray(rng.normal(size=(*kernel, 3, 5)))
         grads = {}
         for mode in ("xla", "gemm"):
-            b = lowering.Builder("NHWC", jnp.float64, conv_weight_grad=mode)
-            conv = lowering.LOWERINGS[ops.Conv2D](op, b)
+            ctx = lowering.Ctx("NHWC", jnp.float64, conv_weight_grad=mode)
+            conv = lower_op(lowering.TABLE, op, (3, 9, 8), ctx)
 
             def loss(w_, x_, conv=conv):
                 y = conv({"c.kernel": w_}, x_, lowering.Run(False))
@@ -170,6 +179,34 @@ def test_gemm_kernel_gradient_equals_xla_convolution_gradient(kernel, stride, pa
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-12)
 
 
+def _black_batch_grads(model_backend, w, params):
+    x = np.zeros((2, *w.input.shape), dtype=np.float32)  # all-black images
+    y = np.array([3, 7])
+    return make(model_backend, w, params, dtype="float64").loss_and_grads(x, y)
+
+
+def test_relu_gradient_at_zero_is_the_references(monkeypatch):
+    # All-black images through the CNN: every conv and dense output is exactly its bias, 0 at
+    # the spec's zero bias init, so every ReLU sees exactly 0. The reference's gradient there is
+    # 0; jnp.maximum(x, 0) gives 0.5 (XLA splits a max's gradient between tied sides), which
+    # moved every conv bias's gradient off the reference's (issue 17).
+    w = get_workload("cnn")
+    params = canonical_weights(w, seed=0)
+    want_loss, want = _black_batch_grads(numpy_ref, w, params)
+    got_loss, got = _black_batch_grads(jb, w, params)
+    assert got_loss == pytest.approx(want_loss, rel=1e-12)
+    # float64, the spec's gradient tolerance is 1e-8 of each tensor's scale; the conv biases'
+    # reference gradients are exactly 0 here, so any leak through a ReLU shows absolutely
+    for name in ("conv1.bias", "conv2.bias", "conv3.bias", "conv4.bias", "fc1.bias"):
+        np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-12, err_msg=name)
+    # the planted defect: the old lowering fails this very comparison
+    old = dict(lowering.TABLE.entries)
+    old[ops.ReLU] = lambda op, site, ctx: lambda p, x, run: jnp.maximum(x, 0)
+    monkeypatch.setattr(lowering, "TABLE", dataclasses.replace(lowering.TABLE, entries=old))
+    _, bad = _black_batch_grads(jb, w, params)
+    assert np.max(np.abs(bad["conv1.bias"] - want["conv1.bias"])) > 1e-6
+
+
 # -- float64 containment, compile cache, dropout keys ------------------------------------------
 
 
@@ -177,9 +214,9 @@ def test_float64_models_leave_float32_models_unchanged():
     w = tiny_cnn()
     params = canonical_weights(w, seed=2)
     x = images(4, seed=2)
-    f32 = jb.build(w, params, dtype="float32")
+    f32 = make(jb, w, params, dtype="float32")
     before = f32.predict_numpy(x)
-    f64 = jb.build(w, params, dtype="float64")
+    f64 = make(jb, w, params, dtype="float64")
     out64 = f64.predict_numpy(x)
     assert out64.dtype == np.float64 and not jax.config.jax_enable_x64  # flag back off
     after = f32.predict_numpy(x)
@@ -192,7 +229,7 @@ def test_float64_models_leave_float32_models_unchanged():
 
 def test_steady_steps_hit_the_compile_cache():
     w = tiny_cnn()
-    m = jb.build(w, canonical_weights(w), dtype="float32")
+    m = make(jb, w, canonical_weights(w), dtype="float32")
     x, y = images(16), np.arange(16) % 10
     batches = list(m.loader(x, y, np.arange(16), 4))
     m.train_step(batches[0])
@@ -210,19 +247,73 @@ def test_dropout_keys_come_from_the_seed_and_the_step():
     params = canonical_weights(w)
     x, y = images(8, seed=4), np.arange(8) % 10
     runs = []
-    m0, m1 = jb.build(w, params, seed=0), jb.build(w, params, seed=1)
-    for m in (m0, m0, m1):
-        m.set_params(params)  # weights, optimiser state and step counter start afresh
+    for seed in (0, 0, 1):
+        m = make(jb, w, params, seed=seed)
         b = next(iter(m.loader(x, y, np.arange(8), 8)))
         runs.append([float(m.to_numpy(m.train_step(b))) for _ in range(2)])
     assert runs[0] == runs[1]  # same seed and steps: same masks, same losses
     assert runs[0] != runs[2]  # another seed: other masks
-    m0.set_params(params)
-    det, _ = m0.loss_and_grads(x, y)  # dropout off
+    det, _ = make(jb, w, params).loss_and_grads(x, y)  # dropout off
     assert runs[0][0] != pytest.approx(det, rel=1e-6)  # so step 0's loss had dropout on
 
 
-# -- loader, threads, devices, summary --------------------------------------------------------
+# -- the gate runs the timed program ------------------------------------------------------------
+
+
+def _two_steps_from(m, params, batch):
+    """Two train_steps, each from ``params`` with a fresh optimiser: (loss, params) of each."""
+    out = []
+    for _ in range(2):
+        m.set_params(params)
+        loss = float(m.to_numpy(m.train_step(batch)))
+        out.append((loss, m.get_params()))
+    return out
+
+
+def test_set_dropout_switches_the_timed_executable_without_recompiling():
+    w = tiny_cnn()
+    params = canonical_weights(w, seed=5)
+    x, y = images(8, seed=5), np.arange(8) % 10
+    m = make(jb, w, params, dtype="float64")
+    batch = next(iter(m.loader(x, y, np.arange(8), 8)))
+    m.train_step(batch)  # compile the timed program once
+    compiled, traced = m.compile_count, list(m.trace_log)
+    assert traced == ["train"]
+
+    m.set_dropout(False)
+    (l1, p1), (l2, p2) = _two_steps_from(m, params, batch)
+    assert l1 == l2  # bit-identical: no mask drawn, though the dropout stream moved on
+    for k in p1:
+        np.testing.assert_array_equal(p1[k], p2[k], err_msg=k)
+    m.set_params(params)
+    det, _ = m.loss_and_grads(x, y)  # the evaluation-mode loss (the grads program)
+    assert l1 == pytest.approx(det, rel=1e-12)  # off really is off: float64, same arithmetic
+
+    m.set_dropout(True)
+    (l3, p3), (l4, _) = _two_steps_from(m, params, batch)
+    assert l3 != l4  # dropout on: each step draws new masks
+    assert l3 != pytest.approx(det, rel=1e-6)
+    assert not np.array_equal(p3["fc.kernel"], p1["fc.kernel"])
+
+    # the one extra compile and trace are loss_and_grads' own program, not a second train
+    assert m.compile_count == compiled + 1 and m.trace_log == [*traced, "grads"]
+    assert [name[:5] for name, _ in m.compile_log] == ["train", "grads"]
+    assert m.calls["train"] == 5  # every step above ran the one donated train executable
+
+
+def test_deterministic_steps_run_the_train_executable():
+    w = tiny_cnn()
+    m = make(jb, w, canonical_weights(w))
+    x, y = images(4, seed=6), np.arange(4) % 10
+    m.deterministic_steps(x, y, 3)
+    assert m.calls == {"train": 3} and m.trace_log == ["train"]
+    assert "'train' executable" in m.manifest()["gated_program"]
+    b = next(iter(m.loader(x, y, np.arange(4), 4)))
+    m.train_step(b)  # the timed loop then reuses it: no compile, dropout back on
+    assert m.compile_count == 1 and bool(m._dropout) is True
+
+
+# -- loader, threads, TF32, devices, summary -------------------------------------------------
 
 
 def test_prefetch_keeps_batches_in_flight_ahead():
@@ -238,35 +329,74 @@ def test_prefetch_keeps_batches_in_flight_ahead():
     assert [b[0] for b in it] == [1, 2, 3, 4]
 
 
-def test_threads_setting_reaches_xla_before_import():
+def _affinities() -> list[int]:
+    return [len(os.sched_getaffinity(int(t))) for t in os.listdir("/proc/self/task")]
+
+
+@pytest.mark.skipif(len(runtime.START_CORES) < 2, reason="one core: nothing to pin")
+def test_threads_one_reads_back_one_from_every_jax_thread():
+    # JAX's client (and XLA's pool threads) started earlier in this process with all cores:
+    # set_threads must pin those threads too, or one thread would be a claim, not a fact
+    all_cores = len(runtime.START_CORES)
+    try:
+        rt = runtime_for(jb, threads=1)
+        assert rt.threads == 1
+        m = make(jb, tiny_cnn(), canonical_weights(tiny_cnn()), threads=1)
+        m.predict_numpy(images(2))
+        assert m.manifest()["threads"] == 1 and m.manifest()["threads_pinned"] is True
+        assert max(_affinities()) == 1  # every thread of the process, XLA's included
+    finally:
+        assert runtime_for(jb, threads=all_cores).threads == all_cores  # widened back
+    assert max(_affinities()) == all_cores
+
+
+def test_threads_are_set_before_jax_starts_its_cpu_client():
     code = (
-        "import os, json\n"
+        "import json, os\n"
         "from rosetta.backends import jax as jb\n"
-        "print(json.dumps([os.environ['XLA_FLAGS'], len(os.sched_getaffinity(0)),"
-        " jb.SETTINGS.threads, jb.SETTINGS.note]))\n"
+        "from rosetta.backends.jax import runtime as rt\n"
+        "from rosetta.runtime import Runtime\n"
+        "before = rt.clients_started()\n"
+        "r = jb.configure(Runtime.request('jax', threads=1))\n"
+        "import jax.numpy as jnp\n"
+        "float(jnp.ones((64, 64)).sum())\n"
+        "tasks = [len(os.sched_getaffinity(int(t))) for t in os.listdir('/proc/self/task')]\n"
+        "print(json.dumps([before, r.threads, os.environ['XLA_FLAGS'], max(tasks),"
+        " rt.settings().note]))\n"
     )
-    env = {**os.environ, "ROSETTA_THREADS": "1", "PYTHONPATH": os.getcwd()}
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
     env.pop("XLA_FLAGS", None)
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
-    import json
+    before, threads, flags, widest, note = json.loads(out.stdout.strip().splitlines()[-1])
+    assert before is False  # importing the backend and jax started no client
+    assert threads == 1 and widest == 1
+    assert runtime.EIGEN_OFF in flags and note == ""  # in XLA_FLAGS before the client read them
 
-    flags, affinity, threads, note = json.loads(out.stdout.strip().splitlines()[-1])
-    assert "--xla_cpu_multi_thread_eigen=false" in flags
-    assert threads == 1 and note == ""
-    assert affinity == 1 or len(os.sched_getaffinity(0)) == 1
+
+def test_tf32_is_read_back_from_jax_config():
+    try:
+        assert runtime.set_tf32(False, "cuda") is False
+        assert jax.config.jax_default_matmul_precision == "highest"
+        assert runtime.set_tf32(True, "cpu") is False  # no TF32 on the CPU
+        # (written for CUDA, not run: only the config is checked here)
+        assert runtime.set_tf32(True, "cuda") is True
+        assert jax.config.jax_default_matmul_precision == "tensorfloat32"
+    finally:
+        runtime.set_tf32(False, "cpu")
+    assert make(jb, tiny_cnn(), canonical_weights(tiny_cnn())).manifest()["tf32"] is False
 
 
 def test_cuda_is_a_clear_error_without_a_gpu():
     if jb.cuda_available():
         pytest.skip("a CUDA GPU is visible")
     with pytest.raises(BackendError, match="jax sees no CUDA GPU"):
-        jb.build(tiny_cnn(), canonical_weights(tiny_cnn()), device="cuda")
+        runtime.jax_device("cuda")
 
 
 def test_summary_names_the_native_program():
-    text = jb.build(tiny_cnn(), canonical_weights(tiny_cnn())).summary()
+    text = make(jb, tiny_cnn(), canonical_weights(tiny_cnn())).summary()
     assert "conv_general_dilated" in text and "(3, 3, 3, 4)" in text and "OIHW->HWIO" in text
     gru = get_workload("gru")
-    assert "scan" in jb.build(gru, canonical_weights(gru)).summary()
+    assert "scan" in make(jb, gru, canonical_weights(gru)).summary()

@@ -1,6 +1,7 @@
 """What the conformance suite does not cover for the TensorFlow/Keras backend: the optimisers'
 semantics in float64, each weight conversion, float64 all the way through, the padding rule,
-inference-mode BatchNorm, the fast-path choices and the device error.
+inference-mode BatchNorm, the fast-path choices (keyed by graph content), threads read back from
+TensorFlow, and the dropout gate inside the timed trace.
 
 Tolerances: the optimiser tests compare float64 updates whose only difference from the reference
 is rounding order (a few ulps per step, ~1e-16 relative), so 1e-12 relative to the change's scale
@@ -9,10 +10,13 @@ leaves four orders of margin while each wrong rule tested here is off by 1e-8 or
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from rosetta import backends
+from rosetta.backends import make, runtime_for
 from rosetta.backends.numpy_ref import optim as ref_optim
 from rosetta.errors import BackendError
 from rosetta.spec import canonical_weights, get_workload
@@ -22,11 +26,14 @@ if not backends.status("tensorflow").usable:
     pytest.skip(backends.status("tensorflow").reason, allow_module_level=True)
 
 tfb = backends.load("tensorflow")
+assert tfb.available()[0]  # imports its runtime.py, which selects Keras' TensorFlow backend
 import keras  # noqa: E402  (after the backend selected Keras' TensorFlow backend)
 import tensorflow as tf  # noqa: E402
 
-from rosetta.backends.tensorflow import convert, optim  # noqa: E402
+from rosetta.backends.tensorflow import optim, weights  # noqa: E402
+from rosetta.backends.tensorflow import runtime as tf_runtime  # noqa: E402
 from rosetta.backends.tensorflow.lowering import same_is_exact  # noqa: E402
+from rosetta.backends.tensorflow.model import choose  # noqa: E402
 
 RTOL = 1e-12  # float64, rounding order only (see the module docstring)
 
@@ -128,7 +135,7 @@ def test_spec_adam_is_dense_for_sparse_embedding_gradients():
 def test_fc1_rows_follow_the_nhwc_flatten():
     w = get_workload("cnn")
     params = canonical_weights(w, 0)
-    model = tfb.build(w, params, dtype="float32", device="cpu")
+    model = make(tfb, w, params, dtype="float32")
     native = model.net.get_layer("fc1").kernel.numpy()
     c, h, wd = 100, 8, 8
     canon = params["fc1.kernel"]
@@ -143,9 +150,9 @@ def test_fc1_rows_follow_the_nhwc_flatten():
 def test_flatten_conversion_inverts():
     rng = np.random.default_rng(0)
     k = rng.normal(size=(2 * 3 * 4, 5))
-    native = convert.chw_rows_to_hwc((2, 3, 4))(k)[0]
+    native = weights.chw_rows_to_hwc((2, 3, 4))(k)[0]
     assert not np.array_equal(native, k)
-    np.testing.assert_array_equal(convert.hwc_rows_to_chw((2, 3, 4))(native)[0], k)
+    np.testing.assert_array_equal(weights.hwc_rows_to_chw((2, 3, 4))(native)[0], k)
 
 
 def test_gru_bias_rows_and_gate_order():
@@ -153,7 +160,7 @@ def test_gru_bias_rows_and_gate_order():
     params = canonical_weights(w, 3)
     params["gru.bias_input"] = np.arange(300, dtype=np.float32)
     params["gru.bias_recurrent"] = -np.arange(300, dtype=np.float32)
-    model = tfb.build(w, params, dtype="float32", device="cpu")
+    model = make(tfb, w, params, dtype="float32")
     cell = model.net.get_layer("gru").cell
     assert cell.reset_after and cell.bias.shape == (2, 300)
     np.testing.assert_array_equal(cell.bias.numpy()[0], params["gru.bias_input"])
@@ -164,7 +171,7 @@ def test_gru_bias_rows_and_gate_order():
 def test_batchnorm_statistics_and_inference_mode():
     w = get_workload("resnet50").at_image_size(32)
     params = canonical_weights(w, 0)
-    model = tfb.build(w, params, dtype="float32", device="cpu")
+    model = make(tfb, w, params, dtype="float32")
     bn = model.net.get_layer("layer1.0.bn2")
     np.testing.assert_array_equal(bn.moving_mean.numpy(), params["layer1.0.bn2.mean"])
     np.testing.assert_array_equal(bn.moving_variance.numpy(), params["layer1.0.bn2.var"])
@@ -175,7 +182,7 @@ def test_batchnorm_statistics_and_inference_mode():
 @pytest.mark.parametrize("name", ["cnn", "gru"])
 def test_float64_all_the_way_through(name):
     w = get_workload(name)
-    model = tfb.build(w, canonical_weights(w, 0), dtype="float64", device="cpu")
+    model = make(tfb, w, canonical_weights(w, 0), dtype="float64")
     for layer in model.net.layers[1:]:
         assert layer.compute_dtype == "float64", layer.name
         for v in layer.weights:
@@ -201,51 +208,119 @@ def test_same_padding_only_where_exact(kernel, stride, padding, size, exact):
 
 def test_fast_path_choices_in_manifest():
     cnn, gru = get_workload("cnn"), get_workload("gru")
-    m_cnn = tfb.build(cnn, canonical_weights(cnn, 0), dtype="float32").manifest()
-    m_gru = tfb.build(gru, canonical_weights(gru, 0), dtype="float32").manifest()
+    m_cnn = make(tfb, cnn, canonical_weights(cnn, 0)).manifest()
+    m_gru = make(tfb, gru, canonical_weights(gru, 0)).manifest()
     assert m_cnn["layout"] == "NHWC" and m_cnn["compile"] == "tf.function"
     assert m_gru["layout"] == "NTC" and m_gru["compile"] == "tf.function+xla"
     assert m_gru["fused_rnn"].startswith("no") and "Algorithm 1" in m_gru["optimizer"]
     assert "keras.optimizers.SGD" in m_cnn["optimizer"]
+    assert "train_step" in m_cnn["gated_program"] and "tf.Variable" in m_cnn["gated_program"]
+    resnet = get_workload("resnet50").at_image_size(32)
+    m_resnet = make(tfb, resnet, canonical_weights(resnet, 0)).manifest()
+    assert "predict" in m_resnet["gated_program"] and m_resnet["fused_rnn"] == "n/a"
 
 
-def test_dropout_is_on_in_train_step_and_off_in_deterministic_steps():
+def test_fast_path_follows_the_graph_not_the_name():
+    # a choice keyed by workload name fails here: the names are swapped, the graphs are not
+    cnn, gru = get_workload("cnn"), get_workload("gru")
+    cnn_named_gru = dataclasses.replace(cnn, name="gru")
+    gru_named_cnn = dataclasses.replace(gru, name="cnn")
+    assert choose(cnn_named_gru, "cpu").jit_compile is False
+    assert choose(gru_named_cnn, "cpu").jit_compile is True
+    assert "GRU" in choose(gru_named_cnn, "cpu").why_jit
+    assert choose(gru_named_cnn, "cuda").jit_compile is False  # cuDNN's fused GRU instead
+    assert choose(cnn_named_gru, "cuda").data_format == "channels_first"
+
+
+def _cnn_batch(model, n: int = 8):
+    x = np.random.default_rng(0).random((n, 3, 32, 32), dtype=np.float32)
+    y = np.arange(n) % 10
+    return x, y, next(iter(model.loader(x, y, np.arange(n), n)))
+
+
+def _two_steps_from_one_state(model, batch) -> tuple[dict, dict]:
+    """Parameters after one train_step, twice from the same parameters and optimiser state."""
+    start = model.get_params()
+    model.train_step(batch)
+    first = model.get_params()
+    model.set_params(start)  # also resets the optimiser state
+    model.train_step(batch)
+    return first, model.get_params()
+
+
+def test_dropout_gate_makes_train_step_deterministic_and_only_then():
+    w = get_workload("cnn")
+    model = make(tfb, w, canonical_weights(w, 0))
+    _, _, batch = _cnn_batch(model)
+    model.set_dropout(False)
+    a, b = _two_steps_from_one_state(model, batch)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    model.set_dropout(True)  # the seed generator moved on: another mask, other parameters
+    a, b = _two_steps_from_one_state(model, batch)
+    assert not np.array_equal(a["fc1.kernel"], b["fc1.kernel"])
+
+
+def test_toggling_dropout_does_not_retrace_the_timed_step():
+    w = get_workload("cnn")
+    model = make(tfb, w, canonical_weights(w, 0))
+    x, y, batch = _cnn_batch(model)
+    model.train_step(batch)
+    assert model.tracing_count() == 1
+    for enabled in (False, True, False, True):
+        model.set_dropout(enabled)
+        model.train_step(batch)
+    model.deterministic_steps(x[:4], y[:4], 2)  # the gate: k steps through train_step itself,
+    assert model.tracing_count() == 1  # on a smaller batch, in the same trace
+
+
+def test_deterministic_steps_run_the_timed_trace_with_dropout_off():
+    # independent answer: the same steps through train_step with the gate off by hand
     w = get_workload("cnn")
     params = canonical_weights(w, 0)
-    x = np.random.default_rng(0).random((8, 3, 32, 32), dtype=np.float32)
-    y = np.arange(8) % 10
-    a = tfb.build(w, params, dtype="float32")
-    b = tfb.build(w, params, dtype="float32")
-    a.train_step(next(iter(a.loader(x, y, np.arange(8), 8))))
-    after_det = b.deterministic_steps(x, y, 1)
-    det_again = b.deterministic_steps(x, y, 0)  # no steps: unchanged
-    assert not np.array_equal(a.get_params()["fc1.kernel"], after_det["fc1.kernel"])
-    np.testing.assert_array_equal(det_again["fc1.kernel"], after_det["fc1.kernel"])
+    a, b = make(tfb, w, params), make(tfb, w, params)
+    x, y, batch = _cnn_batch(a)
+    got = a.deterministic_steps(x, y, 2)
+    b.set_dropout(False)
+    b.train_step(batch)
+    b.train_step(batch)
+    want = b.get_params()
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    with_dropout = make(tfb, w, params)
+    with_dropout.train_step(batch)
+    with_dropout.train_step(batch)
+    assert not np.array_equal(with_dropout.get_params()["fc1.kernel"], want["fc1.kernel"])
+
+
+def test_threads_are_read_back_from_tensorflow():
+    rt = runtime_for(tfb, threads=1)
+    assert rt.threads == 1
+    w = get_workload("gru")
+    model = make(tfb, w, canonical_weights(w, 0), threads=1)
+    model.predict(next(iter(model.loader(np.ones((2, 150), np.int32), None, np.arange(2), 2))))
+    # the pools TensorFlow's started context holds, not an echo of the request
+    assert tf.config.threading.get_intra_op_parallelism_threads() == 1
+    assert tf.config.threading.get_inter_op_parallelism_threads() == 1
+    man = model.manifest()
+    assert man["threads"] == 1 and man["intra_op_threads"] == man["inter_op_threads"] == 1
+    assert runtime_for(tfb, threads=2).threads == 2  # another count: the context restarts
+    assert tf_runtime.threads() == (2, 2)
+
+
+def test_tf32_is_off_on_the_cpu():
+    assert runtime_for(tfb).tf32 is False
+    assert tf_runtime.set_tf32(False, "cpu") is False
+    assert tf.config.experimental.tensor_float_32_execution_enabled() is False
 
 
 def test_cuda_without_gpu_is_a_clear_error():
     assert tfb.cuda_available() is False
-    w = get_workload("cnn")
-    with pytest.raises(BackendError, match="TensorFlow sees no GPU"):
-        tfb.build(w, canonical_weights(w, 0), device="cuda")
+    with pytest.raises(BackendError, match="--device cuda asked for"):
+        runtime_for(tfb, device="cuda")
 
 
 def test_summary_is_the_keras_summary():
     w = get_workload("cnn")
-    text = tfb.build(w, canonical_weights(w, 0)).summary()
+    text = make(tfb, w, canonical_weights(w, 0)).summary()
     assert "rosetta_cnn" in text and "Conv2D" in text and "fc1" in text and "Total params" in text
-
-
-@pytest.mark.slow
-def test_threads_come_from_the_runner_setting():
-    import os
-    import subprocess
-    import sys
-
-    code = (
-        "from rosetta.backends.tensorflow import runtime; import tensorflow as tf\n"
-        "print(runtime.THREADS, tf.config.threading.get_intra_op_parallelism_threads())"
-    )
-    env = {**os.environ, "ROSETTA_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert out.stdout.strip().splitlines()[-1] == "intra-op 1, inter-op 1 1", out.stderr[-2000:]

@@ -2,8 +2,8 @@
 models are timed against (``benchmarks/lowering_tensorflow.py``).
 
 Plain Keras 3 code: channels-last images, ``padding="same"`` where it means the spec's padding,
-``compile`` + ``train_on_batch`` / ``predict_on_batch``. Import only after
-``rosetta.backends.tensorflow`` (which selects Keras' TensorFlow backend).
+``compile`` + ``train_on_batch`` / ``predict_on_batch``. Import only after the ``tensorflow``
+backend is configured (``runtime_for``: its ``runtime.py`` selects Keras' TensorFlow backend).
 """
 
 from __future__ import annotations

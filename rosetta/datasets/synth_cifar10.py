@@ -10,7 +10,11 @@ How an image of class ``c`` is made (all in a 0..255 pixel scale):
 - ``colour_c`` is a class mean colour (3 values, sd 0.4), ``jitter`` a per-image colour
   offset (sd 1) and ``a`` a per-image contrast in [0.5, 1.5];
 - ``noise`` is i.i.d. Gaussian per pixel (sd 48, twice the template's sd), so no single
-  pixel separates the classes, but the structure summed over the image does.
+  pixel separates the classes, but the structure summed over the image does;
+- then what real photographs have: black borders on 8% of the images and flat regions (a
+  quarter to a half of the image in one colour, white or black for half of them) on 15%
+  (``_real_structure``): the exact zeros, ties and saturated patches where backends' ReLU and
+  max-pool conventions show, and which the equivalence gate picks its batch for.
 
 Sized so that the spec's own CNN (pixels in [0, 1], SGD lr 0.01, momentum 0.9, batch 64)
 leaves chance within its ``smoke`` profile: measured with a PyTorch copy of the network on
@@ -54,13 +58,15 @@ from rosetta.datasets.paths import atomic_write, ensure_writable_dir, resolve_da
 from rosetta.datasets.py2pickle import dumps_py2
 from rosetta.errors import DataError
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3  # 3: black borders and flat (white, black, coloured) regions
 _STREAM = 0xC1FA10
 _PAD = 4  # maximum shift in pixels
 _T = 32 + 2 * _PAD  # template side
 _AMPLITUDE = 24.0  # template sd in pixel units
 _COLOUR = 0.8  # weight of the class mean colour
 _NOISE = 48.0  # per-pixel noise sd in pixel units
+_BORDER = 0.08  # fraction of images with a black border
+_FLAT = 0.15  # fraction of images with a flat region
 _CHUNK = 5000  # images generated at once (bounds memory to ~100 MB)
 _FIXED_MTIME = 1262304000  # 2010-01-01, a fixed date for reproducible archives
 
@@ -105,7 +111,43 @@ def synth_images(
     x += np.float32(128.0)
     x += rng.standard_normal(size=x.shape, dtype=np.float32) * np.float32(_NOISE)
     np.clip(x, 0, 255, out=x)
+    _real_structure(x, rng)
     return np.rint(x).astype(np.uint8).reshape(n, 3072)  # (n, 3, 32, 32) -> (n, 3072)
+
+
+def _real_structure(x: np.ndarray, rng: np.random.Generator) -> None:
+    """What real photographs have and noise does not, in place on ``(n, 3, 32, 32)`` pixels:
+
+    - a black border (letterboxing, padding), 1-3 px, on ``_BORDER`` of the images: with the
+      canonical zero biases a conv's pre-activation there is exactly 0;
+    - a flat region (sky, wall, studio background) of one colour over a quarter to a half of the
+      image on ``_FLAT`` of them: max-pool windows there hold tied maxima; a third of those
+      regions are white (255) and a sixth black, so saturated and zero pixels come in patches,
+      as in real over- and under-exposed photos, besides the clipping of the noise.
+    """
+    n = len(x)
+    border = np.flatnonzero(rng.random(n) < _BORDER)
+    widths = rng.integers(1, 4, size=len(border))
+    for i, w in zip(border, widths, strict=True):
+        x[i, :, :w, :] = 0
+        x[i, :, -w:, :] = 0
+        x[i, :, :, :w] = 0
+        x[i, :, :, -w:] = 0
+    flat = np.flatnonzero(rng.random(n) < _FLAT)
+    sides = rng.integers(0, 4, size=len(flat))
+    depth = rng.integers(8, 17, size=len(flat))  # 8-16 of 32 rows or columns
+    kind = rng.random(len(flat))
+    colour = rng.uniform(40, 215, size=(len(flat), 3)).astype(np.float32)
+    colour[kind < 1 / 3] = 255.0
+    colour[(kind >= 1 / 3) & (kind < 1 / 2)] = 0.0
+    for i, side, d, c in zip(flat, sides, depth, colour, strict=True):
+        region = (
+            (slice(None), slice(0, d), slice(None)),  # top
+            (slice(None), slice(32 - d, 32), slice(None)),  # bottom
+            (slice(None), slice(None), slice(0, d)),  # left
+            (slice(None), slice(None), slice(32 - d, 32)),  # right
+        )[side]
+        x[i][region] = c[:, None, None]
 
 
 def _batch_dict(

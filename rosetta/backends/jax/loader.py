@@ -4,7 +4,7 @@
 runs the current step. ``prefetch`` keeps ``depth`` batches in flight (the AlgoPerf/Flax
 ``prefetch_to_device`` idea), so a step never waits for its input's transfer. Only complete
 batches are yielded; the batch is cut on the host (``np.take`` of ``order``'s slice), put in the
-native layout (``layout.image_to_native``) and sent to the device in the model's dtype.
+native layout (``weights.image_to_native``) and sent to the device in the model's dtype.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 import jax
 import numpy as np
 
-from rosetta.backends.jax.layout import image_to_native
 from rosetta.backends.jax.runtime import precision_scope
+from rosetta.backends.jax.weights import image_to_native
 
 PREFETCH_DEPTH = 2  # batches on their way to the device ahead of the one being consumed
 

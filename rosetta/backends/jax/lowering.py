@@ -1,19 +1,24 @@
 """The Rosetta of JAX: every op of the spec as a pure function of ``jax.lax`` primitives.
 
-``LOWERINGS`` maps each op class to a function ``lower(op, b) -> Layer``; a ``Layer`` is a pure
-function ``(params, x, run) -> y`` over the parameter pytree (a dict keyed by canonical names,
-arrays in the native layouts of ``layout.py``). A graph lowers to one composed function that
+``TABLE`` is this backend's lowering (``rosetta.backends.driver``): each entry turns an op into a
+*layer*, a pure function ``layer(params, x, run) -> y`` over the parameter pytree (a dict keyed by
+canonical names, arrays in the native layouts of ``weights.py``); ``sequence`` chains layers and
+``residual`` adds a block's two branches. A graph lowers to one composed function that
 ``jax.jit`` traces once per batch shape (``model.py``).
 
 Why ``jax.lax`` and not Flax modules: the spec already *is* the module tree, with canonical
 parameter names; a Flax model would add a second naming scheme (``params/Conv_0/kernel``) to map
 back and forth, and hide the choices this backend must state: the convolution's dimension
 numbers (NHWC or NCHW), explicit asymmetric padding, the max-pool's ``-inf`` padding, the GRU's
-``reset_after`` gate equations under ``lax.scan``, and float32 precision (``Precision.HIGHEST``,
-no TF32 on GPUs). Here each is one line a reader can check against ``numpy_ref``. The
-hand-written Flax models in ``benchmarks/handwritten/jax_models.py`` measure what this costs.
+``reset_after`` gate equations under ``lax.scan``, and float32 precision (``Precision.HIGHEST``
+unless the runtime allows TF32). Here each is one line a reader can check against ``numpy_ref``.
+The hand-written Flax models in ``benchmarks/handwritten/jax_models.py`` measure what this costs.
 
-Layouts: images are ``NHWC`` or ``NCHW`` (``Builder.layout``), kernels ``HWIO`` or ``OIHW`` to
+Dropout is switched by ``Run.dropout``, a boolean *array* argument of the compiled program (not
+a Python flag): the timed ``train`` executable runs with dropout on, and the gate runs the very
+same executable with it off (masks of ones, scale 1), with no retrace.
+
+Layouts: images are ``NHWC`` or ``NCHW`` (``Ctx.layout``), kernels ``HWIO`` or ``OIHW`` to
 match; sequences run time-major through ``lax.scan``. Every array made here takes the model's
 dtype explicitly (see ``runtime.precision_scope``).
 """
@@ -30,32 +35,38 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from rosetta.backends.base import unsupported
+from rosetta.backends.driver import LoweringTable, Site, lower_op
+from rosetta.backends.jax import weights
+from rosetta.backends.jax.runtime import jax_device, precision_scope
+from rosetta.runtime import Runtime
 from rosetta.spec import ops
 
+NAME = "jax"
 Params = dict[str, Any]  # canonical name -> jax array in native layout
+GRU_UNROLL = 1  # scan unroll: 10 took 1.08x [0.98, 1.16] as long (lowering_jax --choices)
 
 
 class Run(NamedTuple):
-    """Per-call context of a forward pass: training mode (static) and the dropout key."""
+    """Per-call context of a forward pass."""
 
-    training: bool
-    key: Any = None  # a jax PRNG key, or None with dropout off
+    training: bool  # static: the train programs (True) or the evaluation ones (False)
+    key: Any = None  # a jax PRNG key (training only)
+    dropout: Any = None  # a traced bool scalar: dropout on (True) or masks of ones (False)
 
 
 Layer = Callable[[Params, Any, Run], Any]
 
 
 @dataclass
-class Builder:
-    """What a lowering needs to know beyond its op: layout, dtype, dropout sites."""
+class Ctx:
+    """What an entry needs beyond its op and site: layout, dtype, precision, fast-path knobs."""
 
-    layout: str  # "NHWC" | "NCHW"
+    layout: str  # "NHWC" | "NCHW" (images)
     dtype: Any  # jnp.float32 | jnp.float64
-    backend: str = "jax"
+    precision: Any = lax.Precision.HIGHEST  # None: jax_default_matmul_precision (TF32 allowed)
     platform: str = "cpu"  # the jax platform the programs run on
     conv_weight_grad: str = "auto"  # "xla" | "gemm" | "auto" (see use_gemm_weight_grad)
-    gru_unroll: int = 1  # lax.scan unroll factor of the GRU (GRU_UNROLL by default)
+    gru_unroll: int = GRU_UNROLL  # lax.scan unroll factor of the GRU
     sites: Iterator[int] = field(default_factory=itertools.count)  # dropout key per site
 
     def use_gemm_weight_grad(self, op: ops.Conv2D) -> bool:
@@ -81,17 +92,17 @@ class Builder:
         out[self.spatial_axes[0]], out[self.spatial_axes[1]] = a
         return tuple(out)
 
+    def dot(self, a: Any, w: Any) -> Any:
+        """``a @ w`` at the runtime's precision."""
+        return jnp.dot(a, w, precision=self.precision)
 
-GRU_UNROLL = 1  # scan unroll: 10 took 1.08x [0.98, 1.16] as long (lowering_jax --choices)
-HIGHEST = lax.Precision.HIGHEST  # float32 stays float32 (no TF32/bf16 passes on accelerators)
 
-
-def _conv2d(op: ops.Conv2D, b: Builder) -> Layer:
-    kernel_layout = "HWIO" if b.layout == "NHWC" else "OIHW"
-    dims = (b.layout, kernel_layout, b.layout)
+def conv2d(op: ops.Conv2D, site: Site, ctx: Ctx) -> Layer:
+    kernel_layout = "HWIO" if ctx.layout == "NHWC" else "OIHW"
+    dims = (ctx.layout, kernel_layout, ctx.layout)
     top, bottom, left, right = op.padding
     shape = [1, 1, 1, 1]
-    shape[b.channel_axis] = op.out_channels
+    shape[ctx.channel_axis] = op.out_channels
 
     def conv(x: Any, w: Any) -> Any:
         return lax.conv_general_dilated(
@@ -100,20 +111,20 @@ def _conv2d(op: ops.Conv2D, b: Builder) -> Layer:
             window_strides=op.stride,
             padding=((top, bottom), (left, right)),
             dimension_numbers=dims,
-            precision=HIGHEST,
+            precision=ctx.precision,
         )
 
-    if b.use_gemm_weight_grad(op):
-        conv = _with_gemm_weight_grad(conv, op)
+    if ctx.use_gemm_weight_grad(op):
+        conv = _with_gemm_weight_grad(conv, op, ctx)
 
-    def conv2d(p: Params, x: Any, run: Run) -> Any:
+    def conv2d_layer(p: Params, x: Any, run: Run) -> Any:
         y = conv(x, p[f"{op.name}.kernel"])
         return y + p[f"{op.name}.bias"].reshape(shape) if op.bias else y
 
-    return conv2d
+    return conv2d_layer
 
 
-def _with_gemm_weight_grad(conv: Callable, op: ops.Conv2D) -> Callable:
+def _with_gemm_weight_grad(conv: Callable, op: ops.Conv2D, ctx: Ctx) -> Callable:
     """``conv`` (NHWC x HWIO) whose kernel gradient is one GEMM per kernel tap.
 
     XLA:CPU lowers the kernel gradient of a convolution to another convolution whose "kernel" is
@@ -145,155 +156,180 @@ def _with_gemm_weight_grad(conv: Callable, op: ops.Conv2D) -> Callable:
             for j in range(kw):
                 # input pixels under tap (i, j) of every output: (N, Ho, Wo, C) -> (N*Ho*Wo, C)
                 xs = xp[:, i : i + sh * (ho - 1) + 1 : sh, j : j + sw * (wo - 1) + 1 : sw]
-                taps.append(jnp.dot(dyt, xs.reshape(-1, c), precision=HIGHEST).T)  # (C, O)
+                taps.append(ctx.dot(dyt, xs.reshape(-1, c)).T)  # (O, C) -> (C, O)
         return dx, jnp.stack(taps).reshape(kh, kw, c, o)  # (KH*KW, C, O) -> HWIO
 
     conv_gemm.defvjp(fwd, bwd)
     return conv_gemm
 
 
-def _maxpool2d(op: ops.MaxPool2D, b: Builder) -> Layer:
+def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: Ctx) -> Layer:
     # (A reshape-and-max for non-overlapping windows was 5x faster alone on XLA:CPU, forward and
     # backward, but the whole CNN step did not move (1.672 s both): kept as reduce_window.)
     top, bottom, left, right = op.padding
-    window = b.spatial(op.kernel, 1)
-    strides = b.spatial(op.stride, 1)
-    padding = b.spatial(((top, bottom), (left, right)), (0, 0))
+    window = ctx.spatial(op.kernel, 1)
+    strides = ctx.spatial(op.stride, 1)
+    padding = ctx.spatial(((top, bottom), (left, right)), (0, 0))
 
-    def maxpool2d(p: Params, x: Any, run: Run) -> Any:
+    def maxpool2d_layer(p: Params, x: Any, run: Run) -> Any:
         # padded cells are -inf: they never win
         return lax.reduce_window(x, np.array(-np.inf, x.dtype), lax.max, window, strides, padding)
 
-    return maxpool2d
+    return maxpool2d_layer
 
 
-def _relu(op: ops.ReLU, b: Builder) -> Layer:
-    return lambda p, x, run: jnp.maximum(x, 0)  # weak 0: dtype kept; gradient 0 at x == 0
+def relu(op: ops.ReLU, site: Site, ctx: Ctx) -> Layer:
+    # where(x > 0, x, 0), not maximum(x, 0): XLA's max sends half the gradient to each side of a
+    # tie, so maximum's gradient at exactly 0 is 0.5; the reference (and every other backend)
+    # gives 0 there, which an all-black image makes visible (tests/test_backend_jax.py)
+    return lambda p, x, run: jnp.where(x > 0, x, jnp.zeros((), x.dtype))
 
 
-def _dropout(op: ops.Dropout, b: Builder) -> Layer:
-    site = next(b.sites)
+def dropout(op: ops.Dropout, site: Site, ctx: Ctx) -> Layer:
+    index = next(ctx.sites)
     keep = 1.0 - op.rate
 
-    def dropout(p: Params, x: Any, run: Run) -> Any:
+    def dropout_layer(p: Params, x: Any, run: Run) -> Any:
         if not run.training or op.rate == 0:
             return x
-        mask = jax.random.bernoulli(jax.random.fold_in(run.key, site), keep, x.shape)
-        return jnp.where(mask, x / jnp.asarray(keep, x.dtype), jnp.zeros((), x.dtype))
+        one = jnp.ones((), x.dtype)
+        mask = jax.random.bernoulli(jax.random.fold_in(run.key, index), keep, x.shape)
+        mask = mask | ~run.dropout  # dropout off: every unit kept ...
+        scale = jnp.where(run.dropout, jnp.asarray(keep, x.dtype), one)  # ... and x / 1 == x
+        return jnp.where(mask, x / scale, jnp.zeros((), x.dtype))
 
-    return dropout
+    return dropout_layer
 
 
-def _flatten(op: ops.Flatten, b: Builder) -> Layer:
+def flatten(op: ops.Flatten, site: Site, ctx: Ctx) -> Layer:
     # (N, H, W, C) -> (N, H*W*C) in NHWC: the next dense layer's rows were permuted from the
-    # spec's channel-major order at set_params (layout.py); (N, C, H, W) -> (N, C*H*W) in NCHW
+    # spec's channel-major order at set_params (weights.py); (N, C, H, W) -> (N, C*H*W) in NCHW
     return lambda p, x, run: x.reshape(x.shape[0], -1)
 
 
-def _dense(op: ops.Dense, b: Builder) -> Layer:
-    def dense(p: Params, x: Any, run: Run) -> Any:
-        y = jnp.dot(x, p[f"{op.name}.kernel"], precision=HIGHEST)  # (N, I) @ (I, O) -> (N, O)
+def dense(op: ops.Dense, site: Site, ctx: Ctx) -> Layer:
+    def dense_layer(p: Params, x: Any, run: Run) -> Any:
+        y = ctx.dot(x, p[f"{op.name}.kernel"])  # (N, I) @ (I, O) -> (N, O)
         return y + p[f"{op.name}.bias"] if op.bias else y
 
-    return dense
+    return dense_layer
 
 
-def _batchnorm(op: ops.BatchNorm, b: Builder) -> Layer:
+def batchnorm(op: ops.BatchNorm, site: Site, ctx: Ctx) -> Layer:
     n = op.name
 
-    def batchnorm(p: Params, x: Any, run: Run) -> Any:
+    def batchnorm_layer(p: Params, x: Any, run: Run) -> Any:
         shape = [1] * x.ndim  # per-channel statistics broadcast on the channel axis
-        shape[b.channel_axis if x.ndim == 4 else 1] = -1
+        shape[ctx.channel_axis if x.ndim == 4 else 1] = -1
         eps = jnp.asarray(op.eps, x.dtype)
         mean, var = p[f"{n}.mean"].reshape(shape), p[f"{n}.var"].reshape(shape)
         gamma, beta = p[f"{n}.gamma"].reshape(shape), p[f"{n}.beta"].reshape(shape)
         return (x - mean) / jnp.sqrt(var + eps) * gamma + beta  # inference mode
 
-    return batchnorm
+    return batchnorm_layer
 
 
-def _global_avgpool(op: ops.GlobalAvgPool, b: Builder) -> Layer:
-    return lambda p, x, run: jnp.mean(x, axis=b.spatial_axes)  # (N, ., ., .) -> (N, C)
+def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Ctx) -> Layer:
+    return lambda p, x, run: jnp.mean(x, axis=ctx.spatial_axes)  # (N, ., ., .) -> (N, C)
 
 
-def _embedding(op: ops.Embedding, b: Builder) -> Layer:
+def embedding(op: ops.Embedding, site: Site, ctx: Ctx) -> Layer:
     # token ids (N, T) -> time-major vectors (T, N, E): the GRU's scan runs over axis 0
     return lambda p, x, run: jnp.take(p[f"{op.name}.table"], x.T, axis=0)
 
 
-def _gru(op: ops.GRU, b: Builder) -> Layer:
+GRU_ROLES = ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")
+
+
+def gru(op: ops.GRU, site: Site, ctx: Ctx) -> Layer:
     n, h = op.name, op.units
 
-    def gru(p: Params, x: Any, run: Run) -> Any:
+    def gru_layer(p: Params, x: Any, run: Run) -> Any:
         # gate blocks z | r | h of the canonical (E, 3H) / (H, 3H) kernels and (3H,) biases, cut
         # once outside the loop: per gate (E, H), (H, H), (H,), (H,)
         gates = [
-            tuple(p[f"{n}.{role}"][..., g * h : (g + 1) * h] for role in ROLES) for g in range(3)
+            tuple(p[f"{n}.{role}"][..., g * h : (g + 1) * h] for role in GRU_ROLES)
+            for g in range(3)
         ]
         (kz, rz, bz, cz), (kr, rr, br, cr), (kh, rh, bh, ch) = gates
+        dot = ctx.dot
 
         def step(state: Any, xt: Any) -> tuple[Any, None]:
             # xt (N, E), state (N, H); one small matmul per gate and side, as Flax's GRUCell:
             # measured 1.25x faster on XLA:CPU than one (T*N, E) @ (E, 3H) input projection
             # hoisted out of the loop plus a sliced (N, H) @ (H, 3H) per step
-            z = jax.nn.sigmoid(_dot(xt, kz) + bz + _dot(state, rz) + cz)  # update gate
-            r = jax.nn.sigmoid(_dot(xt, kr) + br + _dot(state, rr) + cr)  # reset gate
-            cand = jnp.tanh(_dot(xt, kh) + bh + r * (_dot(state, rh) + ch))  # reset after matmul
+            z = jax.nn.sigmoid(dot(xt, kz) + bz + dot(state, rz) + cz)  # update gate
+            r = jax.nn.sigmoid(dot(xt, kr) + br + dot(state, rr) + cr)  # reset gate
+            cand = jnp.tanh(dot(xt, kh) + bh + r * (dot(state, rh) + ch))  # reset after matmul
             return z * state + (1 - z) * cand, None
 
         h0 = jnp.zeros((x.shape[1], h), dtype=x.dtype)  # zero initial state (N, H)
-        last, _ = lax.scan(step, h0, x, unroll=b.gru_unroll)  # over time: x is (T, N, E)
+        last, _ = lax.scan(step, h0, x, unroll=ctx.gru_unroll)  # over time: x is (T, N, E)
         return last  # the last step's state (N, H)
 
-    return gru
+    return gru_layer
 
 
-ROLES = ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")
+def sequence(layers: list[Layer], site: Site, ctx: Ctx) -> Layer:
+    """Layers in order; an empty sequence is the identity (a plain residual shortcut)."""
 
-
-def _dot(a: Any, w: Any) -> Any:
-    return jnp.dot(a, w, precision=HIGHEST)
-
-
-def _residual(op: ops.Residual, b: Builder) -> Layer:
-    body = lower_sequence(op.body, b)
-    shortcut = lower_sequence(op.shortcut, b)
-    return lambda p, x, run: body(p, x, run) + shortcut(p, x, run)
-
-
-LOWERINGS: dict[type, Callable[[Any, Builder], Layer]] = {
-    ops.Conv2D: _conv2d,  # lax.conv_general_dilated, NHWC x HWIO
-    ops.MaxPool2D: _maxpool2d,  # lax.reduce_window(max), -inf padding
-    ops.ReLU: _relu,  # jnp.maximum
-    ops.Dropout: _dropout,  # jax.random.bernoulli, key folded per site
-    ops.Flatten: _flatten,  # reshape (dense rows permuted at set_params)
-    ops.Dense: _dense,  # jnp.dot
-    ops.BatchNorm: _batchnorm,  # inference-mode affine
-    ops.GlobalAvgPool: _global_avgpool,  # jnp.mean over H, W
-    ops.Embedding: _embedding,  # jnp.take, time-major out
-    ops.GRU: _gru,  # lax.scan over time, reset_after
-    ops.Residual: _residual,  # body + shortcut
-}
-
-
-def lower_sequence(nodes: tuple, b: Builder) -> Layer:
-    """Lower ``nodes`` in order into one ``Layer``; an empty sequence is the identity."""
-    layers = []
-    for node in nodes:
-        lower = LOWERINGS.get(type(node))
-        if lower is None:
-            raise unsupported(b.backend, node)
-        layers.append(lower(node, b))
-
-    def sequence(p: Params, x: Any, run: Run) -> Any:
+    def sequence_layer(p: Params, x: Any, run: Run) -> Any:
         for layer in layers:
             x = layer(p, x, run)
         return x
 
-    return sequence
+    return sequence_layer
+
+
+def residual(body: Layer, shortcut: Layer, site: Site, ctx: Ctx) -> Layer:
+    """``body(x) + shortcut(x)``."""
+    return lambda p, x, run: body(p, x, run) + shortcut(p, x, run)
+
+
+TABLE: LoweringTable[Layer] = LoweringTable(
+    backend=NAME,
+    entries={
+        ops.Conv2D: conv2d,  # lax.conv_general_dilated, NHWC x HWIO
+        ops.MaxPool2D: maxpool2d,  # lax.reduce_window(max), -inf padding
+        ops.ReLU: relu,  # jnp.where(x > 0, x, 0)
+        ops.Dropout: dropout,  # jax.random.bernoulli, key folded per site, runtime on/off
+        ops.Flatten: flatten,  # reshape (dense rows permuted at set_params)
+        ops.Dense: dense,  # jnp.dot
+        ops.BatchNorm: batchnorm,  # inference-mode affine
+        ops.GlobalAvgPool: global_avgpool,  # jnp.mean over H, W
+        ops.Embedding: embedding,  # jnp.take, time-major out
+        ops.GRU: gru,  # lax.scan over time, reset_after
+    },
+    sequence=sequence,
+    residual=residual,
+)
 
 
 def softmax_cross_entropy(logits: Any, labels: Any) -> Any:
     """Mean softmax cross-entropy of ``logits`` (N, K) against integer ``labels`` (N,)."""
     logp = jax.nn.log_softmax(logits, axis=-1)
     return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+
+
+#: the layout of images, on either device, for every graph (the choice depends on no workload):
+#: CPU: the CNN step in NCHW took 1.25x [1.17, 1.31] as long as in NHWC on this machine
+#: (``benchmarks/lowering_jax.py --choices``; XLA:CPU's convolutions are NHWC-native); CUDA:
+#: XLA's layout assignment picks the physical layout cuDNN wants whatever the logical one
+#: (written, not run: no GPU here). ``build(..., layout="NCHW")`` overrides it for benchmarks.
+IMAGE_LAYOUT = "NHWC"
+
+
+def apply_op(op: object, x: np.ndarray, runtime: Runtime, training: bool) -> np.ndarray:
+    """One parameter-free op on a canonical NumPy batch, through ``TABLE`` (dropout keys from
+    ``runtime.seed``)."""
+    layout = IMAGE_LAYOUT
+    with precision_scope(runtime.dtype):
+        ctx = Ctx(layout, jnp.dtype(runtime.dtype))
+        layer = lower_op(TABLE, op, tuple(x.shape[1:]), ctx)
+        xa = np.asarray(x, dtype=runtime.dtype)
+        xn = weights.image_to_native(xa, layout) if xa.ndim == 4 else xa
+        run = Run(training, jax.random.key(runtime.seed), jnp.asarray(True))
+        y = np.asarray(layer({}, jax.device_put(xn, jax_device(runtime.device)), run))
+    if isinstance(op, ops.Flatten) and xa.ndim == 4:
+        return weights.flat_to_canonical(y, xa.shape[1:], layout)
+    return weights.image_to_canonical(y, layout) if y.ndim == 4 else y

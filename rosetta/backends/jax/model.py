@@ -2,11 +2,16 @@
 
 Three programs, each traced and compiled by XLA once per batch shape and kept:
 
-- ``train``: forward (dropout on, key = ``fold_in(seed key, step)``), softmax cross-entropy,
+- ``train``: forward (dropout keys ``fold_in(key(seed), step)``), softmax cross-entropy,
   ``jax.value_and_grad``, the optax update; the trainable parameters, the optimiser state and
-  the step counter are *donated* (XLA updates them in place instead of allocating new buffers);
-- ``steps``: the same program with dropout off (``deterministic_steps`` of the gate);
-- ``grads``: loss and gradients, no update; ``predict``: the evaluation-mode forward.
+  the step counter are *donated* (XLA updates them in place instead of allocating new buffers).
+  The step counter is the position in the dropout stream: like the reference's generator it
+  runs on across ``set_params`` (which restarts the optimiser, not the random stream).
+  Dropout is a runtime argument of it, a boolean array (``set_dropout``): the gate's k steps
+  (the base class's ``deterministic_steps``) run this very executable with it off, so what is
+  checked is what is timed, and toggling compiles nothing;
+- ``grads``: loss and gradients, no update (``loss_and_grads``); ``predict``: the
+  evaluation-mode forward.
 
 Compilation is explicit (``jit(...).lower(...).compile()``, ahead of the first call with a new
 batch shape) and timed: ``compile_log`` holds every compilation with its seconds, so the cold
@@ -26,13 +31,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from rosetta.backends import driver
 from rosetta.backends.base import Batch, Model, Params
 from rosetta.backends.jax import loader as loader_mod
-from rosetta.backends.jax import lowering
-from rosetta.backends.jax.layout import ParamLayout, image_to_canonical, image_to_native
+from rosetta.backends.jax import lowering, runtime
 from rosetta.backends.jax.optim import make_optimizer
-from rosetta.backends.jax.runtime import Settings, jax_device, precision_scope
+from rosetta.backends.jax.runtime import jax_device, precision_scope
+from rosetta.backends.jax.weights import ParamLayout, image_to_canonical, image_to_native
 from rosetta.errors import BackendError
+from rosetta.runtime import Runtime
 from rosetta.spec import ops
 from rosetta.spec.graph import walk
 from rosetta.spec.weights import check_weights
@@ -59,68 +66,76 @@ class JaxModel(Model):
         self,
         workload: Workload,
         params: Params,
+        runtime: Runtime,
         *,
-        dtype: str,
-        device: str,
-        seed: int,
         layout: str,
-        settings: Settings,
-        conv_weight_grad: str = "auto",
-        gru_unroll: int = lowering.GRU_UNROLL,
+        conv_weight_grad: str,
+        gru_unroll: int,
     ) -> None:
-        if dtype not in ("float32", "float64"):
-            raise BackendError(f"backend 'jax' supports float32 and float64, not {dtype!r}")
+        if runtime.dtype not in ("float32", "float64"):
+            raise BackendError(f"backend 'jax' supports float32 and float64, not {runtime.dtype!r}")
         self.workload = workload
-        self.dtype = dtype
-        self.device = device
+        self.runtime = runtime
         self.layout = layout
-        self.settings = settings
         self.compile_log: list[tuple[str, float]] = []  # (program and batch shapes, seconds)
-        self._jdev = jax_device(device)
-        self._jdtype = jnp.dtype(dtype)
-        self._builder = lowering.Builder(
+        self.trace_log: list[str] = []  # one entry per trace of a program (jax re-ran Python)
+        self.calls: dict[str, int] = {}  # executions per program
+        self._jdev = jax_device(runtime.device)
+        self._jdtype = jnp.dtype(runtime.dtype)
+        self._ctx = lowering.Ctx(
             layout,
             self._jdtype,
+            precision=None if runtime.tf32 else jax.lax.Precision.HIGHEST,
             platform=self._jdev.platform,
             conv_weight_grad=conv_weight_grad,
             gru_unroll=gru_unroll,
         )
-        self._forward = lowering.lower_sequence(workload.graph, self._builder)
+        self._forward = driver.lower(
+            lowering.TABLE, workload.graph, workload.input.shape, self._ctx
+        )
         self._playout = ParamLayout.for_workload(workload, layout)
         self._trainable = [p.name for p in workload.param_specs if p.trainable]
         self._buffer_names = [p.name for p in workload.param_specs if not p.trainable]
         self._tx, self._opt_desc = make_optimizer(workload)
         self._cache: dict[tuple, Any] = {}
         self._jits = self._make_jits()
-        with precision_scope(dtype):
-            self._key = jax.device_put(jax.random.key(seed), self._jdev)
+        with precision_scope(runtime.dtype):
+            self._key = jax.device_put(jax.random.key(runtime.seed), self._jdev)
+            # the two values of train's dropout argument, made once (same shape, dtype, device)
+            self._dropout_flags = {
+                on: jax.device_put(np.bool_(on), self._jdev) for on in (True, False)
+            }
+            self._step = jax.device_put(np.int32(0), self._jdev)  # dropout stream position
+        self._dropout = self._dropout_flags[True]
         self._last: Any = None  # outputs of the last dispatched program (what sync waits on)
         self.set_params(params)
 
     # -- the programs ------------------------------------------------------------------------
     def _make_jits(self) -> dict[str, Any]:
-        forward, tx = self._forward, self._tx
+        forward, tx, traced = self._forward, self._tx, self.trace_log
 
         def loss_fn(tp, buffers, x, y, run):
             logits = forward({**tp, **buffers}, x, run)
             return lowering.softmax_cross_entropy(logits, y)
 
-        def update(tp, opt_state, step, buffers, key, x, y, *, training):
-            run = lowering.Run(training, jax.random.fold_in(key, step) if training else None)
+        def train(tp, opt_state, step, buffers, key, dropout, x, y):
+            traced.append("train")  # Python runs only while jax traces
+            run = lowering.Run(True, jax.random.fold_in(key, step), dropout)
             loss, grads = jax.value_and_grad(loss_fn)(tp, buffers, x, y, run)
             updates, opt_state = tx.update(grads, opt_state, tp)
             return optax.apply_updates(tp, updates), opt_state, step + 1, loss
 
         def grads(tp, buffers, x, y):
+            traced.append("grads")
             return jax.value_and_grad(loss_fn)(tp, buffers, x, y, lowering.Run(False))
 
         def predict(tp, buffers, x):
+            traced.append("predict")
             return forward({**tp, **buffers}, x, lowering.Run(False))
 
         donate = (0, 1, 2)  # trainable parameters, optimiser state, step counter
         return {
-            "train": jax.jit(functools.partial(update, training=True), donate_argnums=donate),
-            "steps": jax.jit(functools.partial(update, training=False), donate_argnums=donate),
+            "train": jax.jit(train, donate_argnums=donate),
             "grads": jax.jit(grads),
             "predict": jax.jit(predict),
         }
@@ -135,6 +150,7 @@ class JaxModel(Model):
             self.compile_log.append((f"{name}{[s for s, _ in sig[1:]]}", time.perf_counter() - t0))
             self._cache[sig] = exe
         out = exe(*args)
+        self.calls[name] = self.calls.get(name, 0) + 1
         self._last = out
         return out
 
@@ -160,10 +176,15 @@ class JaxModel(Model):
         self._require_train()
         x, y = batch
         self._tp, self._opt_state, self._step, loss = self._run(
-            "train", self._tp, self._opt_state, self._step, self._buffers, self._key, x, y,
-            batch_args=2,
+            "train", self._tp, self._opt_state, self._step, self._buffers, self._key,
+            self._dropout, x, y, batch_args=2,
         )  # fmt: skip
         return loss
+
+    def set_dropout(self, enabled: bool) -> None:
+        """Pick the value of ``train``'s dropout argument: the same executable runs either way
+        (with it off every mask is ones and the scale 1, so each layer passes ``x`` unchanged)."""
+        self._dropout = self._dropout_flags[bool(enabled)]
 
     @_scoped
     def predict(self, batch: Batch) -> Any:
@@ -189,7 +210,6 @@ class JaxModel(Model):
         self._tp = {n: put(n) for n in self._trainable}
         self._buffers = {n: put(n) for n in self._buffer_names}
         self._opt_state = jax.device_put(self._tx.init(self._tp), self._jdev)
-        self._step = jax.device_put(np.int32(0), self._jdev)
         self._last = self._tp
 
     @_scoped
@@ -202,7 +222,7 @@ class JaxModel(Model):
             loader_mod.host_batches(
                 x, y, np.arange(len(x)), len(x), dtype=self.dtype, layout=self.layout
             )
-        )
+        )  # the gate's batch, whole
         return jax.device_put(xb, self._jdev), jax.device_put(yb, self._jdev)
 
     @_scoped
@@ -211,17 +231,6 @@ class JaxModel(Model):
         xb, yb = self._native_xy(x, y)
         loss, grads = self._run("grads", self._tp, self._buffers, xb, yb, batch_args=2)
         return float(loss), {n: self._playout.canonical(n, np.asarray(g)) for n, g in grads.items()}
-
-    @_scoped
-    def deterministic_steps(self, x: np.ndarray, y: np.ndarray, k: int) -> Params:
-        self._require_train()
-        xb, yb = self._native_xy(x, y)
-        for _ in range(k):
-            self._tp, self._opt_state, self._step, _ = self._run(
-                "steps", self._tp, self._opt_state, self._step, self._buffers, self._key, xb, yb,
-                batch_args=2,
-            )  # fmt: skip
-        return self.get_params()
 
     @_scoped
     def batch_to_numpy(self, batch: Batch) -> tuple[np.ndarray, ...]:
@@ -236,17 +245,16 @@ class JaxModel(Model):
     # -- what ran ------------------------------------------------------------------------------
     def manifest(self) -> dict:
         image = len(self.workload.input.shape) == 3
-        s = self.settings
+        s = runtime.settings()
+        matmul = "TF32 allowed (jax_default_matmul_precision)" if self.runtime.tf32 else "HIGHEST"
         return {
-            "backend": self.backend,
+            **self.runtime_manifest(),
             "device": f"{self.device} ({self._jdev.device_kind})",
-            "dtype": self.dtype,
             "layout": self.layout if image else "NT ids -> TNC (time-major lax.scan)",
-            "threads": s.threads,
             "compile": "jax.jit (XLA), AOT lower().compile() per batch shape, donated state",
             "autotune": "n/a" if self.device == "cpu" else "XLA GPU autotuning (default on)",
             "fused_rnn": (
-                f"no: lax.scan over time (unroll={self._builder.gru_unroll}), one matmul per gate "
+                f"no: lax.scan over time (unroll={self._ctx.gru_unroll}), one matmul per gate "
                 "and side per step; XLA has no fused GRU kernel"
                 if not image
                 else "n/a"
@@ -256,11 +264,16 @@ class JaxModel(Model):
                 " batches ahead"
             ),
             "optimizer": self._opt_desc,
+            "gated_program": (
+                "the donated 'train' executable train_step calls (jit(train).lower().compile(), "
+                "one per batch shape), dropout switched off through its boolean dropout "
+                "argument (masks of ones, scale 1); toggling compiles nothing"
+            ),
+            "matmul_precision": f"{self.dtype}, dot/conv precision {matmul}",
             "conv_weight_grad": self._conv_grad_note(),
             "xla_flags": s.xla_flags,
             "jax_platforms": s.platforms,
             "threads_pinned": s.pinned,
-            "precision": f"{self.dtype}, dot/conv precision HIGHEST (no TF32)",
             "dropout_rng": "jax.random.bernoulli, key fold_in(key(seed), step) per site",
             "x64_scope": "jax.enable_x64 entered per call" if self.dtype == "float64" else "off",
             "compile_s": {name: round(sec, 4) for name, sec in self.compile_log},
@@ -273,7 +286,7 @@ class JaxModel(Model):
         convs = [n for n in convs if isinstance(n, ops.Conv2D)]
         if not convs or self.workload.task != "train":
             return "n/a"
-        if self._builder.use_gemm_weight_grad(convs[0]):
+        if self._ctx.use_gemm_weight_grad(convs[0]):
             return (
                 "per-tap GEMMs (custom_vjp): XLA's kernel-gradient convolution made the CNN step "
                 "1.19x [1.14, 1.27] as long (benchmarks/lowering_jax.py --choices)"
@@ -318,3 +331,36 @@ def _count_primitives(jaxpr: Any, counts: dict[str, int]) -> None:
             inner = getattr(value, "jaxpr", value)  # a ClosedJaxpr holds its Jaxpr
             if hasattr(inner, "eqns"):
                 _count_primitives(inner, counts)
+
+
+def build(
+    workload: Workload,
+    params: Params,
+    runtime: Runtime,
+    *,
+    layout: str | None = None,
+    conv_weight_grad: str = "auto",
+    gru_unroll: int = lowering.GRU_UNROLL,
+) -> JaxModel:
+    """Lower ``workload`` to jitted JAX programs holding ``params`` (canonical names) under the
+    resolved ``runtime``.
+
+    The options override the measured defaults, for the benchmarks that measure them (the runner
+    passes none): ``layout`` of images (``"NHWC"``/``"NCHW"``, default ``IMAGE_LAYOUT``),
+    ``conv_weight_grad`` (``"auto"``/``"xla"``/``"gemm"``) and ``gru_unroll``."""
+    layout = layout or lowering.IMAGE_LAYOUT
+    for name, value, valid in (
+        ("layout", layout, ("NHWC", "NCHW")),
+        ("conv_weight_grad", conv_weight_grad, ("auto", "xla", "gemm")),
+    ):
+        if value not in valid:
+            raise BackendError(f"backend 'jax': {name}={value!r}; valid: {', '.join(valid)}")
+    with precision_scope(runtime.dtype):
+        return JaxModel(
+            workload,
+            params,
+            runtime,
+            layout=layout,
+            conv_weight_grad=conv_weight_grad,
+            gru_unroll=int(gru_unroll),
+        )

@@ -1,51 +1,43 @@
-"""The JAX process settings: XLA flags, platforms, CPU threads, the float64 scope, devices.
+"""The JAX process settings: platforms, CPU threads, TF32, the float64 scope, devices.
 
-JAX reads ``XLA_FLAGS`` and ``JAX_PLATFORMS`` once, when its backends are first initialised (the
-first array or ``jax.devices()`` call after ``import jax``). ``configure()`` therefore runs when
-``rosetta.backends.jax`` is imported, before that package imports ``jax``:
+JAX reads ``JAX_PLATFORMS`` and ``XLA_FLAGS`` once, when it starts its clients (the first array
+or ``jax.devices()`` call after ``import jax``), and XLA:CPU sizes its intra-op thread pool then,
+from the CPU cores the starting thread may run on. So:
 
-- ``JAX_PLATFORMS``: left alone when the user set it; otherwise ``"cpu"``, or ``"cuda,cpu"`` when
-  a CUDA plugin for jaxlib is installed (so ``--device cuda`` can find the GPU and a CPU-only
-  machine never probes for one).
-- CPU threads (``$ROSETTA_THREADS``, the runner's single setting): XLA:CPU has no thread-count
-  flag; its intra-op pool is sized from the CPU cores the process may run on. So ``n`` threads
-  below the core count pin the process to ``n`` cores (``os.sched_setaffinity``), and ``n = 1``
-  also turns off Eigen's multi-threading (``--xla_cpu_multi_thread_eigen=false``). The runner runs
-  one cell per process, so the pinning touches nothing else it measures.
-- If ``jax`` was imported (and initialised) before this module, the flags come too late: the
-  thread setting and the platforms then cannot take effect. ``configure()`` notices it and
-  ``SETTINGS.note`` says so; the manifest carries that note, so a record never claims a setting
-  that did not apply. (Tests that import several backends in one process do not set threads.)
+- ``JAX_PLATFORMS`` is set when this module is imported (before it imports jax): left alone when
+  the user set it; otherwise ``"cpu"``, or ``"cuda,cpu"`` when a CUDA plugin for jaxlib is
+  installed (so ``--device cuda`` can find the GPU and a CPU-only machine never probes for one).
+- ``set_threads(n)``: XLA:CPU has no thread-count flag. ``n`` threads pin *every thread of the
+  process* to the first ``n`` of the cores it started with (``os.sched_setaffinity`` per task in
+  ``/proc/self/task``; a thread inherits its creator's mask). ``configure`` calls it before
+  anything starts a JAX client, so XLA's pool is sized to ``n`` when it is made; should a client
+  already run (several models in one test process), its pool threads are pinned too, so ``n``
+  cores is still what is in effect. ``n = 1`` also turns off Eigen's multi-threading
+  (``--xla_cpu_multi_thread_eigen=false``), which only a client started afterwards reads
+  (``settings().note`` says when that was too late). What is returned is read back: the largest
+  affinity mask among the process's threads.
+- ``set_tf32(enabled, device)``: ``jax_default_matmul_precision`` is ``"highest"`` (float32
+  means float32) unless TF32 is asked for on CUDA (``"tensorfloat32"``); read back from
+  ``jax.config``. The lowering passes the matching ``precision`` to every dot and convolution.
 
 float64 needs ``jax_enable_x64``, a process-wide flag. It is contained with ``jax.enable_x64``,
 JAX's thread-local context: a float64 model enters it around every call that makes or runs JAX
-arrays (``precision_scope``), and a float32 model names ``float32`` on every array it makes, so
-the flag's value never changes a float32 model's arrays or results.
+arrays (``precision_scope``), and a float32 model names ``float32`` on every array it makes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import importlib.util
 import os
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from rosetta.backends.base import threads_setting
+from rosetta.errors import BackendError
 
 CUDA_PLUGINS = ("jax_cuda13_plugin", "jax_cuda12_plugin", "jax_plugins.xla_cuda12")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What ``configure()`` decided, for the manifest."""
-
-    xla_flags: str  # XLA_FLAGS as jax will read it
-    platforms: str  # JAX_PLATFORMS as jax will read it
-    threads: int  # CPU cores XLA's intra-op pool may use
-    pinned: bool  # whether the process was pinned to ``threads`` cores
-    note: str = ""  # why a setting could not take effect ('' when all did)
+EIGEN_OFF = "--xla_cpu_multi_thread_eigen=false"
 
 
 def _has_cuda_plugin() -> bool:
@@ -58,28 +50,110 @@ def _has_cuda_plugin() -> bool:
     return False
 
 
-def configure() -> Settings:
-    """Set ``XLA_FLAGS``/``JAX_PLATFORMS`` and the CPU threads before jax initialises."""
-    note = ""
-    late = "jax" in sys.modules
-    if late:
-        note = "jax was imported before rosetta.backends.jax: XLA flags and threads may not apply"
-    platforms = os.environ.get("JAX_PLATFORMS", "")
-    if not platforms:
-        platforms = "cuda,cpu" if _has_cuda_plugin() else "cpu"
-        os.environ["JAX_PLATFORMS"] = platforms
+if not os.environ.get("JAX_PLATFORMS"):  # before jax is imported anywhere through this package
+    os.environ["JAX_PLATFORMS"] = "cuda,cpu" if _has_cuda_plugin() else "cpu"
+#: the cores this process started with: ``set_threads`` takes its first ``n`` (and can widen back)
+START_CORES: tuple[int, ...] = (
+    tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else ()
+)
+
+import jax  # noqa: E402  (after JAX_PLATFORMS)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The process facts the manifest reports besides the ``Runtime``."""
+
+    xla_flags: str  # XLA_FLAGS as jax read (or will read) them
+    platforms: str  # JAX_PLATFORMS
+    pinned: bool  # whether the process is pinned to fewer cores than it started with
+    note: str  # why a setting could not take effect ('' when all did)
+
+
+_notes: list[str] = []
+
+
+def available() -> tuple[bool, str]:
+    """Whether jax imports (it did, for this module to load); no client is started here, so
+    ``set_threads`` still comes first."""
+    return True, ""
+
+
+def versions() -> dict[str, str]:
+    """jax, jaxlib, flax and optax versions (flax is used by the hand-written benchmarks)."""
+    out = {}
+    for dist in ("jax", "jaxlib", "flax", "optax"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def clients_started() -> bool:
+    """Whether JAX has started its clients (and so sized XLA:CPU's pool) in this process."""
+    from jax._src import xla_bridge
+
+    probe = getattr(xla_bridge, "backends_are_initialized", None)
+    return bool(probe()) if probe else bool(getattr(xla_bridge, "_backends", {}))
+
+
+def _thread_ids() -> list[int]:
+    try:
+        return [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:  # not Linux: the calling thread only
+        return [0]
+
+
+def threads_in_effect() -> int:
+    """The CPU cores the process's threads may run on: the largest affinity mask among them."""
+    if not START_CORES:
+        return os.cpu_count() or 1
+    sizes = []
+    for tid in _thread_ids():
+        try:
+            sizes.append(len(os.sched_getaffinity(tid)))
+        except OSError:  # the thread ended meanwhile
+            continue
+    return max(sizes, default=len(os.sched_getaffinity(0)))
+
+
+def set_threads(n: int) -> int:
+    """Pin every thread of the process to the first ``n`` starting cores (all of them when ``n``
+    is at least their number); returns the cores in effect, read back (see the module doc)."""
+    if START_CORES:
+        cores = START_CORES[: max(1, n)]
+        for tid in _thread_ids():
+            try:
+                os.sched_setaffinity(tid, cores)
+            except OSError:  # the thread ended meanwhile
+                continue
     flags = os.environ.get("XLA_FLAGS", "").split()
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    n = threads_setting()
-    pinned = False
-    if n is not None and cores and n < len(cores):
-        os.sched_setaffinity(0, cores[:n])
-        pinned = True
     if n == 1 and not any(f.startswith("--xla_cpu_multi_thread_eigen") for f in flags):
-        flags.append("--xla_cpu_multi_thread_eigen=false")
-    os.environ["XLA_FLAGS"] = " ".join(flags)
-    used = n if pinned else len(cores) or (os.cpu_count() or 1)
-    return Settings(os.environ["XLA_FLAGS"], platforms, used, pinned, note)
+        if clients_started():
+            _notes.append(f"{EIGEN_OFF} not applied: JAX's CPU client had started")
+        else:
+            os.environ["XLA_FLAGS"] = " ".join([*flags, EIGEN_OFF])
+    return threads_in_effect()
+
+
+def set_tf32(enabled: bool, device: str) -> bool:
+    """Default matmul precision ``tensorfloat32`` when ``enabled`` on CUDA (written, not run:
+    no GPU here), ``highest`` otherwise; returns whether TF32 is in effect, read back."""
+    want = "tensorfloat32" if enabled and device == "cuda" else "highest"
+    jax.config.update("jax_default_matmul_precision", want)
+    return jax.config.jax_default_matmul_precision == "tensorfloat32"
+
+
+def settings() -> Settings:
+    """XLA flags, platforms, pinning and notes, for the manifest."""
+    pinned = bool(START_CORES) and threads_in_effect() < len(START_CORES)
+    return Settings(
+        os.environ.get("XLA_FLAGS", ""),
+        os.environ.get("JAX_PLATFORMS", ""),
+        pinned,
+        "; ".join(dict.fromkeys(_notes)),
+    )
 
 
 @contextlib.contextmanager
@@ -88,35 +162,25 @@ def precision_scope(dtype: str) -> Iterator[None]:
     if dtype != "float64":
         yield
         return
-    import jax
-
     with jax.enable_x64(True):
         yield
 
 
 def cuda_available() -> bool:
     """Whether jax sees a CUDA GPU (False on a CPU-only jaxlib, without raising)."""
-    import jax
-
     try:
         return len(jax.devices("cuda")) > 0
     except RuntimeError:
         return False
 
 
-def jax_device(device: str):
-    """The ``jax.Device`` for ``"cpu"`` or ``"cuda"``, or a ``BackendError`` saying why not."""
-    import jax
-
-    from rosetta.errors import BackendError
-
+def jax_device(device: str) -> jax.Device:
+    """The ``jax.Device`` for a resolved ``"cpu"`` or ``"cuda"``."""
     if device == "cpu":
         return jax.devices("cpu")[0]
-    if device == "cuda":
-        if not cuda_available():
-            raise BackendError(
-                "backend 'jax': device 'cuda' asked for, but jax sees no CUDA GPU (install "
-                f"'jax[cuda12]' and check JAX_PLATFORMS={os.environ.get('JAX_PLATFORMS', '')!r})"
-            )
+    if device == "cuda" and cuda_available():  # written, not run: no GPU here
         return jax.devices("cuda")[0]
-    raise BackendError(f"backend 'jax' runs on 'cpu' or 'cuda', not {device!r}")
+    raise BackendError(
+        f"backend 'jax': device {device!r} is not usable here (jax sees no CUDA GPU; "
+        f"JAX_PLATFORMS={os.environ.get('JAX_PLATFORMS', '')!r}); use --device cpu"
+    )

@@ -42,6 +42,8 @@ class TFLoader:
                 xb = tf.cast(xb, self.image_dtype)
                 if self.channels_last:
                     xb = tf.transpose(xb, (0, 2, 3, 1))  # (N, C, H, W) -> (N, H, W, C)
+            else:
+                xb = tf.cast(xb, tf.int32)  # token ids, as the model's input signature says
             return (xb,) if ys is None else (xb, tf.gather(ys, idx))
 
         with tf.device("/CPU:0"):

@@ -1,10 +1,12 @@
-"""The Rosetta of Keras: one function per spec op, building the native Keras layer(s).
+"""The Rosetta of Keras: one small function per spec op, building its Keras layer(s).
 
-``LOWERINGS`` maps each op class of ``rosetta.spec.ops`` to ``lower(op, x, in_shape, ctx) -> y``:
-it creates the Keras layer(s), applies them to ``x`` (a symbolic ``KerasTensor`` while a
-``keras.Model`` is built, an eager tensor in ``run_op``) and registers the layer's weights under
-their canonical names (``ctx.bind``). ``in_shape`` is the op's input in the *canonical* per-sample
-layout ``(C, H, W)``; the tensors themselves are in ``ctx.data_format``.
+``TABLE`` is the backend's lowering (``rosetta.backends.driver``): each entry turns an op into a
+*layer*, here a function of Keras tensors made of Keras layers (most ops one layer, some a
+padding layer and the layer), and registers the weights under their canonical names
+(``ctx.bind``; the variables are found once the layer is built). The driver walks the graph;
+``model.py`` applies the result to a ``keras.Input`` and gets a functional ``keras.Model``;
+``apply_op`` applies one op to an eager tensor. ``site.in_shape`` is the op's input in the
+*canonical* per-sample layout ``(C, H, W)``; the tensors themselves are in ``ctx.data_format``.
 
 Padding: the spec's padding is explicit numbers. Where TensorFlow's ``"same"`` would pad exactly
 those numbers (stride 1, odd kernel: every 3x3 conv of the CNN) the op uses ``padding="same"``,
@@ -13,39 +15,50 @@ as long, interleaved, 12 rounds, load 15). Elsewhere (ResNet's stride-2 convs an
 "same" would pad bottom/right only) an explicit ``ZeroPadding2D`` precedes a ``"valid"`` conv,
 and max-pooling pads with -inf (``NegInfPadding2D``): padded cells are never selected, as the
 spec says.
+
+Dropout is Keras' own (same rate, seed generator, mask and scaling) with its output selected by
+``ctx.dropout_on``, a boolean ``tf.Variable`` read *inside* the trace: ``Model.set_dropout``
+flips it, and the timed ``tf.function`` runs on without retracing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import keras
+import numpy as np
+import tensorflow as tf
 from keras import layers
 
-from rosetta.backends.base import unsupported
-from rosetta.backends.tensorflow import convert
-from rosetta.backends.tensorflow.convert import Binding
+from rosetta.backends.driver import LoweringTable, Site, lower_op
+from rosetta.backends.tensorflow import runtime as tf_runtime
+from rosetta.backends.tensorflow import weights
+from rosetta.backends.tensorflow.weights import Binding
 from rosetta.errors import BackendError
+from rosetta.runtime import Runtime
 from rosetta.spec import ops
 
 NAME = "tensorflow"
+Layer = Callable[[Any], Any]  # Keras tensor -> Keras tensor, through Keras layers
 
 
 @dataclass
 class Ctx:
-    """What a lowering needs besides its input: dtype, layout, dropout seed, the weight bindings."""
+    """What the entries need besides the op: dtype, layout, seeds, the dropout gate, bindings."""
 
     dtype: str
     data_format: str  # "channels_last" (NHWC) | "channels_first" (NCHW)
+    dropout_on: tf.Variable  # bool, read inside the trace (Model.set_dropout)
     seed: int = 0
-    training: bool | None = None  # None: decided at call time (keras.Model); bool: run_op
+    training: bool | None = None  # None: the keras.Model call decides; bool: apply_op
     bindings: list[Binding] = field(default_factory=list)
     flattened_from: tuple[int, int, int] | None = None  # (C, H, W) of a pending NHWC flatten
     layer_count: int = 0
 
-    def bind(self, names, variables, to_native, to_canonical) -> None:
-        self.bindings.append(Binding(tuple(names), tuple(variables), to_native, to_canonical))
+    def bind(self, names, find, to_native, to_canonical) -> None:
+        self.bindings.append(Binding(tuple(names), find, to_native, to_canonical))
 
     def next_seed(self) -> int:
         self.layer_count += 1
@@ -80,6 +93,20 @@ class InferenceBatchNorm(layers.BatchNormalization):
         return super().call(inputs, training=False, mask=mask)
 
 
+class GatedDropout(layers.Dropout):
+    """Keras' ``Dropout`` whose training-mode output is ``where(gate, dropout(x), x)``: the mask
+    is drawn either way (the random stream does not depend on the gate), and ``gate`` is a
+    ``tf.Variable``, so switching dropout off changes no trace."""
+
+    def __init__(self, rate: float, gate: tf.Variable, **kwargs):
+        super().__init__(rate, **kwargs)
+        self._gate = gate  # not a weight: Keras tracks only its own Variables
+
+    def call(self, inputs, training=False):
+        dropped = super().call(inputs, training=training)
+        return tf.where(self._gate, dropped, inputs) if training else dropped
+
+
 def same_is_exact(kernel, stride, padding, in_hw) -> bool:
     """Whether TensorFlow's ``padding="same"`` pads exactly ``padding`` (t, b, l, r)."""
     pads = []
@@ -90,24 +117,30 @@ def same_is_exact(kernel, stride, padding, in_hw) -> bool:
     return tuple(pads) == tuple(padding)
 
 
-def _spatial_padding(op, in_shape, ctx: Ctx, x, pad_layer) -> tuple[object, str]:
-    """``(x, keras_padding)``: "valid", "same" where exact, else an explicit padding layer."""
+def _padding(op, site: Site) -> tuple[tuple[int, int, int, int] | None, str]:
+    """``(explicit, keras_padding)``: "valid" or exact "same" (explicit None), else the spec's
+    ``(t, b, l, r)`` to pad with a layer of its own before a "valid" op."""
     if not any(op.padding):
-        return x, "valid"
-    if same_is_exact(op.kernel, op.stride, op.padding, in_shape[1:]):
-        return x, "same"
-    return pad_layer(op.padding)(x), "valid"
+        return None, "valid"
+    if same_is_exact(op.kernel, op.stride, op.padding, site.in_shape[1:]):
+        return None, "same"
+    return tuple(op.padding), "valid"
 
 
-# -- the table's functions -------------------------------------------------------------------
-def _conv2d(op: ops.Conv2D, x, in_shape, ctx: Ctx):
-    def zero_pad(p):
-        t, b, left, right = p
-        return layers.ZeroPadding2D(
-            ((t, b), (left, right)), data_format=ctx.data_format, dtype=ctx.dtype
-        )
+def _after(pad: layers.Layer, layer: layers.Layer) -> Layer:
+    """``layer`` preceded by the explicit padding layer ``pad``."""
+    return lambda x: layer(pad(x))
 
-    x, padding = _spatial_padding(op, in_shape, ctx, x, zero_pad)
+
+def _weights(op, layer) -> tuple[list[str], Callable[[], tuple]]:
+    """Canonical names and the variable finder of a kernel (+ bias) layer."""
+    names = [f"{op.name}.kernel"] + ([f"{op.name}.bias"] if op.bias else [])
+    return names, lambda: (layer.kernel, layer.bias) if op.bias else (layer.kernel,)
+
+
+# -- the table's entries: entry(op, site, ctx) -> layer ----------------------------------------
+def conv2d(op: ops.Conv2D, site: Site, ctx: Ctx) -> Layer:
+    explicit, padding = _padding(op, site)
     layer = layers.Conv2D(
         op.out_channels,
         op.kernel,
@@ -118,80 +151,77 @@ def _conv2d(op: ops.Conv2D, x, in_shape, ctx: Ctx):
         dtype=ctx.dtype,
         name=op.name,
     )
-    y = layer(x)
-    names = [f"{op.name}.kernel"] + ([f"{op.name}.bias"] if op.bias else [])
-    variables = [layer.kernel] + ([layer.bias] if op.bias else [])
-    ctx.bind(names, variables, convert.oihw_to_hwio, convert.hwio_to_oihw)
-    return y
+    ctx.bind(*_weights(op, layer), weights.oihw_to_hwio, weights.hwio_to_oihw)
+    if explicit is None:
+        return layer
+    t, b, left, right = explicit
+    return _after(
+        layers.ZeroPadding2D(((t, b), (left, right)), ctx.data_format, dtype=ctx.dtype), layer
+    )
 
 
-def _maxpool2d(op: ops.MaxPool2D, x, in_shape, ctx: Ctx):
-    def neg_inf_pad(p):
-        return NegInfPadding2D(p, ctx.data_format, dtype=ctx.dtype)
-
-    x, padding = _spatial_padding(op, in_shape, ctx, x, neg_inf_pad)
+def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: Ctx) -> Layer:
+    explicit, padding = _padding(op, site)
     pool = layers.MaxPooling2D(
         op.kernel, strides=op.stride, padding=padding, data_format=ctx.data_format, dtype=ctx.dtype
     )
-    return pool(x)
+    if explicit is None:
+        return pool
+    return _after(NegInfPadding2D(explicit, ctx.data_format, dtype=ctx.dtype), pool)
 
 
-def _relu(op: ops.ReLU, x, in_shape, ctx: Ctx):
-    return layers.ReLU(dtype=ctx.dtype)(x)
+def relu(op: ops.ReLU, site: Site, ctx: Ctx) -> Layer:
+    return layers.ReLU(dtype=ctx.dtype)
 
 
-def _dropout(op: ops.Dropout, x, in_shape, ctx: Ctx):
-    layer = layers.Dropout(op.rate, seed=ctx.next_seed(), dtype=ctx.dtype)
-    return layer(x) if ctx.training is None else layer(x, training=ctx.training)
+def dropout(op: ops.Dropout, site: Site, ctx: Ctx) -> Layer:
+    layer = GatedDropout(op.rate, ctx.dropout_on, seed=ctx.next_seed(), dtype=ctx.dtype)
+    return layer if ctx.training is None else lambda x: layer(x, training=ctx.training)
 
 
-def _flatten(op: ops.Flatten, x, in_shape, ctx: Ctx):
+def flatten(op: ops.Flatten, site: Site, ctx: Ctx) -> Layer:
     if op.order != "CHW":
         raise BackendError(f"backend {NAME!r}: flatten order {op.order!r} is not the spec's CHW")
-    if ctx.data_format == "channels_last" and len(in_shape) == 3:
-        ctx.flattened_from = tuple(in_shape)  # the next dense layer's rows are permuted
-    return layers.Flatten(dtype=ctx.dtype)(x)  # channels_first: already C, H, W order
+    if ctx.data_format == "channels_last" and len(site.in_shape) == 3:
+        ctx.flattened_from = tuple(site.in_shape)  # the next dense layer's rows are permuted
+    return layers.Flatten(dtype=ctx.dtype)  # channels_first: already C, H, W order
 
 
-def _dense(op: ops.Dense, x, in_shape, ctx: Ctx):
+def dense(op: ops.Dense, site: Site, ctx: Ctx) -> Layer:
     layer = layers.Dense(op.units, use_bias=op.bias, dtype=ctx.dtype, name=op.name)
-    y = layer(x)
-    names = [f"{op.name}.kernel"] + ([f"{op.name}.bias"] if op.bias else [])
-    variables = [layer.kernel] + ([layer.bias] if op.bias else [])
     if ctx.flattened_from is not None:
         chw, ctx.flattened_from = ctx.flattened_from, None
-        ctx.bind(names, variables, convert.chw_rows_to_hwc(chw), convert.hwc_rows_to_chw(chw))
+        convert = weights.chw_rows_to_hwc(chw), weights.hwc_rows_to_chw(chw)
     else:
-        ctx.bind(names, variables, convert.identity, convert.identity)
-    return y
+        convert = weights.identity, weights.identity
+    ctx.bind(*_weights(op, layer), *convert)
+    return layer
 
 
-def _batchnorm(op: ops.BatchNorm, x, in_shape, ctx: Ctx):
+def batchnorm(op: ops.BatchNorm, site: Site, ctx: Ctx) -> Layer:
     if ctx.flattened_from is not None:
         raise BackendError(f"backend {NAME!r}: batchnorm after an NHWC flatten is not lowered")
-    axis = -1 if ctx.data_format == "channels_last" or len(in_shape) == 1 else 1
+    axis = -1 if ctx.data_format == "channels_last" or len(site.in_shape) == 1 else 1
     layer = InferenceBatchNorm(
         axis=axis, epsilon=op.eps, momentum=1.0 - op.momentum, dtype=ctx.dtype, name=op.name
     )
-    y = layer(x)
     names = [f"{op.name}.{r}" for r in ("gamma", "beta", "mean", "var")]
-    variables = [layer.gamma, layer.beta, layer.moving_mean, layer.moving_variance]
-    ctx.bind(names, variables, convert.identity, convert.identity)
-    return y
+    find = lambda: (layer.gamma, layer.beta, layer.moving_mean, layer.moving_variance)  # noqa: E731
+    ctx.bind(names, find, weights.identity, weights.identity)
+    return layer
 
 
-def _global_avgpool(op: ops.GlobalAvgPool, x, in_shape, ctx: Ctx):
-    return layers.GlobalAveragePooling2D(data_format=ctx.data_format, dtype=ctx.dtype)(x)
+def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Ctx) -> Layer:
+    return layers.GlobalAveragePooling2D(data_format=ctx.data_format, dtype=ctx.dtype)
 
 
-def _embedding(op: ops.Embedding, x, in_shape, ctx: Ctx):
+def embedding(op: ops.Embedding, site: Site, ctx: Ctx) -> Layer:
     layer = layers.Embedding(op.vocab, op.dim, dtype=ctx.dtype, name=op.name)
-    y = layer(x)
-    ctx.bind([f"{op.name}.table"], [layer.embeddings], convert.identity, convert.identity)
-    return y
+    ctx.bind([f"{op.name}.table"], lambda: (layer.embeddings,), weights.identity, weights.identity)
+    return layer  # (N, T) -> (N, T, E)
 
 
-def _gru(op: ops.GRU, x, in_shape, ctx: Ctx):
+def gru(op: ops.GRU, site: Site, ctx: Ctx) -> Layer:
     if (op.gate_order, op.reset_after) != (("z", "r", "h"), True):
         raise BackendError(f"backend {NAME!r}: GRU must be z, r, h with reset_after=True")
     if (op.initial_state, op.output) != ("zeros", "last"):
@@ -208,69 +238,65 @@ def _gru(op: ops.GRU, x, in_shape, ctx: Ctx):
         dtype=ctx.dtype,
         name=op.name,
     )
-    y = layer(x)
-    cell = layer.cell
     names = [
         f"{op.name}.{r}" for r in ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")
     ]
-    variables = [cell.kernel, cell.recurrent_kernel, cell.bias]
-    ctx.bind(names, variables, convert.gru_to_keras, convert.gru_from_keras)
-    return y
+    find = lambda: (layer.cell.kernel, layer.cell.recurrent_kernel, layer.cell.bias)  # noqa: E731
+    ctx.bind(names, find, weights.gru_to_keras, weights.gru_from_keras)
+    return layer  # (N, T, E) -> (N, H), the last step
 
 
-def _residual(op: ops.Residual, x, in_shape, ctx: Ctx):
-    main = lower_nodes(op.body, x, in_shape, ctx)
-    side = lower_nodes(op.shortcut, x, in_shape, ctx) if op.shortcut else x
-    return layers.Add(dtype=ctx.dtype)([main, side])
+def sequence(chain: list[Layer], site: Site, ctx: Ctx) -> Layer:
+    """The layers applied in order (an empty chain is the identity: a plain shortcut)."""
+
+    def sequence_layer(x):
+        for layer in chain:
+            x = layer(x)
+        return x
+
+    return sequence_layer
 
 
-#: the Rosetta of Keras: spec op -> the function that builds its Keras layer(s)
-LOWERINGS: dict[type, Callable] = {
-    ops.Conv2D: _conv2d,  # [ZeroPadding2D] + Conv2D (kernel OIHW -> HWIO)
-    ops.MaxPool2D: _maxpool2d,  # [NegInfPadding2D] + MaxPooling2D
-    ops.ReLU: _relu,  # ReLU
-    ops.Dropout: _dropout,  # Dropout (inverted; off when training=False)
-    ops.Flatten: _flatten,  # Flatten (NHWC: the next Dense's rows permuted to C, H, W)
-    ops.Dense: _dense,  # Dense (kernel IO)
-    ops.BatchNorm: _batchnorm,  # BatchNormalization, always with the moving statistics
-    ops.GlobalAvgPool: _global_avgpool,  # GlobalAveragePooling2D
-    ops.Embedding: _embedding,  # Embedding
-    ops.GRU: _gru,  # GRU(reset_after=True): kernel z|r|h as the spec, bias (2, 3H)
-    ops.Residual: _residual,  # body + shortcut -> Add
-}
+def residual(body: Layer, shortcut: Layer, site: Site, ctx: Ctx) -> Layer:
+    """``body(x) + shortcut(x)`` through a Keras ``Add``."""
+    add = layers.Add(dtype=ctx.dtype)
+    return lambda x: add([body(x), shortcut(x)])
 
 
-def lower_nodes(nodes, x, in_shape, ctx: Ctx):
-    """Apply the lowering of each node of ``nodes`` in turn; returns the output tensor."""
-    shape = tuple(in_shape)
-    for node in nodes:
-        lower = LOWERINGS.get(type(node))
-        if lower is None:
-            raise unsupported(NAME, node)
-        x = lower(node, x, shape, ctx)
-        shape = node.out_shape(shape)
-    return x
+TABLE: LoweringTable[Layer] = LoweringTable(
+    backend=NAME,
+    entries={
+        ops.Conv2D: conv2d,  # [ZeroPadding2D] + Conv2D (kernel OIHW -> HWIO)
+        ops.MaxPool2D: maxpool2d,  # [NegInfPadding2D] + MaxPooling2D
+        ops.ReLU: relu,  # ReLU
+        ops.Dropout: dropout,  # Dropout (inverted), gated by a tf.Variable in training mode
+        ops.Flatten: flatten,  # Flatten (NHWC: the next Dense's rows permuted to C, H, W)
+        ops.Dense: dense,  # Dense (kernel IO)
+        ops.BatchNorm: batchnorm,  # BatchNormalization, always with the moving statistics
+        ops.GlobalAvgPool: global_avgpool,  # GlobalAveragePooling2D
+        ops.Embedding: embedding,  # Embedding
+        ops.GRU: gru,  # GRU(reset_after=True): kernel z|r|h as the spec, bias (2, 3H)
+    },
+    sequence=sequence,
+    residual=residual,
+)
 
 
-def check_lowerable(nodes) -> None:
-    """Raise ``unsupported`` for the first op (residuals opened) without a lowering."""
-    for node in nodes:
-        if type(node) not in LOWERINGS:
-            raise unsupported(NAME, node)
-        if isinstance(node, ops.Residual):
-            check_lowerable(node.body)
-            check_lowerable(node.shortcut)
+def data_format_for(device: str, image: bool) -> str:
+    """The layout ``apply_op`` computes in: the model's default for ``device`` (see model.py)."""
+    return "channels_first" if device == "cuda" or not image else "channels_last"
 
 
-def build_keras_model(workload, dtype: str, data_format: str, seed: int):
-    """The workload as a functional ``keras.Model`` and its weight bindings (graph order)."""
-    check_lowerable(workload.graph)
-    ctx = Ctx(dtype=dtype, data_format=data_format, seed=seed)
-    shape = tuple(workload.input.shape)
-    if workload.input.dtype == "int32":
-        inputs = keras.Input(shape=shape, dtype="int32", name="tokens")  # (T,), batch-major
-    else:
-        native = shape if data_format == "channels_first" else (*shape[1:], shape[0])
-        inputs = keras.Input(shape=native, dtype=dtype, name="images")  # (H, W, C) or (C, H, W)
-    outputs = lower_nodes(workload.graph, inputs, shape, ctx)
-    return keras.Model(inputs, outputs, name=f"rosetta_{workload.name}"), ctx.bindings
+def apply_op(op: object, x: np.ndarray, runtime: Runtime, training: bool) -> np.ndarray:
+    """One parameter-free op on a canonical NumPy batch, in the device's layout (dropout seeded
+    from ``runtime.seed``)."""
+    x = np.asarray(x, dtype=runtime.dtype)
+    data_format = data_format_for(runtime.device, x.ndim == 4)
+    with tf.device(tf_runtime.tf_device(runtime.device)):
+        gate = tf.Variable(True, trainable=False)
+        ctx = Ctx(runtime.dtype, data_format, gate, seed=runtime.seed, training=training)
+        layer = lower_op(TABLE, op, tuple(x.shape[1:]), ctx)  # in_shape: canonical (C, H, W)
+        y = layer(tf.constant(weights.images_to_layout(x, data_format))).numpy()
+    if ctx.flattened_from is not None:
+        return weights.flat_hwc_to_chw(y, ctx.flattened_from)
+    return weights.images_to_canonical(y, data_format)

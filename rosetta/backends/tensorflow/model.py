@@ -1,25 +1,94 @@
 """``KerasModel``: a workload lowered to a ``keras.Model``, with both faces of the contract.
 
-The timed face is ``tf.function``-compiled (XLA where ``fastpath`` chose it): ``train_step`` runs
-forward, softmax cross-entropy, ``GradientTape`` and the optimiser in one graph and returns the
-loss tensor; ``predict`` calls the model with ``training=False``. The NumPy face converts at the
-bindings (``convert.py``) and runs the same compiled step with dropout off.
+The timed face is one ``tf.function`` (XLA where the fast path chose it): ``train_step`` runs
+forward in training mode, softmax cross-entropy, ``GradientTape`` and the optimiser in one graph
+and returns the loss tensor; ``predict`` calls the model with ``training=False``. Dropout in that
+trace is gated by a boolean ``tf.Variable`` (``lowering.GatedDropout``), so ``set_dropout`` and
+the base class's ``deterministic_steps`` run *the same trace* the timed loop runs, without
+retracing. The NumPy face converts at the bindings (``weights.py``).
+
+**Fast-path choices**, keyed by what the graph contains (never by workload name), measured with
+``python -m benchmarks lowering_tensorflow --xla --layout`` (interleaved, median ratio [95%
+interval], 5 rounds) on the 2-core development CPU, 2 threads, while shared (load average
+15-16); the manifest records which choice ran and why:
+
+- **Layout** of a graph with convolutions: ``channels_last`` (NHWC) on the CPU: the CNN's train
+  step in NHWC takes 0.75 [0.65, 0.83] of its time in NCHW (570 vs 756 ms; TensorFlow's CPU
+  kernels want NHWC). ``channels_first`` (NCHW) on a GPU, cuDNN's native layout (written, not
+  run). Token graphs are batch-major ``NTC``.
+- **XLA** (``jit_compile``), XLA/no-XLA steady ratio and cold first steps: the CNN (a graph of
+  convolutions) 4.51 [3.97, 5.83] (2.64 s vs 0.58 s; cold 15.0 s vs 2.1 s); ResNet-50 features
+  (convolutions) 1.18 [1.02, 1.43] (6.9 s vs 5.9 s; cold 19.4 s vs 9.7 s); the GRU network 0.29
+  [0.24, 1.22] (93 ms vs 318 ms; cold 8.8 s vs 2.8 s), its 150-step loop fuses. So: **on for a
+  graph with a GRU on the CPU, off for a graph without one** (oneDNN's convolutions win). On a
+  GPU a GRU runs cuDNN's fused kernel, which XLA cannot compile: off there.
+- **One trace for every batch size** (an ``input_signature`` with the batch dimension
+  unspecified), so the gate's smaller batch runs the very trace the timed loop runs. Its cost,
+  dynamic/static batch dimension, train step at batch 64, 2 threads, interleaved, *loaded
+  machine* (load ~10, to be re-measured alone): CNN 1.04, GRU (XLA) 1.14 and 1.07 in two runs.
+- **GRU**: Keras' cuDNN-eligible configuration (tanh, sigmoid, reset_after, bias, no unroll), so
+  the fused kernel runs wherever TensorFlow sees a GPU.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from rosetta.backends import driver
 from rosetta.backends.base import Batch, Model, Params
-from rosetta.backends.tensorflow import optim, runtime
-from rosetta.backends.tensorflow.fastpath import FastPath, has_gru
+from rosetta.backends.tensorflow import optim, weights
+from rosetta.backends.tensorflow import runtime as tf_runtime
 from rosetta.backends.tensorflow.loader import TFLoader
-from rosetta.backends.tensorflow.lowering import build_keras_model
+from rosetta.backends.tensorflow.lowering import TABLE, Ctx, data_format_for
 from rosetta.errors import BackendError
+from rosetta.runtime import Runtime
+from rosetta.spec import ops
+from rosetta.spec.graph import walk
 from rosetta.spec.weights import check_weights
 from rosetta.spec.workload import Workload
+
+LAYOUTS = {"NHWC": "channels_last", "NCHW": "channels_first"}
+
+
+@dataclass(frozen=True)
+class FastPath:
+    """The choices one model runs with (see the module docstring for the measurements)."""
+
+    data_format: str  # "channels_last" | "channels_first"
+    jit_compile: bool  # XLA on the train and predict steps
+    why_jit: str
+
+
+def has_op(workload: Workload, kind: type) -> bool:
+    """Whether the workload's graph (residual branches opened) contains an op of ``kind``."""
+    return any(isinstance(n, kind) for n, _, _ in walk(workload.graph, workload.input.shape))
+
+
+def choose(
+    workload: Workload, device: str, layout: str | None = None, jit_compile: bool | None = None
+) -> FastPath:
+    """The fast path for ``workload`` on ``device``, from what its graph contains;
+    ``layout``/``jit_compile`` override it (benchmarks only)."""
+    if layout is not None and layout not in LAYOUTS:
+        raise BackendError(f"backend 'tensorflow': layout must be NHWC or NCHW, not {layout!r}")
+    data_format = LAYOUTS[layout] if layout else data_format_for(device, image=True)
+    if jit_compile is not None:
+        why = "asked for"
+    elif has_op(workload, ops.GRU):
+        jit_compile = device == "cpu"
+        why = (
+            "graph has a GRU, on the CPU: XLA fuses its time loop (measured faster)"
+            if jit_compile
+            else "graph has a GRU, on a GPU: cuDNN's fused kernel, which XLA cannot compile"
+        )
+    else:
+        jit_compile = False
+        why = "graph has no GRU: TensorFlow's oneDNN convolutions measured faster than XLA's"
+    return FastPath(data_format, bool(jit_compile), why)
 
 
 def softmax_cross_entropy(logits, labels):
@@ -33,58 +102,76 @@ class KerasModel(Model):
 
     backend = "tensorflow"
 
-    def __init__(
-        self,
-        workload: Workload,
-        params: Params,
-        *,
-        dtype: str,
-        device: str,
-        seed: int,
-        fast: FastPath,
-    ):
-        if dtype not in ("float32", "float64"):
-            raise BackendError(f"backend 'tensorflow' supports float32 and float64, not {dtype!r}")
+    def __init__(self, workload: Workload, params: Params, runtime: Runtime, fast: FastPath):
+        if runtime.dtype not in ("float32", "float64"):
+            raise BackendError(
+                f"backend 'tensorflow' supports float32 and float64, not {runtime.dtype!r}"
+            )
         self.workload = workload
-        self.dtype = dtype
-        self.device = device
+        self.runtime = runtime
         self.fast = fast
-        self.tf_device = runtime.tf_device(device)
+        self.tf_device = tf_runtime.tf_device(runtime.device)
         with tf.device(self.tf_device):
-            self.net, self.bindings = build_keras_model(workload, dtype, fast.data_format, seed)
+            self._dropout_on = tf.Variable(True, trainable=False, name="dropout_on")
+            self.net, self.bindings = self._lower()
             self.optimizer = optim.make_optimizer(workload.optimizer)
             if self.optimizer is not None:
                 self.optimizer.build(self.net.trainable_variables)
         self._trainable = {p.name for p in workload.param_specs if p.trainable}
         self._loader = TFLoader(
-            image_dtype=dtype,
+            image_dtype=self.dtype,
             channels_last=fast.data_format == "channels_last",
             tf_device=self.tf_device,
         )
+        # one trace per function whatever the batch size (the gate's batch is smaller than the
+        # timed loop's), so deterministic_steps runs the very trace the timed loop runs
         jit = fast.jit_compile
-        self._step_fn = tf.function(self._step, jit_compile=jit)
-        self._grads_fn = tf.function(self._loss_grads, jit_compile=jit)
-        self._predict_fn = tf.function(self._forward, jit_compile=jit)
+        x_spec = tf.TensorSpec((None, *self.net.input_shape[1:]), self.net.inputs[0].dtype)
+        y_spec = tf.TensorSpec((None,), tf.int64)
+        compile_ = dict(jit_compile=jit, input_signature=(x_spec, y_spec))
+        self._step_fn = tf.function(self._step, **compile_)  # the timed program
+        self._grads_fn = tf.function(self._loss_grads, **compile_)
+        self._predict_fn = tf.function(self._forward, jit_compile=jit, input_signature=(x_spec,))
         self.set_params(params)
+
+    def _lower(self) -> tuple[keras.Model, list[weights.Binding]]:
+        """The graph through the driver and ``TABLE``, applied to a ``keras.Input``: a
+        functional ``keras.Model`` and its weight bindings (graph order)."""
+        w = self.workload
+        ctx = Ctx(self.dtype, self.fast.data_format, self._dropout_on, seed=self.runtime.seed)
+        net = driver.lower(TABLE, w.graph, w.input.shape, ctx)
+        shape = tuple(w.input.shape)
+        if w.input.dtype == "int32":
+            inputs = keras.Input(shape=shape, dtype="int32", name="tokens")  # (T,), batch-major
+        else:
+            native = shape if self.fast.data_format == "channels_first" else (*shape[1:], shape[0])
+            inputs = keras.Input(
+                shape=native, dtype=self.dtype, name="images"
+            )  # (H, W, C)|(C, H, W)
+        return keras.Model(inputs, net(inputs), name=f"rosetta_{w.name}"), ctx.bindings
 
     # -- compiled functions ----------------------------------------------------------------------
     def _forward(self, x):
         return self.net(x, training=False)
 
-    def _loss_grads(self, x, y, training: bool = False):
+    def _loss_grads(self, x, y):
         variables = self.net.trainable_variables
         with tf.GradientTape() as tape:
-            loss = softmax_cross_entropy(self.net(x, training=training), y)
+            loss = softmax_cross_entropy(self.net(x, training=False), y)
         grads = tape.gradient(loss, variables)
         return loss, [tf.convert_to_tensor(g) for g in grads]  # embedding: IndexedSlices -> dense
 
-    def _step(self, x, y, training: bool):
+    def _step(self, x, y):
         variables = self.net.trainable_variables
-        with tf.GradientTape() as tape:
-            loss = softmax_cross_entropy(self.net(x, training=training), y)
+        with tf.GradientTape() as tape:  # training mode: dropout as self._dropout_on says
+            loss = softmax_cross_entropy(self.net(x, training=True), y)
         grads = tape.gradient(loss, variables)
         self.optimizer.apply(grads, variables)
         return loss
+
+    def tracing_count(self) -> int:
+        """How many times the timed step has been traced (1 once warm, whatever the gate)."""
+        return self._step_fn.experimental_get_tracing_count()
 
     # -- timed face ------------------------------------------------------------------------------
     def loader(self, x, y, order, batch_size):
@@ -93,14 +180,14 @@ class KerasModel(Model):
     def train_step(self, batch: Batch):
         self._need_training()
         with tf.device(self.tf_device):
-            return self._step_fn(batch[0], batch[1], True)
+            return self._step_fn(batch[0], batch[1])
 
     def predict(self, batch: Batch):
         with tf.device(self.tf_device):
             return self._predict_fn(batch[0])
 
     def sync(self, value=None) -> None:
-        # CPU eager execution is synchronous; on a GPU wait for every queued kernel
+        # CPU eager execution is synchronous; on a GPU wait for every queued kernel (not run here)
         if self.device == "cuda":
             tf.test.experimental.sync_devices()
 
@@ -110,46 +197,27 @@ class KerasModel(Model):
     # -- NumPy face ------------------------------------------------------------------------------
     def set_params(self, params: Params) -> None:
         check_weights(self.workload, params)
-        for b in self.bindings:
-            arrays = b.to_native(*(np.asarray(params[n], dtype=self.dtype) for n in b.names))
-            for var, a in zip(b.variables, arrays, strict=True):
-                var.assign(a)
+        weights.load(self.bindings, params, self.dtype)
         if self.optimizer is not None:  # loading weights starts training afresh
             for var in self.optimizer.variables:
                 var.assign(tf.zeros_like(var))
 
     def get_params(self) -> Params:
-        out: Params = {}
-        for b in self.bindings:
-            out.update(zip(b.names, b.to_canonical(*(v.numpy() for v in b.variables)), strict=True))
-        return {k: np.array(v) for k, v in out.items()}
-
-    def _native_xy(self, x: np.ndarray, y: np.ndarray):
-        batch = next(iter(self.loader(x, y, np.arange(len(x)), len(x))))
-        return batch[0], batch[1]
+        return weights.read(self.bindings)
 
     def loss_and_grads(self, x: np.ndarray, y: np.ndarray) -> tuple[float, Params]:
         self._need_training()
+        batch = next(iter(self.loader(x, y, np.arange(len(x)), len(x))))
         with tf.device(self.tf_device):
-            loss, grads = self._grads_fn(*self._native_xy(x, y))
-        by_var = {
-            id(v): g.numpy() for v, g in zip(self.net.trainable_variables, grads, strict=True)
-        }
-        out: Params = {}
-        for b in self.bindings:
-            # buffers (BatchNorm statistics) have no gradient: zeros, then dropped by name
-            arrays = [by_var.get(id(v), np.zeros(v.shape, self.dtype)) for v in b.variables]
-            canon = zip(b.names, b.to_canonical(*arrays), strict=True)
-            out.update((n, g) for n, g in canon if n in self._trainable)
-        return float(loss.numpy()), out
+            loss, grads = self._grads_fn(batch[0], batch[1])
+        variables = self.net.trainable_variables
+        by_var = {id(v): g.numpy() for v, g in zip(variables, grads, strict=True)}
+        return float(loss.numpy()), weights.grads(
+            self.bindings, by_var, self._trainable, self.dtype
+        )
 
-    def deterministic_steps(self, x: np.ndarray, y: np.ndarray, k: int) -> Params:
-        self._need_training()
-        xb, yb = self._native_xy(x, y)
-        with tf.device(self.tf_device):
-            for _ in range(k):
-                self._step_fn(xb, yb, False)
-        return self.get_params()
+    def set_dropout(self, enabled: bool) -> None:
+        self._dropout_on.assign(bool(enabled))  # read inside the trace: no retracing
 
     def batch_to_numpy(self, batch: Batch) -> tuple[np.ndarray, ...]:
         return self._loader.to_numpy(batch)
@@ -163,25 +231,39 @@ class KerasModel(Model):
     # -- description -----------------------------------------------------------------------------
     def manifest(self) -> dict:
         image = len(self.workload.input.shape) == 3
-        fused = self._fused_rnn() if has_gru(self.workload) else "n/a"
+        intra, inter = tf_runtime.threads()
+        xla = "tf.function+xla" if self.fast.jit_compile else "tf.function"
         return {
-            "backend": self.backend,
-            "device": runtime.device_name(self.device),
-            "dtype": self.dtype,
+            **self.runtime_manifest(),
+            "device": tf_runtime.device_name(self.device),
             "layout": ("NHWC" if self.fast.data_format == "channels_last" else "NCHW")
             if image
             else "NTC",
-            "threads": runtime.THREADS,
-            "compile": "tf.function+xla" if self.fast.jit_compile else "tf.function",
+            "inter_op_threads": inter,
+            "intra_op_threads": intra,
+            "compile": xla,
             "compile_reason": self.fast.why_jit,
             "autotune": "cuDNN autotune (TensorFlow default)" if self.device == "cuda" else "n/a",
-            "fused_rnn": fused,
+            "fused_rnn": self._fused_rnn() if has_op(self.workload, ops.GRU) else "n/a",
             "loader": "tf.data: index batches (drop_remainder) -> gather + layout map -> "
             "prefetch(AUTOTUNE)" + (" -> prefetch_to_device" if self.device == "cuda" else ""),
             "optimizer": optim.describe(self.workload.optimizer),
             "inference": "model(x, training=False) in a tf.function; BatchNorm on moving stats",
+            "gated_program": self._gated_program(xla),
             "versions": f"tensorflow {tf.__version__}, keras {keras.__version__}",
         }
+
+    def _gated_program(self, xla: str) -> str:
+        if self.optimizer is None:
+            return (
+                f"KerasModel.predict's {xla} trace (model(x, training=False)); forward-only "
+                "workload: the gate compares its outputs, no train step"
+            )
+        return (
+            f"KerasModel.train_step's {xla} trace (model(x, training=True), loss, GradientTape, "
+            "optimizer.apply; batch dimension unspecified, so one trace for every batch size), "
+            "dropout off through a tf.Variable the trace reads (set_dropout), not retraced"
+        )
 
     def _fused_rnn(self) -> str:
         """Whether the GRU ran cuDNN's fused kernel: the traced graphs are searched for it."""
@@ -190,7 +272,7 @@ class KerasModel(Model):
             return (
                 f"no: no GPU; Keras' GRU loop (tf.while_loop){xla} (configuration cuDNN-eligible)"
             )
-        traced = set()
+        traced = set()  # written, not run: no GPU here
         for fn in (self._step_fn, self._predict_fn):
             for cf in getattr(fn, "_list_all_concrete_functions", lambda: [])():
                 traced |= {op.type for op in cf.graph.get_operations()}
@@ -207,7 +289,23 @@ class KerasModel(Model):
         return "\n".join(lines)
 
     def peak_device_memory_bytes(self) -> int | None:
-        """Peak GPU memory TensorFlow allocated (``None`` on the CPU)."""
+        """Peak GPU memory TensorFlow allocated (``None`` on the CPU; written, not run)."""
         if self.device != "cuda":
             return None
         return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
+
+
+def build(
+    workload: Workload,
+    params: Params,
+    runtime: Runtime,
+    *,
+    layout: str | None = None,
+    jit_compile: bool | None = None,
+) -> KerasModel:
+    """Lower ``workload`` to a ``keras.Model`` holding ``params`` (canonical names), under the
+    configured ``runtime``. ``layout`` (``"NHWC"``/``"NCHW"``) and ``jit_compile`` override the
+    fast path (``choose``); the benchmarks use them, the runner does not."""
+    driver.check_lowerable(TABLE, workload.graph)
+    fast = choose(workload, runtime.device, layout=layout, jit_compile=jit_compile)
+    return KerasModel(workload, params, runtime, fast)

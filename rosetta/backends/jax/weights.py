@@ -1,6 +1,8 @@
-"""Canonical <-> native parameter layouts: every conversion of the JAX backend lives here.
+"""Canonical <-> native layouts: every conversion of the JAX backend lives here.
 
-Canonical (the spec's, ``rosetta.spec.ops``) -> native (``lowering.py``'s):
+Parameters (through ``set_params``/``get_params``), images (the loader's ``image_to_native``,
+``batch_to_numpy``'s ``image_to_canonical``) and a native flatten's output (``run_op``).
+Parameters, canonical (the spec's, ``rosetta.spec.ops``) -> native (``lowering.py``'s):
 
 - conv2d kernel ``OIHW`` -> ``HWIO`` when images run NHWC (unchanged in NCHW);
 - the dense layer right after a flatten of ``(C, H, W)``: its rows are in the spec's

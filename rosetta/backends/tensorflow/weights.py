@@ -1,7 +1,8 @@
 """Canonical <-> Keras layouts: every weight and activation conversion of the backend.
 
-A ``Binding`` ties canonical parameter names to the Keras variables that hold them and knows the
-two directions of the conversion. The conversions are permutations and splits, so the same
+A ``Binding`` ties canonical parameter names to the Keras variables that hold them (found once
+the layer is built) and knows the two directions of the conversion; ``load``/``read``/``grads``
+move whole parameter sets across it. The conversions are permutations and splits, so the same
 ``to_canonical`` maps a variable's *gradient* to the canonical gradient too.
 
 - conv kernel: canonical ``OIHW`` -> Keras ``HWIO`` (the same in both data formats);
@@ -28,9 +29,43 @@ class Binding:
     """Canonical names <-> Keras variables of one layer, with the conversion both ways."""
 
     names: tuple[str, ...]  # canonical names, in the order to_native takes them
-    variables: tuple  # keras.Variable, in the order to_native returns arrays for
+    find: Callable[[], tuple]  # the built layer's keras.Variables, in to_native's output order
     to_native: Callable[..., Arrays]
     to_canonical: Callable[..., Arrays]
+
+    @property
+    def variables(self) -> tuple:
+        """The Keras variables (the layer must have been built)."""
+        return self.find()
+
+
+def load(bindings: list[Binding], params: dict[str, np.ndarray], dtype: str) -> None:
+    """Assign canonical ``params`` (cast to ``dtype``) to the bound Keras variables."""
+    for b in bindings:
+        arrays = b.to_native(*(np.asarray(params[n], dtype=dtype) for n in b.names))
+        for var, a in zip(b.variables, arrays, strict=True):
+            var.assign(a)
+
+
+def read(bindings: list[Binding]) -> dict[str, np.ndarray]:
+    """Every bound variable as canonical-named NumPy arrays (copies)."""
+    out: dict[str, np.ndarray] = {}
+    for b in bindings:
+        out.update(zip(b.names, b.to_canonical(*(v.numpy() for v in b.variables)), strict=True))
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def grads(
+    bindings: list[Binding], by_var: dict[int, np.ndarray], trainable: set[str], dtype: str
+) -> dict[str, np.ndarray]:
+    """Gradients keyed by ``id(variable)`` as canonical-named arrays of the ``trainable`` names
+    (a permutation maps a gradient as it maps its weight; buffers get zeros, then are dropped)."""
+    out: dict[str, np.ndarray] = {}
+    for b in bindings:
+        arrays = [by_var.get(id(v), np.zeros(v.shape, dtype)) for v in b.variables]
+        canon = zip(b.names, b.to_canonical(*arrays), strict=True)
+        out.update((n, g) for n, g in canon if n in trainable)
+    return out
 
 
 def identity(*arrays: np.ndarray) -> Arrays:
