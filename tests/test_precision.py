@@ -67,6 +67,24 @@ def test_torch_bf16_passes_the_bf16_gate(name):
         assert "precision fp32" in result.note
 
 
+@pytest.mark.parametrize("backend", ["jax", "tensorflow"])
+@pytest.mark.parametrize("name", ["cnn", "gru", "resnet50"])
+def test_other_bf16_backends_pass_the_bf16_gate(backend, name):
+    module = backends.load(backend)
+    if not module.available()[0]:
+        pytest.skip(f"{backend} not installed")
+    w = _workload(name)
+    params = canonical_weights(w, 0)
+    x, y = gate_batch(w, n=4 if w.task == "train" else 2, seed=1)
+    model = make(module, w, params, precision="bf16")
+    assert "bf16" in model.manifest()["precision_mode"]
+    result = run_gate(model, w, params, x, y, "bf16", build=_build(module))
+    assert result.equivalent, result.divergence
+    fwd = w.tolerances["float32"].forward  # and bf16 really computed in bf16: fp32 bounds fail
+    ref = make("numpy_ref", w, params, dtype="float64").predict_numpy(x)
+    assert fwd.violation(model.predict_numpy(x), ref) > 1.0
+
+
 def test_bf16_really_computes_in_bf16():
     """The fp32 bounds fail a bf16 forward: bf16 is not fp32 with a label (an honest policy)."""
     w = _workload("cnn")
