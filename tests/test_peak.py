@@ -47,6 +47,8 @@ def test_blas_below_isa_flag():
     assert manifest.blas_below_isa(fast, avx512) == ""
     assert manifest.blas_below_isa(mkl, avx512) == ""
     assert manifest.blas_below_isa(avx2, {"avx2"}) == ""  # AVX2 *is* that CPU's best
+    numpy_wheel = [dict(avx2[0], library="libscipy_openblas64_-32a4b2a6.so")]
+    assert "numpy_ref and Chainer" in manifest.blas_below_isa(numpy_wheel, avx512)
 
 
 def test_blas_kernels_are_in_the_manifest():

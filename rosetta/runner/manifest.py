@@ -55,6 +55,9 @@ def blas_info() -> str:
         return "unknown"
 
 
+#: NumPy's wheels ship OpenBLAS as libscipy_openblas: what numpy_ref and Chainer compute with;
+#: torch (MKL/oneDNN), TensorFlow (oneDNN/Eigen) and JAX (XLA) compute with their own libraries
+NUMPY_WHEEL_NOTE = ": NumPy's, which numpy_ref and Chainer compute with"
 #: OpenBLAS core names whose kernels use AVX-512 (any other OpenBLAS core is AVX2 or older)
 OPENBLAS_AVX512 = ("skylakex", "cooperlake", "sapphirerapids")
 
@@ -93,7 +96,8 @@ def blas_below_isa(kernels: list[dict], flags: set[str]) -> str:
     if "avx512f" not in flags:
         return ""
     slow = [
-        f"{k['library']} ({k['internal_api']} {k.get('version') or ''}) runs its "
+        f"{k['library']} ({k['internal_api']} {k.get('version') or ''}"
+        f"{NUMPY_WHEEL_NOTE if 'scipy_openblas' in str(k.get('library')) else ''}) runs its "
         f"{k['architecture']} kernel"
         for k in kernels
         if k.get("internal_api") == "openblas"
