@@ -13,7 +13,9 @@
   rows of a dense layer after an NHWC flatten, GRU gate order), and nothing else;
 - ``loader.py``: the framework's own input machinery;
 - ``optim.py``: the optimiser as the spec states it;
-- ``model.py``: the :class:`Model` with its two faces and ``build(workload, params, runtime)``.
+- ``model.py``: the :class:`Model` with its two faces and ``build(workload, params, runtime)``;
+- ``source.py``: ``RENDER``, the lowering table's entries rendered as idiomatic source text
+  (``rosetta code``; text only, no framework import), keyed by the same op classes.
 
 A backend may add files of its own (the reference's op kernels, Chainer's NumPy-2 layer).
 
@@ -95,6 +97,7 @@ MODULES: dict[str, dict[str, tuple[str, ...] | None]] = {
     "loader": {},
     "optim": {},
     "model": {"build": ("workload", "params", "runtime")},
+    "source": {"RENDER": None},  # the same table rendered as source text (rosetta.codegen)
 }
 #: keys every ``Model.manifest()`` has (values may be "n/a" where a key does not apply)
 MANIFEST_KEYS = (
@@ -347,6 +350,15 @@ class BackendAPI:
     def build(self, workload, params: Params, runtime: Runtime, **options) -> Model:
         """``workload`` lowered to this framework, holding ``params`` (canonical)."""
         require_resolved(runtime)
+        package = importlib.import_module(self.package)
+        supported = tuple(getattr(package, "PRECISIONS", ("fp32",)))
+        if runtime.precision not in supported:
+            why = getattr(package, "UNSUPPORTED_PRECISIONS", {}).get(runtime.precision, "")
+            raise BackendError(
+                f"backend {self.package.rsplit('.', 1)[-1]!r} does not run precision "
+                f"{runtime.precision} (it supports {', '.join(supported)})"
+                + (f": {why}" if why else "")
+            )
         return self._mod("model").build(workload, params, runtime, **options)
 
     def run_op(self, op: object, x: np.ndarray, runtime: Runtime, *, training: bool = False):

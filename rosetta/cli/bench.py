@@ -357,9 +357,18 @@ def _run(args: argparse.Namespace) -> int:
     with RunDir(results_dir, run_id, pinned, create=not resuming) as run_dir:
         if "peak_gflops" not in run_dir.config:
             from rosetta.runner.manifest import environment
+            from rosetta.runner.peak import GEMM_PROBES, machine_peaks
             from rosetta.runner.probe import gemm_peak_gflops
 
-            run_dir.add_to_run_file(peak_gflops=gemm_peak_gflops(), environment=environment())
+            # the peaks this run's backends are measured against: the CPU's theoretical peak
+            # and each of their frameworks' own GEMM (fp32, bf16) and a conv probe (issue 18)
+            frameworks = {"numpy_ref": "numpy", "chainer": "numpy"}
+            probes = {frameworks.get(b, b) for b in backend_list} & set(GEMM_PROBES)
+            run_dir.add_to_run_file(
+                peak_gflops=gemm_peak_gflops(),
+                peaks=machine_peaks(frameworks=tuple(sorted(probes))),
+                environment=environment(),
+            )
         verb = "resuming" if resuming else "run"
         print(
             f"{verb} {run_id}: profile {args.profile}, {args.dtype} on {args.device}, "

@@ -38,7 +38,7 @@ import numpy as np
 from rosetta import backends
 from rosetta.datasets import epoch_order
 from rosetta.errors import RosettaError
-from rosetta.runner import clock, manifest, records
+from rosetta.runner import clock, latency, manifest, records
 from rosetta.runner.config import CellConfig
 from rosetta.runner.data import feature_images, load_cell_data
 from rosetta.runner.gate import GateResult, run_gate
@@ -46,6 +46,7 @@ from rosetta.runner.gatebatch import gate_indices
 from rosetta.runner.profiles import batch_flag, effective_profile
 from rosetta.runtime import Runtime
 from rosetta.spec import canonical_weights, get_workload
+from rosetta.spec.loader import PRECISION_TOLERANCES
 
 GATE_BATCH = 4  # samples in the equivalence gate's fixed batch (2 for the features)
 SPREAD_FLAG = 0.10  # steady-state IQR / median above which a cell's steps are flagged as uneven
@@ -159,20 +160,25 @@ class Cell:
     # -- step 3: the equivalence gate ------------------------------------------------------------
     def gate(self) -> GateResult:
         """Compare with the float64 reference (outside every clock), then reset the model."""
-        w, cfg = self.workload, self.config
+        w = self.workload
         module, runtime = self.module, self.runtime
+        key = gate_key(w, runtime)  # the tolerance set: the dtype, or the mixed-precision policy
 
-        def build(workload, params, dtype):  # the same backend again: float64 gate, localising
-            return module.build(workload, params, replace(runtime, dtype=dtype))
+        def build(workload, params, key):  # the same backend again: float64 gate, localising
+            if key in PRECISION_TOLERANCES:  # the cell's own policy, float32 master weights
+                return module.build(workload, params, replace(runtime, precision=key))
+            # float64 (the optimiser check) runs with precision fp32: mixed precision has no
+            # float64 form, and the optimiser's rule is what that gate is for
+            return module.build(workload, params, replace(runtime, dtype=key, precision="fp32"))
 
         if w.task == "train":
             idx = gate_indices(self.data.x_test, GATE_BATCH)  # black, saturated, flat, padded
             x, y = self.data.x_test[idx], self.data.y_test[idx]
-            self.gate_result = run_gate(self.model, w, self.params, x, y, cfg.dtype, build=build)
+            self.gate_result = run_gate(self.model, w, self.params, x, y, key, build=build)
             self.model.set_params(self.params)  # nothing of the gate stays (weights, optimiser)
         else:
             x = feature_images(w, 0, 2)
-            self.gate_result = run_gate(self.model, w, self.params, x, None, cfg.dtype, build=build)
+            self.gate_result = run_gate(self.model, w, self.params, x, None, key, build=build)
         return self.gate_result
 
     # -- step 4: the timed run -------------------------------------------------------------------
@@ -185,7 +191,36 @@ class Cell:
         flag = noise_flag(self.result["clocks"]["steady"])
         if flag:
             self.flags.append(flag)
+        self.result["metrics"].update(self.latency())  # after the timed run, outside its clocks
         return self.result
+
+    # -- step 4b: batch-1 latency (after the timed run, outside every clock) --------------------
+    def latency(self) -> dict:
+        """``latency`` (single synchronised requests at batch 1 through ``predict``, the whole
+        distribution: ``rosetta.runner.latency``) and ``throughput_at_batch`` (the timed run's
+        samples/s at this cell's batch; the report takes the largest batch of a sweep)."""
+        w, prof = self.workload, self.profile
+        plan = latency.LatencyPlan.for_profile(self.config.profile)
+        if w.task == "train":
+            x = self.data.x_test[: latency.POOL]
+        else:
+            x = feature_images(w, 0, latency.POOL)
+        clocks = self.result["clocks"]
+        return {
+            "latency": latency.measure(self.model, x, plan),
+            "throughput_at_batch": {
+                "batch": prof.batch_size,
+                "samples_per_s": clocks["throughput_samples_per_s"],
+                "what": "train step" if w.task == "train" else "predict",
+            },
+        }
+
+    def memory(self) -> dict:
+        """Peak resident memory of this process and, where the framework reports it, peak device
+        memory: bytes and bytes per sample of the cell's batch (``metrics.memory``)."""
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+        device = getattr(self.model, "peak_device_memory_bytes", lambda: None)()
+        return latency.memory(rss, device, self.profile.batch_size)
 
     def _train(self, progress) -> dict:
         cfg, prof, data, model = self.config, self.profile, self.data, self.model
@@ -279,6 +314,7 @@ class Cell:
     def record(self) -> dict:
         """The cell's record (status ``ok``), in the schema of ``rosetta.runner.records``."""
         cfg, result = self.config, dict(self.result)
+        result["metrics"] = {**result["metrics"], "memory": self.memory()}
         clocks = dict(result.pop("clocks"))
         clocks["import_s"] = self.timing["import_s"]
         clocks["import_build_s"] = self.timing["import_build_s"]
@@ -336,6 +372,19 @@ def noise_flag(steady: dict) -> str | None:
         f"steady-state spread (IQR/median) {spread:.0%} > {SPREAD_FLAG:.0%}: uneven steps "
         "(the report says whether it could change a verdict)"
     )
+
+
+def gate_key(workload, runtime: Runtime) -> str:
+    """The tolerance set a cell's gate uses: the policy's (``bf16``) for mixed precision, else
+    the dtype's. A workload whose YAML has no set for the policy is one clear error."""
+    if runtime.precision == "fp32":
+        return runtime.dtype
+    if runtime.precision not in workload.tolerances:
+        raise RosettaError(
+            f"workload {workload.name!r} states no {runtime.precision} tolerances (add "
+            f"tolerances.{runtime.precision} to its YAML, derived as in gru.yaml) or run fp32"
+        )
+    return runtime.precision
 
 
 def run_epoch(model, batches, *, sample_every: int, step: int, samples: list[float],

@@ -192,7 +192,10 @@ def run_gate(
             notes.append(f"float64 gate not run: {type(exc).__name__}: {exc}")
         else:
             checks += _checks(m64, workload, params, x, y, "float64", k, ref, " (float64)")
-            notes.append("optimiser and gradients also checked in float64")
+            notes.append(
+                "optimiser and gradients also checked in float64"
+                + (f" (precision fp32: {dtype} has no float64 form)" if dtype == "bf16" else "")
+            )
     ok = all(c.ok for c in checks)
     where, probe = "", ()
     if not ok and build is not None:

@@ -55,6 +55,65 @@ def blas_info() -> str:
         return "unknown"
 
 
+#: NumPy's wheels ship OpenBLAS as libscipy_openblas: what numpy_ref and Chainer compute with;
+#: torch (MKL/oneDNN), TensorFlow (oneDNN/Eigen) and JAX (XLA) compute with their own libraries
+NUMPY_WHEEL_NOTE = ": NumPy's, which numpy_ref and Chainer compute with"
+#: OpenBLAS core names whose kernels use AVX-512 (any other OpenBLAS core is AVX2 or older)
+OPENBLAS_AVX512 = ("skylakex", "cooperlake", "sapphirerapids")
+
+
+def cpu_flags() -> set[str]:
+    """The ISA flags of this CPU (``/proc/cpuinfo``; empty elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def blas_kernels() -> list[dict]:
+    """The BLAS libraries loaded in this process and the kernel each runs (threadpoolctl's
+    ``internal_api``, ``architecture``, ``num_threads``, version, library file), read after the
+    backend's framework is imported, so it is the backend's own BLAS. [] without threadpoolctl."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    keep = ("internal_api", "architecture", "threading_layer", "num_threads", "version")
+    return [
+        {k: d.get(k) for k in keep} | {"library": Path(d.get("filepath", "")).name}
+        for d in threadpool_info()
+        if d.get("user_api") == "blas"
+    ]
+
+
+def blas_below_isa(kernels: list[dict], flags: set[str]) -> str:
+    """A flag when a loaded BLAS runs a kernel below the CPU's best ISA (e.g. OpenBLAS's AVX2
+    ``Haswell``/``Zen`` kernel on an AVX-512 CPU, as ``OPENBLAS_CORETYPE`` can force), naming
+    the library and the variable; "" when none is known to."""
+    if "avx512f" not in flags:
+        return ""
+    slow = [
+        f"{k['library']} ({k['internal_api']} {k.get('version') or ''}"
+        f"{NUMPY_WHEEL_NOTE if 'scipy_openblas' in str(k.get('library')) else ''}) runs its "
+        f"{k['architecture']} kernel"
+        for k in kernels
+        if k.get("internal_api") == "openblas"
+        and k.get("architecture")
+        and str(k["architecture"]).lower() not in OPENBLAS_AVX512
+    ]
+    if not slow:
+        return ""
+    core = os.environ.get("OPENBLAS_CORETYPE")
+    why = f"OPENBLAS_CORETYPE={core} is set" if core else "OpenBLAS chose it"
+    return (
+        f"BLAS below the CPU's ISA: {'; '.join(slow)} (AVX2) on an AVX-512 CPU; {why}. The "
+        "framework is not what is slow here"
+    )
+
+
 def load_snapshot() -> dict:
     """The machine's load now: 1/5/15-minute load averages and the mean CPU clock (MHz) where
     Linux shows it. Shared machines are noisy; every record carries this before and after."""
@@ -103,6 +162,8 @@ def environment(device: str = "cpu") -> dict:
         "numpy": np.__version__,
         "blas": blas_info(),
         "thread_env": {k: os.environ[k] for k in RECORDED_VARS if k in os.environ},
+        "blas_kernels": (kernels := blas_kernels()),
+        "blas_below_isa": blas_below_isa(kernels, cpu_flags()),
         "git_revision": git_revision(),
         "load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }

@@ -1,7 +1,10 @@
 """The machine's measured fp32 GEMM peak: a short NumPy matmul probe recorded with each run.
 
 Efficiency figures (achieved GFLOP/s as a fraction of peak) need a peak measured on the same
-machine, the same day, under the same thread setting; this takes about a second.
+machine, the same day, under the same thread setting; this takes about a second. It measures
+NumPy's BLAS only, whose kernel the platform may hold below the CPU's ISA (OPENBLAS_CORETYPE), so
+a framework can beat it: ``rosetta.runner.peak.machine_peaks`` records the theoretical peak, each
+framework's own GEMM (fp32, bf16) and a convolution probe beside it.
 """
 
 from __future__ import annotations

@@ -49,6 +49,8 @@ TOP_LEVEL |= {"loss", "optimizer", "profiles", "tolerances"}
 TASKS = ("train", "features")
 PROFILES = ("ci", "smoke", "full")
 DTYPES = ("float32", "float64")
+#: tolerance sets keyed by a mixed-precision policy (optional; float32 master weights)
+PRECISION_TOLERANCES = ("bf16",)
 DATASET_OPTIONS: dict[str, dict[str, type | tuple]] = {
     "cifar10": {"classes": int},
     "imdb": {
@@ -544,10 +546,12 @@ class _Parser:
         return out
 
     def tolerances(self, raw: Any, task: str) -> dict[str, Tolerances]:
-        m = self.mapping(raw, "tolerances", set(DTYPES))
+        m = self.mapping(raw, "tolerances", set(DTYPES) | set(PRECISION_TOLERANCES))
         kinds = ("forward", "loss", "grads", "params") if task == "train" else ("forward",)
         out = {}
-        for dtype in DTYPES:
+        for dtype in (*DTYPES, *PRECISION_TOLERANCES):
+            if dtype in PRECISION_TOLERANCES and dtype not in m:
+                continue  # optional: a cell of that precision is refused by the gate, not here
             d = self.mapping(self.req(m, dtype, "tolerances"), f"tolerances.{dtype}", set(kinds))
             tols = {}
             for kind in kinds:
@@ -556,8 +560,8 @@ class _Parser:
                     self.req(d, kind, f"tolerances.{dtype}"), field, {"rtol", "atol", "scale"}
                 )
                 scale = t.get("scale", "element")
-                if scale not in ("element", "max"):
-                    raise self.fail(f"{field}.scale", "element or max", scale)
+                if scale not in ("element", "max", "norm"):
+                    raise self.fail(f"{field}.scale", "element, max or norm", scale)
                 tols[kind] = Tolerance(
                     rtol=self.scalar(self.req(t, "rtol", field), "posfloat", f"{field}.rtol"),
                     atol=self.scalar(self.req(t, "atol", field), "posfloat", f"{field}.atol"),

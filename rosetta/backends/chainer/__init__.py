@@ -15,6 +15,14 @@ NAME = "chainer"
 DEVICES = ("cpu", "cuda")
 DTYPES = ("float32", "float64")
 PRECISIONS = ("fp32",)
+#: why a known policy is not in ``PRECISIONS`` (the reason a skipped cell carries)
+UNSUPPORTED_PRECISIONS = {
+    "bf16": (
+        "Chainer computes in its arrays' dtype and has no bfloat16: on the CPU its arrays are "
+        "NumPy's (no bfloat16 dtype), and its own mixed precision (chainer.mixed16) is float16 "
+        "on CuPy"
+    ),
+}
 
 _api = BackendAPI(__name__, DEVICES)
 available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available

@@ -74,6 +74,11 @@ class JaxModel(Model):
     ) -> None:
         if runtime.dtype not in ("float32", "float64"):
             raise BackendError(f"backend 'jax' supports float32 and float64, not {runtime.dtype!r}")
+        if runtime.precision != "fp32" and runtime.dtype != "float32":
+            raise BackendError(
+                f"precision {runtime.precision} keeps float32 master weights; got dtype "
+                f"{runtime.dtype!r} (use --dtype float32)"
+            )
         self.workload = workload
         self.runtime = runtime
         self.layout = layout
@@ -112,7 +117,8 @@ class JaxModel(Model):
 
     # -- the programs ------------------------------------------------------------------------
     def _make_jits(self) -> dict[str, Any]:
-        forward, tx, traced = self._forward, self._tx, self.trace_log
+        tx, traced = self._tx, self.trace_log
+        forward = compute_cast(self._forward, self.runtime.precision)
 
         def loss_fn(tp, buffers, x, y, run):
             logits = forward({**tp, **buffers}, x, run)
@@ -270,6 +276,13 @@ class JaxModel(Model):
                 "argument (masks of ones, scale 1); toggling compiles nothing"
             ),
             "matmul_precision": f"{self.dtype}, dot/conv precision {matmul}",
+            "precision_mode": (
+                "bf16 (compute casts inside the jitted programs: parameters and inputs cast to "
+                "bfloat16, every op in bf16, outputs cast to fp32 for the loss; fp32 master "
+                "weights, optax state and loss)"
+                if self.runtime.precision == "bf16"
+                else f"fp32: {self.dtype} throughout"
+            ),
             "conv_weight_grad": self._conv_grad_note(),
             "xla_flags": s.xla_flags,
             "jax_platforms": s.platforms,
@@ -321,6 +334,32 @@ class JaxModel(Model):
         lines.append(f"jitted forward: {sum(counts.values())} jaxpr equations (inner ones too)")
         lines.append(", ".join(f"{k} x{v}" for k, v in sorted(counts.items())))
         return "\n".join(lines)
+
+
+#: the compute dtype of each mixed-precision policy (params, optimiser state and loss stay fp32)
+COMPUTE_DTYPES = {"bf16": jnp.bfloat16}
+
+
+def compute_cast(forward: Callable, precision: str) -> Callable:
+    """``forward`` under the numeric policy: for ``bf16`` every floating parameter and a
+    floating input are cast to bfloat16 *inside* the jitted program (the fp32 parameters stay the
+    program's inputs, so their gradients come back fp32 through the cast's transpose and the
+    optax state stays fp32), every op then computes in bf16 (the lowering follows ``x.dtype``),
+    and the outputs are cast back to fp32 for the loss. ``fp32``: ``forward`` itself."""
+    if precision == "fp32":
+        return forward
+    if precision not in COMPUTE_DTYPES:
+        raise BackendError(f"backend 'jax' runs precisions fp32 and bf16, not {precision!r}")
+    dt = COMPUTE_DTYPES[precision]
+
+    def cast(a):
+        return a.astype(dt) if jnp.issubdtype(a.dtype, jnp.floating) else a
+
+    def mixed(params, x, run):
+        out = forward({k: cast(v) for k, v in params.items()}, cast(x), run)
+        return out.astype(jnp.float32)
+
+    return mixed
 
 
 def _count_primitives(jaxpr: Any, counts: dict[str, int]) -> None:

@@ -91,8 +91,15 @@ def choose(
     return FastPath(data_format, bool(jit_compile), why)
 
 
+#: the Keras dtype policy of each mixed-precision policy (per layer, never global)
+KERAS_POLICIES = {"bf16": "mixed_bfloat16"}
+
+
 def softmax_cross_entropy(logits, labels):
-    """Mean softmax cross-entropy over integer labels (the spec's loss)."""
+    """Mean softmax cross-entropy over integer labels (the spec's loss), in float32 whatever
+    the logits' compute dtype (mixed precision keeps the loss fp32)."""
+    if logits.dtype == tf.bfloat16:
+        logits = tf.cast(logits, tf.float32)
     per_sample = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
     return tf.reduce_mean(per_sample)
 
@@ -106,6 +113,13 @@ class KerasModel(Model):
         if runtime.dtype not in ("float32", "float64"):
             raise BackendError(
                 f"backend 'tensorflow' supports float32 and float64, not {runtime.dtype!r}"
+            )
+        if runtime.precision != "fp32" and (
+            runtime.precision not in KERAS_POLICIES or runtime.dtype != "float32"
+        ):
+            raise BackendError(
+                f"backend 'tensorflow' runs bf16 over float32 master weights only; got precision "
+                f"{runtime.precision!r} with dtype {runtime.dtype!r} (use --dtype float32)"
             )
         self.workload = workload
         self.runtime = runtime
@@ -138,7 +152,11 @@ class KerasModel(Model):
         """The graph through the driver and ``TABLE``, applied to a ``keras.Input``: a
         functional ``keras.Model`` and its weight bindings (graph order)."""
         w = self.workload
-        ctx = Ctx(self.dtype, self.fast.data_format, self._dropout_on, seed=self.runtime.seed)
+        # bf16: each layer this model builds takes Keras' "mixed_bfloat16" policy (float32
+        # variables, bfloat16 compute), passed as the layer's dtype: no global policy is set, so
+        # no other model of the process is touched
+        layer_dtype = KERAS_POLICIES.get(self.runtime.precision, self.dtype)
+        ctx = Ctx(layer_dtype, self.fast.data_format, self._dropout_on, seed=self.runtime.seed)
         net = driver.lower(TABLE, w.graph, w.input.shape, ctx)
         shape = tuple(w.input.shape)
         if w.input.dtype == "int32":
@@ -192,6 +210,8 @@ class KerasModel(Model):
             tf.test.experimental.sync_devices()
 
     def to_numpy(self, value) -> np.ndarray:
+        if getattr(value, "dtype", None) == tf.bfloat16:  # NumPy has no bfloat16: exact widening
+            value = tf.cast(value, tf.float32)
         return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
 
     # -- NumPy face ------------------------------------------------------------------------------
@@ -243,6 +263,12 @@ class KerasModel(Model):
             "intra_op_threads": intra,
             "compile": xla,
             "compile_reason": self.fast.why_jit,
+            "precision_mode": (
+                "bf16 (Keras mixed_bfloat16 policy on every layer this model builds: float32 "
+                "variables, bfloat16 compute; fp32 optimiser state and loss; no global policy)"
+                if self.runtime.precision == "bf16"
+                else f"fp32: {self.dtype} throughout"
+            ),
             "autotune": "cuDNN autotune (TensorFlow default)" if self.device == "cuda" else "n/a",
             "fused_rnn": self._fused_rnn() if has_op(self.workload, ops.GRU) else "n/a",
             "loader": "tf.data: index batches (drop_remainder) -> gather + layout map -> "

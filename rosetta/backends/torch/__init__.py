@@ -12,7 +12,7 @@ from rosetta.backends.base import BackendAPI
 NAME = "torch"
 DEVICES = ("cpu", "cuda")
 DTYPES = ("float32", "float64")
-PRECISIONS = ("fp32",)
+PRECISIONS = ("fp32", "bf16")  # bf16: torch.autocast (model.py), CPU and CUDA
 
 _api = BackendAPI(__name__, DEVICES)
 available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available

@@ -42,6 +42,7 @@ serves both (no retrace, no recompile; ``tests/test_backend_torch.py`` counts).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 
@@ -66,6 +67,9 @@ from rosetta.spec.workload import Workload
 COMPILE_ENV = "ROSETTA_TORCH_COMPILE"
 COMPILE_DEFAULT = False  # eager unless asked (see the module docstring's figures)
 LAYOUTS = ("NCHW", "NHWC")
+#: ops torch.autocast leaves in fp32 on the CPU although a user might expect bf16 (checked by
+#: tests/test_precision.py): the GRU runs ATen's fp32 kernel, the embedding is a gather
+AUTOCAST_FP32_ON_CPU = (nn.GRU, nn.Embedding)
 
 CompileOption = bool | str | Callable | None
 
@@ -118,6 +122,7 @@ class TorchModel(Model):
             raise BackendError(
                 f"backend 'torch' supports float32 and float64, not {runtime.dtype!r}"
             )
+        check_precision(runtime)
         self.workload = workload
         self.runtime = runtime
         self.autotune = settings.set_autotune(runtime.device)
@@ -147,6 +152,9 @@ class TorchModel(Model):
             if self.compile_backend is None
             else torch.compile(self.net, backend=self.compile_backend)
         )
+        # bf16: torch.autocast around forward (+ the logits' cast), fp32 master weights,
+        # optimiser state and loss (the loss is computed from fp32 logits outside autocast)
+        self.autocast = runtime.precision == "bf16"
         self._training: bool | None = None
         self._mode(False)
         self.optimizer: torch.optim.Optimizer | None = None
@@ -162,6 +170,20 @@ class TorchModel(Model):
                 bn.eval()
             self._training = training
 
+    def _compute(self):
+        """The numeric policy around a forward: ``torch.autocast(bfloat16)`` for bf16, else
+        nothing (fp32 computes in the parameters' dtype)."""
+        if not self.autocast:
+            return contextlib.nullcontext()
+        return torch.autocast(self.place.device.type, dtype=torch.bfloat16)
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        """The forward under the numeric policy, as fp32 logits for the loss (mixed precision:
+        the loss and everything after it stay fp32)."""
+        with self._compute():
+            out = self.forward(x)
+        return out.float() if self.autocast else out
+
     def _trainable(self) -> None:
         if self.optimizer is None:
             raise BackendError(f"workload {self.workload.name!r} is forward-only")
@@ -175,22 +197,25 @@ class TorchModel(Model):
         self._trainable()
         self._mode(True)
         self.optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(self.forward(batch[0]), batch[1])  # mean reduction
+        loss = F.cross_entropy(self._logits(batch[0]), batch[1])  # mean reduction
         loss.backward()
         self.optimizer.step()
         return loss.detach()  # the loss at the parameters before this step
 
     def predict(self, batch: Batch) -> torch.Tensor:
         self._mode(False)
-        with torch.inference_mode():
-            return self.forward(batch[0])
+        with torch.inference_mode(), self._compute():
+            return self.forward(batch[0])  # bf16 outputs under autocast (to_numpy casts)
 
     def sync(self, value=None) -> None:
         if self.device == "cuda":
             torch.cuda.synchronize(self.place.device)  # written, not run here
 
     def to_numpy(self, value) -> np.ndarray:
-        return value.detach().to("cpu").numpy()
+        value = value.detach()
+        if value.dtype == torch.bfloat16:  # NumPy has no bfloat16: exact widening to fp32
+            value = value.float()
+        return value.to("cpu").numpy()
 
     # -- NumPy face ----------------------------------------------------------------------------
     def set_params(self, params: Params) -> None:
@@ -218,7 +243,7 @@ class TorchModel(Model):
         try:
             self._mode(True)
             self.optimizer.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(self.forward(batch[0]), batch[1])
+            loss = F.cross_entropy(self._logits(batch[0]), batch[1])
             loss.backward()
             grads = weights.read_grads(self.binds)
             self.optimizer.zero_grad(set_to_none=True)
@@ -265,6 +290,8 @@ class TorchModel(Model):
             "device_reason": self.runtime.device_reason,
             "layout": layout,
             "interop_threads": settings.interop_threads(),
+            "blas": settings.blas(),
+            "precision_mode": precision_mode(self.runtime, self.net),
             "compile": compiled,
             "autotune": "cudnn.benchmark=True" if self.autotune else "n/a",
             "fused_rnn": _fused_rnn(cuda) if has_gru else "n/a",
@@ -279,6 +306,38 @@ class TorchModel(Model):
             "gated_program": gated,
             "torch": torch.__version__,
         }
+
+
+def check_precision(runtime: Runtime) -> None:
+    """Refuse a numeric policy this backend cannot honour here (one line naming the fix)."""
+    if runtime.precision == "fp32":
+        return
+    if runtime.precision != "bf16":
+        raise BackendError(
+            f"backend 'torch' runs precisions fp32 and bf16, not {runtime.precision!r}"
+        )
+    if runtime.dtype != "float32":
+        raise BackendError(
+            f"precision bf16 keeps float32 master weights; got dtype {runtime.dtype!r} "
+            "(use --dtype float32)"
+        )
+    if runtime.device == "cuda" and not torch.cuda.is_bf16_supported():  # written, not run here
+        raise BackendError("precision bf16: this CUDA GPU has no bfloat16 support; use fp32")
+
+
+def precision_mode(runtime: Runtime, net: nn.Module) -> str:
+    """What the numeric policy ran as, in words (the manifest's ``precision_mode``)."""
+    if runtime.precision != "bf16":
+        return f"{runtime.precision}: {runtime.dtype} throughout"
+    kept = sorted({type(m).__name__ for m in net.modules() if isinstance(m, AUTOCAST_FP32_ON_CPU)})
+    on_cpu = runtime.device == "cpu"
+    extra = ""
+    if kept and on_cpu:
+        extra = f"; {', '.join(kept)} stay fp32 (not on CPU autocast's bf16 list)"
+    return (
+        f"bf16 (torch.autocast bfloat16 on {runtime.device}: conv/linear/matmul in bf16; fp32 "
+        f"master weights, optimiser state and loss{extra})"
+    )
 
 
 def _fused_rnn(cuda: bool) -> str:

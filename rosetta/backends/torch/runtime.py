@@ -90,3 +90,25 @@ def peak_memory_bytes(device: str) -> int | None:
     if device != "cuda":
         return None
     return int(torch.cuda.max_memory_allocated(torch.device("cuda")))
+
+
+def blas() -> str:
+    """The BLAS and oneDNN torch runs, from ``torch.__config__.show()`` (statically linked MKL is
+    invisible to threadpoolctl), with ATen's CPU kernel level (e.g. ``AVX512``)."""
+    info = torch.__config__.show()
+    parts = []
+    for line in info.splitlines():
+        line = line.strip(" -")
+        if "MKL-DNN" in line or "oneDNN" in line:
+            parts.append(line.replace("Intel(R) MKL-DNN", "oneDNN").split(" (Git")[0])
+        elif line.startswith("Build settings:"):
+            flags = dict(
+                kv.strip().split("=", 1) for kv in line.split(":", 1)[1].split(",") if "=" in kv
+            )
+            if flags.get("BLAS_INFO"):
+                parts.insert(0, f"BLAS_INFO={flags['BLAS_INFO']}")
+    try:
+        parts.append(f"ATen CPU capability {torch.backends.cpu.get_cpu_capability()}")
+    except AttributeError:  # older torch
+        pass
+    return "; ".join(parts) or "unknown"
