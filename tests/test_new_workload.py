@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from rosetta import backends
+from rosetta.runner import records
 from rosetta.spec import models_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +42,8 @@ def test_a_fourth_workload_is_one_yaml_file(tmp_path, small_data):
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for b in usable:
-        rec = json.loads((results / "mlp" / f"{b}__mlp.json").read_text())
+        key = records.cell_key({"backend": b, "workload": "mlp", "threads": 1})  # b__mlp__t1
+        rec = json.loads((results / "mlp" / f"{key}.json").read_text())
         assert rec["status"] == "ok", (b, rec.get("error"))
         assert rec["equivalence"]["equivalent"], (b, rec["equivalence"]["divergence"])
         assert rec["metrics"]["steps"] == 4  # 128 train samples / batch 32
