@@ -52,6 +52,7 @@ def test_gru_cell_end_to_end_on_synthetic_data(small_data):
     assert len(c["steady_raw_s"]) == m["steps"] - 1  # the first step belongs to the cold start
     assert c["steady"]["ci95_low"] <= c["steady"]["median"] <= c["steady"]["ci95_high"]
     assert c["cold_start_s"] >= c["import_build_s"] > 0
+    assert c["gate_s"] > 0  # the gate's cost is recorded apart from every clock
     assert c["end_to_end_s"] >= sum(c["steady_raw_s"])
     assert m["test_samples"] == prof.test_samples and 0.0 <= m["test_accuracy"] <= 1.0
     man = rec["manifest"]
