@@ -4,7 +4,8 @@
     python scripts/report_screenshot.py                      # newest run in results/
     python scripts/report_screenshot.py RUN_ID [RUN_ID ...]  # those runs (several: compared)
     python scripts/report_screenshot.py --fixture            # the tests' fixture runs
-    options: --out PNG  --full-page  --width 1366 --height 900  --results-dir DIR
+    options: --out PNG  --full-page  --section ID  --width 1366 --height 900  --results-dir DIR
+    e.g. --section scaling: only the report's scaling section (docs/report-scaling.png)
 
 Writes the report (``report/<name>/index.html``) first, then opens it in Debian's chromium
 (``scripts/install_chromium.sh``) with the network recorder on, saves the PNG (default
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fixture", action="store_true", help="the test fixture runs (no bench run)")
     p.add_argument("--out", type=Path, default=None, help="PNG path")
     p.add_argument("--full-page", action="store_true", help="the whole page, not one screen")
+    p.add_argument("--section", default=None, help="only the element with this id (e.g. scaling)")
     p.add_argument("--width", type=int, default=1366)
     p.add_argument("--height", type=int, default=900)
     args = p.parse_args(argv)
@@ -58,7 +60,10 @@ def main(argv: list[str] | None = None) -> int:
             name = report_name([d.name for d in run_dirs])
         index = write_report(run_dirs, REPORT_DIR / name)
         png = args.out or index.parent / "screenshot.png"
-        visit = screenshot(index, png, full_page=args.full_page, size=(args.width, args.height))
+        visit = screenshot(
+            index, png, full_page=args.full_page, size=(args.width, args.height),
+            section=args.section,
+        )  # fmt: skip
     except RosettaError as exc:
         print(f"report_screenshot: {exc}", file=sys.stderr)
         return 2

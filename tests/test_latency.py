@@ -99,3 +99,14 @@ def test_a_cell_records_latency_throughput_and_memory(small_data):
     assert 0.5 * hwm < mem["peak_rss_bytes"] <= hwm * 1.01
     assert mem["peak_rss_bytes_per_sample"] == pytest.approx(mem["peak_rss_bytes"] / 64)
     assert mem["peak_device_bytes"] is None  # the CPU reports none
+
+
+def test_latency_is_measured_once_per_point_in_round_zero(small_data):
+    later = run_cell(
+        CellConfig(
+            backend="numpy_ref", workload="gru", profile="ci", data_dir=str(small_data), round=1
+        )  # fmt: skip
+    )
+    assert later["status"] == "ok" and later["point"]["round"] == 1
+    assert "latency" not in later["metrics"] and "throughput_at_batch" not in later["metrics"]
+    assert later["metrics"]["memory"]["batch_size"] == 64  # the rest of the record is whole

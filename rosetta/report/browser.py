@@ -186,8 +186,10 @@ class Browser:
         size: tuple[int, int] = LAPTOP,
         full_page: bool = False,
         settle_s: float = 0.3,
+        section: str | None = None,
     ) -> PageVisit:
-        """Open ``url`` with network recording on; run ``probe_js``; take a PNG screenshot."""
+        """Open ``url`` with network recording on; run ``probe_js``; take a PNG screenshot (of
+        the element with id ``section`` only, when given)."""
         self.call("Network.enable", page=True)
         self.call("Page.enable", page=True)
         self.call("Runtime.enable", page=True)
@@ -214,6 +216,8 @@ class Browser:
         if full_page:
             m = self.call("Page.getLayoutMetrics", page=True)["cssContentSize"]
             shot["clip"] = {"x": 0, "y": 0, "width": w, "height": m["height"], "scale": 1}
+        if section:
+            shot.update(captureBeyondViewport=True, clip=self._element_box(section))
         visit.screenshot = base64.b64decode(
             self.call("Page.captureScreenshot", shot, page=True)["data"]
         )
@@ -230,13 +234,33 @@ class Browser:
                 visit.console_errors.append(json.dumps(p.get("args"))[:300])
         return visit
 
+    def _element_box(self, element_id: str) -> dict:
+        """The page-absolute box of the element ``element_id`` (a screenshot clip)."""
+        js = (
+            f"(() => {{ const e = document.getElementById({json.dumps(element_id)}); if (!e) "
+            "return null; const r = e.getBoundingClientRect(); return {x: r.left + scrollX, "
+            "y: r.top + scrollY, width: r.width, height: r.height}; })()"
+        )
+        res = self.call("Runtime.evaluate", {"expression": js, "returnByValue": True}, page=True)
+        box = res.get("result", {}).get("value")
+        if not box:
+            raise RosettaError(f"the page has no section with id {element_id!r}")
+        return {**box, "scale": 1}
+
 
 def screenshot(
-    html: Path, png: Path, *, full_page: bool = False, size: tuple[int, int] = LAPTOP
+    html: Path,
+    png: Path,
+    *,
+    full_page: bool = False,
+    size: tuple[int, int] = LAPTOP,
+    section: str | None = None,
 ) -> PageVisit:
-    """Open ``html`` in headless Chromium and save its screenshot to ``png``."""
+    """Open ``html`` in headless Chromium and save its screenshot (of the element with id
+    ``section`` only, when given) to ``png``."""
     with Browser() as b:
-        visit = b.visit(Path(html).resolve().as_uri(), size=size, full_page=full_page)
+        url = Path(html).resolve().as_uri()
+        visit = b.visit(url, size=size, full_page=full_page, section=section)
     png.parent.mkdir(parents=True, exist_ok=True)
     png.write_bytes(visit.screenshot)
     return visit

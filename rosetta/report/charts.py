@@ -63,6 +63,17 @@ def _plt():
     return plt
 
 
+def plain_log(axis, ticks=None) -> None:
+    """Plain-number tick labels on a log ``axis`` (``ax.xaxis``/``ax.yaxis``): mathtext
+    is off (names stay plain text), so matplotlib's ``10^k`` labels would show as raw TeX."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    if ticks is not None:
+        axis.set_ticks(list(ticks))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def _to_svg(fig, chart_id: str) -> str:
     import matplotlib
 
@@ -142,6 +153,7 @@ def step_time_chart(workload: str, cells: pd.DataFrame) -> Chart | None:
     ax.set_yticks(y, [_label(c, multi) for _, c in rows.iterrows()])
     if log:
         ax.set_xscale("log")
+        plain_log(ax.xaxis)
         ax.set_xlim(lo.min() / 1.6, hi.max() * 2.2)
         ax.grid(axis="x", which="major", color="#dddddd", lw=0.6)
         ax.set_xlabel("median steady-state step time (ms, log scale), whiskers: 95% interval")
@@ -179,6 +191,7 @@ def round_chart(workload: str, groups: pd.DataFrame) -> Chart | None:
     meds_all = np.concatenate([np.asarray(m, dtype=float) for m in rows["round_medians"]]) * 1e3
     if meds_all.max() / meds_all.min() > 5:  # a slow reference would squash the rest
         ax.set_xscale("log")
+        plain_log(ax.xaxis)
     ax.set_xlabel("median step time of each round (ms, dots); band: 95% interval across rounds")
     ax.set_ylim(-0.6, n - 0.4)
     ax.spines[["top", "right"]].set_visible(False)

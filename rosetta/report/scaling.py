@@ -177,6 +177,8 @@ def throughput_chart(run_id: str, workload: str, rows: pd.DataFrame) -> charts.C
         return None
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    charts.plain_log(ax.xaxis, sorted(set(keyed["batch_size"].dropna().astype(int))))
+    charts.plain_log(ax.yaxis)
     ax.set_xlabel("batch size (log)")
     ax.set_ylabel("samples/s (log)")
     ax.legend(fontsize=8, frameon=False)

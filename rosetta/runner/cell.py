@@ -193,14 +193,20 @@ class Cell:
         flag = noise_flag(self.result["clocks"]["steady"])
         if flag:
             self.flags.append(flag)
-        self.result["metrics"].update(self.latency())  # after the timed run, outside its clocks
+        if self.config.round == 0:  # after the timed run, outside its clocks; once per point
+            self.result["metrics"].update(self.latency())
         return self.result
 
     # -- step 4b: batch-1 latency (after the timed run, outside every clock) --------------------
     def latency(self) -> dict:
         """``latency`` (single synchronised requests at batch 1 through ``predict``, the whole
         distribution: ``rosetta.runner.latency``) and ``throughput_at_batch`` (the timed run's
-        samples/s at this cell's batch; the report takes the largest batch of a sweep)."""
+        samples/s at this cell's batch; the report takes the largest batch of a sweep).
+
+        Measured in round 0 only: rounds repeat a point to learn the spread of its step time
+        between processes; a second latency loop of the same point would add its cost (200
+        requests: 0.2-16 s per cell on the 2-core machine, ~75 s per smoke round) to every
+        round without adding a figure the report shows."""
         w, prof = self.workload, self.profile
         plan = latency.LatencyPlan.for_profile(self.config.profile)
         if w.task == "train":

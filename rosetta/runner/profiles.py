@@ -13,21 +13,28 @@ too, cut into ``images // B`` timed batches (after ``warmup_batches`` untimed on
 Every point of a sweep thus does the same work, and the time budget does not depend on the grid's
 batch sizes.
 
-Time budgets (2-core machine; figures from a quiet machine, smoke single round 4 min 45 s for
-all 15 cells, of which per cell papermill start 0.9-2.3 s and cold start 0.1-5 s):
+Time budgets (2-core machine). The first budget was set from a quiet single smoke round of
+4 min 45 s for all 15 cells (per cell papermill start 0.9-2.3 s, cold start 0.1-5 s); two rounds
+then fitted 10 minutes (2 x (15 x 6 s fixed + 0.83 x 195 s timed) = 504 s, with the cuts below).
+Since then each cell gained a float64 gate of its timed program and a 200-request batch-1
+latency loop, and the machine measures slower (NumPy sgemm 175-196 GFLOP/s, 230-258 before):
 
-- ``smoke``: R = 2 rounds. Per cell a fixed cost of about 6 s (papermill ~1.6 s, cold start
-  ~2.5 s, data and the gate ~2 s; at worst ~10 s) leaves ~195 s of the 285 s for the timed
-  loops (at worst 135 s). The smoke counts were cut where accuracy allows: gru 4096 -> 3072
-  train samples (96 steps; the reference still passes ``tests/test_profiles.py``'s > 0.75),
-  resnet50 8 -> 6 batches, tests 1024 -> 768; cnn keeps its 2048 (64 steps: at 1536 the
-  reference fell to 0.45, below the 0.6 asked). About 0.83 of the timed loops remain, so two
-  rounds cost 2 x (15 x 6 + 0.83 x 195) = 504 s (at worst 2 x (150 + 0.83 x 135) = 524 s),
-  within 10 minutes. A third round would need 600 / 3 - 90 = 110 s of timed loops (0.56x),
-  which the accuracy floors do not allow (gru at a third of its counts: 0.65).
+- ``smoke``: R = 2 rounds. Measured quiet (run ``smoke-a``, 2026-11-23): 20 min 53 s. Per round
+  ~604 s of cell processes: timed loops 327 s (chainer cnn 78 s and numpy_ref cnn 55 s lead),
+  batch-1 latency 75 s, the float64 gate 55 s, cold starts 50 s, kernel start, data and test
+  evaluation ~100 s. Latency is now measured in round 0 only (one figure per point; rounds
+  measure the step time's spread), which saves ~75 s. Ten minutes for two rounds would leave
+  600 - 2 x 205 s fixed - 75 s latency = 115 s for both rounds' timed loops, 0.18x of today's
+  327 s each: the cnn would train 11 steps (the reference reaches 0.43 at 48 steps against the
+  0.6 ``tests/test_profiles.py`` holds) and a steady median would rest on 10 steps. So ``smoke``
+  keeps its accuracy and two rounds and takes ~20 minutes here; one round takes ~11.
+  The counts were cut where accuracy allows: gru 4096 -> 3072 train samples (96 steps; the
+  reference still passes ``tests/test_profiles.py``'s > 0.75), resnet50 8 -> 6 batches, tests
+  1024 -> 768; cnn keeps its 2048 (64 steps: at 1536 the reference fell to 0.45, below 0.6).
 - ``sweep``: ci sample counts, batch 16 and 64, threads 1 and all cores, fp32 and bf16: 8
-  points x 15 cells = 120 cells of ~8 s each (6 s fixed, ~2 s timed on ci counts) = 16 minutes
-  once bf16 runs; today bf16 is skipped in every backend (no process), so 60 cells ~ 8 minutes.
+  points x 15 cells = 120 records, of which the 24 bf16 points of numpy_ref and chainer are
+  skipped records with their reason (no process): 96 cell processes; see the closing note of
+  issue 18 for the measured wall time.
 - ``ci`` and ``full``: R = 1 (ci is a CI check, full the original settings, hours per round).
 """
 
