@@ -25,8 +25,8 @@ from rosetta.report.stats import (
 )
 
 RATIO_COLUMNS = ["run_id", "workload", "backend", "batch_size", "precision", "threads", "point",
-                 "fastest", "ratio", "low", "high", "verdict", "clear", "equivalent", "method",
-                 "rounds", "stability", "noisy"]  # fmt: skip
+                 "machine", "fastest", "ratio", "low", "high", "verdict", "clear", "equivalent",
+                 "method", "rounds", "stability", "noisy"]  # fmt: skip
 POINT = ["batch_size", "precision", "threads"]
 
 
@@ -52,7 +52,10 @@ def _by_point(groups: pd.DataFrame, keys: list[str]):
 
 
 def ratios_to_fastest(t: Tables, groups: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per run, workload and point, every timed backend against the fastest (by median).
+    """Per run, workload, point and machine, every timed backend against the fastest (by median).
+
+    Groups are already split by machine where a run spans several (:mod:`rosetta.report.groups`),
+    so a ratio only ever pairs rounds that ran on the same machine.
 
     The fastest is chosen among groups that passed the gate (among all timed ones only if none
     did). Columns: :data:`RATIO_COLUMNS`; the fastest's verdict names who is within the noise,
@@ -67,7 +70,7 @@ def ratios_to_fastest(t: Tables, groups: pd.DataFrame | None = None) -> pd.DataF
 def _ratios_to_fastest(t: Tables, groups: pd.DataFrame) -> pd.DataFrame:
     out = []
     ok = groups[groups["status"] == "ok"]
-    for _, g in _by_point(ok, ["run_id", "workload"]):
+    for _, g in _by_point(ok, ["run_id", "workload", "machine"]):
         timed = [(c, e) for _, c in g.iterrows() if (e := _estimate(c)) is not None]
         if not timed:
             continue
@@ -97,6 +100,7 @@ def _row(c: pd.Series, best: pd.Series, e: Estimate, r: Ratio, verdict: str, med
     others = [m for b, m in medians.items() if b != c["backend"]]
     return {
         **{k: c[k] for k in ["run_id", "workload", "backend", *POINT, "point", "equivalent"]},
+        "machine": c.get("machine", ""),
         "fastest": best["backend"],
         "ratio": r.ratio,
         "low": r.low,
