@@ -81,6 +81,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("machines")
     return {
         "span": _write(root, "span", _where),
+        "span2": _write(root, "span2", _where),
         # the same run written twice (same id): once naming node-a, once as old records did
         "one": _write(root / "one", "solo", lambda w, b, r: NODE_A),
         "old": _write(root / "old", "solo", lambda w, b, r: None),
@@ -162,6 +163,21 @@ def test_machines_section_lists_both_machines_and_their_cells(runs, tmp_path):
     hosts = [r[1] for r in page.tables["machines-table"][1:]]
     assert hosts == ["node-a", "node-b"]
     assert any(r[1].endswith("on node-a") for r in page.tables["ratio-table"][1:])
+
+
+def test_two_runs_spanning_machines_compare_machine_by_machine(runs):
+    t = load_tables([runs["span"], runs["span2"]])
+    c, _ = compare.compare_runs(t, "span", "span2")
+    cnn = c[c["workload"] == "cnn"]
+    assert sorted(zip(cnn["backend"], cnn["machine"], strict=True)) == [
+        ("tensorflow", "node-a"),
+        ("tensorflow", "node-b"),
+        ("torch", "node-a"),
+    ]
+    tf_b = cnn[(cnn["backend"] == "tensorflow") & (cnn["machine"] == "node-b")].iloc[0]
+    # node-b timed only tensorflow: its own common backend, its plain ratio between the runs
+    assert tf_b["verdict"] == "common backend" and tf_b["ratio"] == pytest.approx(1.0, rel=0.05)
+    assert cnn[cnn["machine"] == "node-a"].set_index("backend").loc["torch", "common"] == "torch"
 
 
 def test_one_machine_renders_as_before(runs, tmp_path):

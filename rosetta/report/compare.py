@@ -114,8 +114,8 @@ def _row(c: pd.Series, best: pd.Series, e: Estimate, r: Ratio, verdict: str, med
     }
 
 
-COMPARE_COLUMNS = ["workload", "backend", "point", "common", "base_median", "other_median",
-                   "ratio", "low", "high", "changed", "verdict", "e2e_ratio",
+COMPARE_COLUMNS = ["workload", "machine", "backend", "point", "common", "base_median",
+                   "other_median", "ratio", "low", "high", "changed", "verdict", "e2e_ratio",
                    "equivalent_base", "equivalent_other"]  # fmt: skip
 
 
@@ -126,11 +126,13 @@ def compare_runs(t: Tables, base: str, other: str) -> tuple[pd.DataFrame, tuple 
     The common backend of a workload and point is the first backend (registry order: the
     reference first) that passed the gate in both runs (any timed one if none did); its own row
     shows its plain ``other / base`` ratio and no verdict. ``changed`` is True only where the
-    ratio of ratios' interval excludes 1. End-to-end times are one measurement per round, so
-    their ratio is shown without an interval and never flagged."""
+    ratio of ratios' interval excludes 1. Groups keyed by machine (a run spanning several) are
+    compared machine by machine: the same hostname in both runs. End-to-end times are one
+    measurement per round, so their ratio is shown without an interval and never flagged."""
     ok = t.groups[(t.groups["status"] == "ok") & t.groups["steady_median"].notna()]
     out, pairs = [], []
-    for (workload, *_point), g in _by_point(ok[ok["run_id"].isin([base, other])], ["workload"]):
+    sel = ok[ok["run_id"].isin([base, other])]
+    for (workload, machine, *_point), g in _by_point(sel, ["workload", "machine"]):
         a = {c["backend"]: c for _, c in g[g["run_id"] == base].iterrows()}
         b = {c["backend"]: c for _, c in g[g["run_id"] == other].iterrows()}
         both = backend_order(k for k in b if k in a)
@@ -143,6 +145,7 @@ def compare_runs(t: Tables, base: str, other: str) -> tuple[pd.DataFrame, tuple 
             pairs.append((ca["steady_median"], cb["steady_median"]))
             row = {
                 "workload": workload,
+                "machine": machine,
                 "backend": k,
                 "point": cb["point"],
                 "common": common,

@@ -354,7 +354,9 @@ def comparisons(t: Tables) -> list[dict]:
         several = c.groupby("workload")["point"].nunique() > 1 if len(c) else {}
         rows = [
             {
-                "workload": x["workload"] + (f" ({x['point']})" if several[x["workload"]] else ""),
+                "workload": x["workload"]
+                + (f" ({x['point']})" if several[x["workload"]] else "")
+                + (f" on {x['machine']}" if x["machine"] else ""),
                 "backend": x["backend"],
                 "common": x["common"],
                 "base": fmt_ms(x["base_median"]),
