@@ -163,6 +163,7 @@ def test_machines_section_lists_both_machines_and_their_cells(runs, tmp_path):
     hosts = [r[1] for r in page.tables["machines-table"][1:]]
     assert hosts == ["node-a", "node-b"]
     assert any(r[1].endswith("on node-a") for r in page.tables["ratio-table"][1:])
+    assert ">tensorflow on node-b</text>" in html  # the step-time chart: one bar per machine
 
 
 def test_two_runs_spanning_machines_compare_machine_by_machine(runs):
