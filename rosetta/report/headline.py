@@ -100,7 +100,7 @@ def apart_lines(r, rows_w) -> list[str]:
             continue
         if g.groupby("machine")["backend"].nunique().max() < 2:
             workload = str(g["workload"].iloc[0])
-            out.append(f"{run_id}: " * multi + f"{workload}: {APART}")
+            out.append((f"{run_id}: " if multi else "") + f"{workload}: {APART}")
     return out
 
 
