@@ -64,8 +64,10 @@ def test_a_ray_run_records_like_a_local_run(cluster, tmp_path, small_data, capsy
     local, remote = (cell_record(tmp_path, r, "numpy_ref", "gru") for r in ("loc", "ray"))
     assert remote["status"] == "ok" and remote["equivalence"]["equivalent"]
     assert sorted(remote) == sorted(local)  # the same schema as a local run
-    assert set(remote["manifest"]) - set(local["manifest"]) == {"node"}
+    assert set(remote["manifest"]) == set(local["manifest"])  # both name their machine
     node = remote["manifest"]["node"]
+    # the Ray executor extends the local node facts with its own (node id, ip, worker)
+    assert set(node) - set(local["manifest"]["node"]) == {"ip", "ray_node_id", "worker_pid"}
     assert node["hostname"] == socket.gethostname() and node["ip"] == "127.0.0.1"
     assert node["worker_pid"] != os.getpid() and node["cpu_count"] == os.cpu_count()
     assert remote["config"]["out"] == str(tmp_path / "results" / "ray" / "numpy_ref__gru.json")

@@ -91,6 +91,8 @@ def _to_svg(fig, chart_id: str) -> str:
 
 def _label(cell: pd.Series, multi_run: bool) -> str:
     name = str(cell["backend"])
+    if cell.get("machine"):  # a run spanning several machines: one bar per machine
+        name += f" on {cell['machine']}"
     if multi_run:
         name += f" @ {cell['run_id']}"
     if not passed(cell["equivalent"]):

@@ -25,8 +25,8 @@ from rosetta.report.stats import (
 )
 
 RATIO_COLUMNS = ["run_id", "workload", "backend", "batch_size", "precision", "threads", "point",
-                 "fastest", "ratio", "low", "high", "verdict", "clear", "equivalent", "method",
-                 "rounds", "stability", "noisy"]  # fmt: skip
+                 "machine", "fastest", "ratio", "low", "high", "verdict", "clear", "equivalent",
+                 "method", "rounds", "stability", "noisy"]  # fmt: skip
 POINT = ["batch_size", "precision", "threads"]
 
 
@@ -52,7 +52,10 @@ def _by_point(groups: pd.DataFrame, keys: list[str]):
 
 
 def ratios_to_fastest(t: Tables, groups: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per run, workload and point, every timed backend against the fastest (by median).
+    """Per run, workload, point and machine, every timed backend against the fastest (by median).
+
+    Groups are already split by machine where a run spans several (:mod:`rosetta.report.groups`),
+    so a ratio only ever pairs rounds that ran on the same machine.
 
     The fastest is chosen among groups that passed the gate (among all timed ones only if none
     did). Columns: :data:`RATIO_COLUMNS`; the fastest's verdict names who is within the noise,
@@ -67,7 +70,7 @@ def ratios_to_fastest(t: Tables, groups: pd.DataFrame | None = None) -> pd.DataF
 def _ratios_to_fastest(t: Tables, groups: pd.DataFrame) -> pd.DataFrame:
     out = []
     ok = groups[groups["status"] == "ok"]
-    for _, g in _by_point(ok, ["run_id", "workload"]):
+    for _, g in _by_point(ok, ["run_id", "workload", "machine"]):
         timed = [(c, e) for _, c in g.iterrows() if (e := _estimate(c)) is not None]
         if not timed:
             continue
@@ -97,6 +100,7 @@ def _row(c: pd.Series, best: pd.Series, e: Estimate, r: Ratio, verdict: str, med
     others = [m for b, m in medians.items() if b != c["backend"]]
     return {
         **{k: c[k] for k in ["run_id", "workload", "backend", *POINT, "point", "equivalent"]},
+        "machine": c.get("machine", ""),
         "fastest": best["backend"],
         "ratio": r.ratio,
         "low": r.low,
@@ -110,8 +114,8 @@ def _row(c: pd.Series, best: pd.Series, e: Estimate, r: Ratio, verdict: str, med
     }
 
 
-COMPARE_COLUMNS = ["workload", "backend", "point", "common", "base_median", "other_median",
-                   "ratio", "low", "high", "changed", "verdict", "e2e_ratio",
+COMPARE_COLUMNS = ["workload", "machine", "backend", "point", "common", "base_median",
+                   "other_median", "ratio", "low", "high", "changed", "verdict", "e2e_ratio",
                    "equivalent_base", "equivalent_other"]  # fmt: skip
 
 
@@ -122,11 +126,13 @@ def compare_runs(t: Tables, base: str, other: str) -> tuple[pd.DataFrame, tuple 
     The common backend of a workload and point is the first backend (registry order: the
     reference first) that passed the gate in both runs (any timed one if none did); its own row
     shows its plain ``other / base`` ratio and no verdict. ``changed`` is True only where the
-    ratio of ratios' interval excludes 1. End-to-end times are one measurement per round, so
-    their ratio is shown without an interval and never flagged."""
+    ratio of ratios' interval excludes 1. Groups keyed by machine (a run spanning several) are
+    compared machine by machine: the same hostname in both runs. End-to-end times are one
+    measurement per round, so their ratio is shown without an interval and never flagged."""
     ok = t.groups[(t.groups["status"] == "ok") & t.groups["steady_median"].notna()]
     out, pairs = [], []
-    for (workload, *_point), g in _by_point(ok[ok["run_id"].isin([base, other])], ["workload"]):
+    sel = ok[ok["run_id"].isin([base, other])]
+    for (workload, machine, *_point), g in _by_point(sel, ["workload", "machine"]):
         a = {c["backend"]: c for _, c in g[g["run_id"] == base].iterrows()}
         b = {c["backend"]: c for _, c in g[g["run_id"] == other].iterrows()}
         both = backend_order(k for k in b if k in a)
@@ -139,6 +145,7 @@ def compare_runs(t: Tables, base: str, other: str) -> tuple[pd.DataFrame, tuple 
             pairs.append((ca["steady_median"], cb["steady_median"]))
             row = {
                 "workload": workload,
+                "machine": machine,
                 "backend": k,
                 "point": cb["point"],
                 "common": common,

@@ -111,7 +111,7 @@ def build_tables(runs: Runs) -> Tables:
     return dataclasses.replace(t, groups=group_frame(t))
 
 
-GROUP_KEYS = ["run_id", "workload", "backend", "batch_size", "precision", "threads"]
+GROUP_KEYS = ["run_id", "workload", "backend", "batch_size", "precision", "threads", "machine"]
 
 
 def _same_group(a: dict, b: dict) -> bool:
@@ -128,6 +128,7 @@ TEXT_COLUMNS = (
     "load_before",
     "load_after",
     "flags",
+    "machine",
 )
 _EMPTY_ROW = dict.fromkeys(
     [
@@ -173,6 +174,8 @@ _EMPTY_ROW = dict.fromkeys(
         "load_before",
         "load_after",
         "flags",
+        "machine",
+        "node",
     ]
 )
 
@@ -201,6 +204,8 @@ def cell_row(run: Run, rec: dict) -> dict:
         load_after=_load(_get(rec, "load", "after")),
         flags="; ".join(str(f) for f in rec.get("flags") or [] if f),
     )
+    row["node"] = node_of(man)
+    row["machine"] = _text(row["node"].get("hostname"))
     eq = rec.get("equivalence")
     if isinstance(eq, dict):
         row["equivalent"] = bool(eq["equivalent"]) if "equivalent" in eq else None
@@ -257,6 +262,13 @@ def cell_row(run: Run, rec: dict) -> dict:
     raw = _floats(lat.get("raw_s") or lat.get("raw"))
     row["latency_n"] = float(len(raw)) if raw else None
     return row
+
+
+def node_of(manifest: dict) -> dict:
+    """The machine a record ran on (``manifest.node``: hostname, CPU, cores, GPU, load); {} for
+    records written before every record named its machine (shown as "this machine")."""
+    node = manifest.get("node")
+    return dict(node) if isinstance(node, dict) else {}
 
 
 def point_of(rec: dict, profile_batch: int | None) -> dict:

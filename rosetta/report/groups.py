@@ -1,5 +1,9 @@
 """Groups: one (run, workload, backend, point) over its rounds, the unit every verdict reads.
 
+Groups never mix machines: when a run's ok cells ran on more than one machine (``rosetta bench
+--executor ray``), its groups are also keyed by machine (hostname), so every estimate, ratio and
+verdict is about one machine. A run on one machine has ``machine`` "" in every group.
+
 A repetition is one more axis of a cell, not a second mechanism: records that differ only in
 their round are repeated measurements of one group. A group's steady-state step time is the
 cross-round estimate of :func:`rosetta.report.stats.estimate`; its end-to-end time, time per
@@ -22,7 +26,7 @@ from rosetta.report.stats import estimate, passed
 if TYPE_CHECKING:  # pragma: no cover
     from rosetta.report.frame import Tables
 
-KEYS = ["run_id", "workload", "backend", "batch_size", "precision", "threads"]
+KEYS = ["run_id", "workload", "backend", "batch_size", "precision", "threads", "machine"]
 MEDIAN_OVER_ROUNDS = ("end_to_end_s", "time_per_1000", "test_accuracy", "cold_start_s")
 FIRST_OF = ("task", "device", "data_source", "profile", "point", "flops_per_sample")
 COLUMNS = [
@@ -58,6 +62,7 @@ def group_frame(t: Tables) -> pd.DataFrame:
     if cells.empty:
         return pd.DataFrame(columns=COLUMNS)
     keyed = cells.assign(**{k: cells[k].astype(object) for k in ("batch_size", "threads")})
+    keyed["machine"] = group_machine(cells)
     out = []
     for _, g in keyed.groupby(KEYS, sort=False, dropna=False):
         out.append(_group_row(t, g))
@@ -68,6 +73,32 @@ def group_frame(t: Tables) -> pd.DataFrame:
         frame[k] = frame[k].astype(object).where(frame[k].notna(), None)
     frame["primary"] = _primary(frame)
     return frame
+
+
+def machines(cells: pd.DataFrame, run_id: str) -> list[str]:
+    """The distinct machines (hostnames) the run's ok cells ran on, in first-seen order; "" for
+    records that name none."""
+    mine = cells[(cells["run_id"] == run_id) & (cells["status"] == "ok")]
+    return list(dict.fromkeys(str(m) for m in mine["machine"]))
+
+
+def multi_machine(cells: pd.DataFrame) -> set[str]:
+    """The runs whose ok cells span more than one machine."""
+    return {r for r in dict.fromkeys(cells["run_id"]) if len(machines(cells, r)) > 1}
+
+
+def group_machine(cells: pd.DataFrame) -> pd.Series:
+    """Each cell's machine as a group key: its hostname where its run spans several machines,
+    else "" (so a one-machine run groups exactly as before)."""
+    multi = multi_machine(cells)
+    return pd.Series(
+        [
+            str(m) if r in multi else ""
+            for r, m in zip(cells["run_id"], cells["machine"], strict=True)
+        ],
+        index=cells.index,
+        dtype=object,
+    )
 
 
 def _group_row(t: Tables, g: pd.DataFrame) -> dict:

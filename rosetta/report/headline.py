@@ -46,13 +46,16 @@ class Headline:
 def column_keys(cells: pd.DataFrame) -> dict[int, str]:
     """Headline column of every cell (by index): its run, with the device in brackets. A run
     whose cells ran on several devices gets one column per device; a cell that did not run
-    (no device recorded) joins its run's only device."""
+    (no device recorded) joins its run's only device. Groups keyed by machine (a run spanning
+    several) get one column per machine, named after it."""
     out = {}
     for run_id, group in cells.groupby("run_id", sort=False):
         devices = list(dict.fromkeys(d for d in group["device"] if not missing(d)))
         for i, c in group.iterrows():
             dev = c["device"] if len(devices) > 1 else (devices[0] if devices else "")
             out[i] = f"{run_id} ({dev or '?'})" if devices else str(run_id)
+            machine = c.get("machine", "")
+            out[i] += f" on {machine}" if machine else ""
     return out
 
 
@@ -79,21 +82,43 @@ def headlines(t: Tables) -> list[Headline]:
         title = workload_title(w)
         title = title if title != w else f"{w}: {measure}"
         stab = tuple(stability_line(ratios[ratios["workload"] == w], rows_w))
+        stab = (*stab, *apart_lines(ratios[ratios["workload"] == w], rows_w))
         out.append(Headline(w, title, measure, train, tuple(cols), tuple(rows), stab))
+    return out
+
+
+APART = "backends ran on different machines: no cross-framework verdict; see Machines"
+
+
+def apart_lines(r, rows_w) -> list[str]:
+    """Per run whose groups are keyed by machine: one line when its timed backends never share
+    a machine, so no ratio between frameworks exists (:data:`APART`)."""
+    out = []
+    multi = rows_w["run_id"].nunique() > 1
+    for run_id, g in r.groupby("run_id", sort=False):
+        if not g["machine"].astype(bool).any() or g["backend"].nunique() < 2:
+            continue
+        if g.groupby("machine")["backend"].nunique().max() < 2:
+            workload = str(g["workload"].iloc[0])
+            out.append((f"{run_id}: " if multi else "") + f"{workload}: {APART}")
     return out
 
 
 def stability_line(r, rows_w) -> list[str]:
     """Per run: 'run: 3 rounds; torch fastest, 1.21x [1.15, 1.30] ahead of jax, held in 3 of 3
-    rounds' (or 'no clear difference', or 'one round: within-process interval')."""
+    rounds' (or 'no clear difference', or 'one round: within-process interval'). Where a run's
+    groups are keyed by machine, one line per machine: 'cnn on node-a: 3 rounds; ...'."""
     out = []
     multi = rows_w["run_id"].nunique() > 1
-    for run_id, g in r.groupby("run_id", sort=False):
+    for (run_id, machine), g in r.groupby(["run_id", "machine"], sort=False):
         if len(g) < 2:
             continue
         best, nxt = g.iloc[0], g.iloc[1]
         rounds = int(best["rounds"])
-        head = (f"{run_id}: " if multi else "") + f"{rounds} round{'s' if rounds != 1 else ''}; "
+        head = (f"{run_id}: " if multi else "") + (
+            f"{best['workload']} on {machine}: " if machine else ""
+        )
+        head += f"{rounds} round{'s' if rounds != 1 else ''}; "
         if nxt["clear"]:
             what = (
                 f"{best['backend']} fastest, {nxt['ratio']:.2f}x [{nxt['low']:.2f}, "

@@ -14,6 +14,7 @@ from rosetta.report import charts, headline, scaling, sections
 from rosetta.report.compare import ratios_to_fastest
 from rosetta.report.frame import CHECKS, Tables
 from rosetta.report.groups import primary
+from rosetta.report.headline import APART
 from rosetta.report.order import workload_order
 from rosetta.report.stats import NO_CLEAR, passed
 
@@ -52,6 +53,7 @@ def context(t: Tables, out_dir: Path) -> dict:
     step_charts = [c for w in workloads if (c := drawn(charts.step_time_chart, w, heads))]
     round_charts = [c for w in workloads if (c := drawn(charts.round_chart, w, heads))]
     first = cells.loc[[g[0] for g in heads["cells"]]]  # each headline group's first round
+    first = first.assign(machine=list(heads["machine"]))  # the group's key: "" on one machine
     cold_charts = [c for w in workloads if (c := drawn(charts.cold_start_chart, w, first))]
     losses = t.losses[t.losses["cell"].isin(first.index)]
     loss_charts = [
@@ -82,6 +84,7 @@ def context(t: Tables, out_dir: Path) -> dict:
         "problem_cells": sections.problem_rows(t),
         "comparisons": sections.comparisons(t),
         "environments": sections.environments(t),
+        "machines": sections.machine_rows(t),
         "manifests": sections.manifests(t),
         "conditions": sections.condition_rows(t),
         "notebooks": sections.notebook_rows(t, out_dir),
@@ -122,11 +125,15 @@ def lede(t: Tables) -> list[str]:
     cells = t.cells
     parts = []
     r = ratios_to_fastest(t, primary(t))
-    for (run_id, w), g in r.groupby(["run_id", "workload"], sort=False):
+    for (run_id, w, machine), g in r.groupby(["run_id", "workload", "machine"], sort=False):
         best = g.iloc[0]
         others = g.iloc[1:]
-        prefix = f"{w}" + (f" ({run_id})" if len(t.runs.runs) > 1 else "")
-        if others.empty:
+        run_tag = f" ({run_id})" if len(t.runs.runs) > 1 else ""
+        prefix = f"{w}" + (f" on {machine}" if machine else "") + run_tag
+        if others.empty and _apart(r, run_id, w):
+            apart = f"{w}{run_tag}: {APART}"  # one line for the workload, not one per machine
+            parts.extend([] if apart in parts else [apart])
+        elif others.empty:
             parts.append(f"{prefix}: only {best['backend']} timed")
         elif (others["verdict"] == NO_CLEAR).any():
             tie = others[others["verdict"] == NO_CLEAR]
@@ -153,6 +160,17 @@ def lede(t: Tables) -> list[str]:
     if n_bad:
         parts.append(f"{n_bad} cells did not finish (see below)")
     return parts
+
+
+def _apart(r, run_id: str, workload: str) -> bool:
+    """Whether a run's workload was timed on several machines with no two backends sharing one
+    (so there is no cross-framework verdict for it)."""
+    g = r[(r["run_id"] == run_id) & (r["workload"] == workload)]
+    return (
+        g["machine"].astype(bool).any()
+        and g["backend"].nunique() > 1
+        and g.groupby("machine")["backend"].nunique().max() < 2
+    )
 
 
 def machine_line(t: Tables) -> str:

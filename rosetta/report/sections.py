@@ -15,6 +15,7 @@ import pandas as pd
 from rosetta.report.compare import compare_runs, ratios_to_fastest
 from rosetta.report.fmt import DASH, fmt_interval, fmt_ms, fmt_num, fmt_pct, fmt_s, missing
 from rosetta.report.frame import CHECKS, Tables, notebook_exists
+from rosetta.report.groups import machines, multi_machine
 from rosetta.report.order import backend_order, workload_key, workload_order
 from rosetta.report.stats import ONE_PROCESS, passed, robust_spread
 
@@ -24,16 +25,17 @@ def ratio_rows(t: Tables) -> list[dict]:
     """Ratio to the fastest backend per run, workload and point, paired by round, with its
     interval, verdict, stability (rounds it held in) and whether its noise could change it."""
     r = ratios_to_fastest(t)
-    g = t.groups.set_index(["run_id", "workload", "backend", "point"])
+    g = t.groups.set_index(["run_id", "workload", "backend", "point", "machine"])
     points = t.groups.groupby(["run_id", "workload"])["point"].nunique()
     out = []
     for _, x in r.iterrows():
-        c = g.loc[(x["run_id"], x["workload"], x["backend"], x["point"])]
+        c = g.loc[(x["run_id"], x["workload"], x["backend"], x["point"], x["machine"])]
         several = points[(x["run_id"], x["workload"])] > 1
+        where = f" on {x['machine']}" if x["machine"] else ""
         out.append(
             {
                 "run_id": x["run_id"],
-                "workload": x["workload"] + (f" ({x['point']})" if several else ""),
+                "workload": x["workload"] + (f" ({x['point']})" if several else "") + where,
                 "backend": x["backend"],
                 "step_ms": fmt_interval(c["steady_median"], c["steady_low"], c["steady_high"]),
                 "rounds": str(int(x["rounds"])),
@@ -140,11 +142,13 @@ def condition_rows(t: Tables) -> list[dict]:
     steps (IQR / median) and the flags. The runner's noise flag is replaced by the report's
     judgement: a cell is marked noisy only where its noise could change a verdict."""
     noisy = noisy_groups(t)
+    multi = multi_machine(t.cells)
     out = []
     for _, c in _sorted(t.cells[t.cells["status"] == "ok"]).iterrows():
         steps = t.steps[t.steps["cell"] == c.name]["seconds"].to_numpy(dtype=float)
         flags = [f for f in c["flags"].split("; ") if f and not f.startswith(NOISE_FLAGS)]
-        key = (c["run_id"], c["workload"], c["backend"], c["point"])
+        machine = c["machine"] if c["run_id"] in multi else ""
+        key = (c["run_id"], c["workload"], c["backend"], c["point"], machine)
         if key in noisy:
             flags.insert(0, "noisy: spread could change a verdict")
         out.append(
@@ -166,13 +170,69 @@ def condition_rows(t: Tables) -> list[dict]:
 
 
 def noisy_groups(t: Tables) -> set[tuple]:
-    """(run, workload, backend, point) of every group whose noise could change a verdict."""
+    """(run, workload, backend, point, machine) of every group whose noise could change a
+    verdict (machine "" where the run ran on one machine)."""
     r = ratios_to_fastest(t)
     return {
-        (x["run_id"], x["workload"], x["backend"], x["point"])
+        (x["run_id"], x["workload"], x["backend"], x["point"], x["machine"])
         for _, x in r.iterrows()
         if x["noisy"]
     }
+
+
+# -- machines (a run spanning several) --------------------------------------------------------
+THIS_MACHINE = "this machine"  # records that name no machine (written before they did)
+
+
+def machine_rows(t: Tables) -> list[dict]:
+    """Per run spanning several machines, one row per machine: hostname, CPU, cores, GPU, the
+    range of load averages seen (1-minute, before and after its cells), and the cells that ran
+    there (backend x workload x point x round) with their steady medians. [] for one machine."""
+    out = []
+    for run_id in [r for r in dict.fromkeys(t.cells["run_id"]) if r in multi_machine(t.cells)]:
+        mine = t.cells[t.cells["run_id"] == run_id]
+        for host in machines(t.cells, run_id) + _others(mine, run_id, t):
+            here = _sorted(mine[mine["machine"] == host])
+            node = next((n for n in here["node"] if n), {})
+            out.append(
+                {
+                    "run_id": run_id,
+                    "hostname": host or THIS_MACHINE,
+                    "cpu": _plain(node.get("cpu")),
+                    "cores": _plain(node.get("cpu_count")),
+                    "gpu": _gpu(node.get("gpu")),
+                    "load": _load_range(here, node),
+                    "cells": [_machine_cell(c) for _, c in here.iterrows()],
+                }
+            )
+    return out
+
+
+def _others(mine: pd.DataFrame, run_id: str, t: Tables) -> list[str]:
+    """Machines that only ran cells that did not finish."""
+    ok = set(machines(t.cells, run_id))
+    return [m for m in dict.fromkeys(str(x) for x in mine["machine"]) if m not in ok]
+
+
+def _machine_cell(c: pd.Series) -> str:
+    rnd = f", round {int(c['round']) + 1}" if not missing(c["round"]) else ""
+    what = fmt_ms(c["steady_median"]) + " ms" if c["status"] == "ok" else c["status"]
+    return f"{c['backend']} x {c['workload']} ({c['point']}{rnd}): {what}"
+
+
+def _gpu(gpu: object) -> str:
+    gpus = gpu.get("gpus") if isinstance(gpu, dict) else None
+    names = [str(g.get("name")) for g in gpus or [] if isinstance(g, dict)]
+    return ", ".join(names) or DASH
+
+
+def _load_range(cells: pd.DataFrame, node: dict) -> str:
+    """Lowest-highest 1-minute load average seen on the machine: the cells' before/after
+    snapshots and the node's own facts."""
+    seen = [float(v.split(" / ")[0]) for v in [*cells["load_before"], *cells["load_after"]] if v]
+    if isinstance(node.get("load_avg"), list) and node["load_avg"]:
+        seen.append(float(node["load_avg"][0]))
+    return f"{min(seen):.2f}-{max(seen):.2f}" if seen else DASH
 
 
 # -- manifests, environment, notebooks ----------------------------------------------------------
@@ -294,7 +354,9 @@ def comparisons(t: Tables) -> list[dict]:
         several = c.groupby("workload")["point"].nunique() > 1 if len(c) else {}
         rows = [
             {
-                "workload": x["workload"] + (f" ({x['point']})" if several[x["workload"]] else ""),
+                "workload": x["workload"]
+                + (f" ({x['point']})" if several[x["workload"]] else "")
+                + (f" on {x['machine']}" if x["machine"] else ""),
                 "backend": x["backend"],
                 "common": x["common"],
                 "base": fmt_ms(x["base_median"]),

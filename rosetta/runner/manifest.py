@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import socket
 import subprocess
 from pathlib import Path
 
@@ -151,6 +152,22 @@ def gpu_info() -> dict:
     }
 
 
+def node_facts(device: str = "cpu") -> dict:
+    """The machine a cell ran on: hostname, CPU model and cores, load, GPU (when a GPU cell runs).
+
+    Stored as ``manifest.node`` in every record so a run spanning several machines can be
+    reported per machine; the Ray executor extends it with its node id, IP and worker pid."""
+    facts = {
+        "hostname": socket.gethostname(),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
+    if device != "cpu":
+        facts["gpu"] = gpu_info()
+    return facts
+
+
 def environment(device: str = "cpu") -> dict:
     """Machine and software facts common to every backend (backends add their own)."""
     env = {
@@ -169,4 +186,5 @@ def environment(device: str = "cpu") -> dict:
     }
     if device == "cuda":
         env["gpu"] = gpu_info()
+    env["node"] = node_facts("cpu") | ({"gpu": env["gpu"]} if "gpu" in env else {})
     return env

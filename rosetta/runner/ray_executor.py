@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -125,17 +124,12 @@ def node_facts(device: str = "cpu") -> dict:
 
     from rosetta.runner import manifest
 
-    facts = {
-        "hostname": socket.gethostname(),
-        "ip": ray.util.get_node_ip_address(),
-        "ray_node_id": ray.get_runtime_context().get_node_id(),
-        "worker_pid": os.getpid(),
-        "cpu": manifest.cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-    }
-    if device != "cpu":
-        facts["gpu"] = manifest.gpu_info()
+    facts = manifest.node_facts(device)
+    facts.update(
+        ip=ray.util.get_node_ip_address(),
+        ray_node_id=ray.get_runtime_context().get_node_id(),
+        worker_pid=os.getpid(),
+    )
     return facts
 
 
