@@ -224,3 +224,31 @@ def test_a_real_local_cell_names_its_machine(small_data):
     node = rec["manifest"]["node"]
     assert node["hostname"] == socket.gethostname()
     assert node["cpu"] and node["cpu_count"] >= 1
+
+
+# -- the scaling section never pools machines -------------------------------------------------
+BF16_ON = {"node-a": 0.7, "node-b": 0.9}  # planted bf16 / fp32 step ratio per machine
+
+
+def test_scaling_rows_are_per_machine(tmp_path):
+    from rosetta.report import scaling
+
+    run_dir = _run_dir(tmp_path / "results", "sw2", len(ROUND_DRIFT))
+    spec = ROUND_CELLS[("cnn", "torch")]
+    for rnd, drift in enumerate(ROUND_DRIFT):
+        for node in (NODE_A, NODE_B):
+            speed = FASTER_B if node is NODE_B else 1.0
+            for prec in ("fp32", "bf16"):
+                rec = record("sw2", "cnn", "torch", spec, source="synthetic", seed=rnd)
+                rec["manifest"]["node"] = dict(node)
+                k = BF16_ON[node["hostname"]] if prec == "bf16" else 1.0
+                write_point_record(run_dir, rec, rnd=rnd, batch=BATCH["cnn"], precision=prec,
+                                   threads=2, drift=drift * speed * k)  # fmt: skip
+                stem = f"torch__cnn__b{BATCH['cnn']}-{prec}-t2-r{rnd}"
+                (run_dir / f"{stem}.json").rename(run_dir / f"{stem}-{node['hostname']}.json")
+    (part,) = scaling.sections(load_tables([run_dir]))
+    rows = {r["backend"]: r for r in part["precision"]}
+    assert set(rows) == {"torch on node-a", "torch on node-b"}
+    for host, k in BF16_ON.items():
+        ratio = float(rows[f"torch on {host}"]["ratio"].split()[0])
+        assert ratio == pytest.approx(k, abs=0.01), (host, rows[f"torch on {host}"]["ratio"])

@@ -69,7 +69,7 @@ def _axis(t: Tables, rows: pd.DataFrame, axis: str, fixed: tuple[str, str]) -> l
     if vals.nunique() < 2:
         return []
     keyed = rows.astype({k: object for k in fixed})
-    for (b, *_), g in keyed.groupby(["backend", *fixed], sort=False, dropna=False):
+    for (b, m, *_), g in keyed.groupby(["backend", "machine", *fixed], sort=False, dropna=False):
         g = g[g[axis].notna()].sort_values(axis)
         if len(g) < 2:
             continue
@@ -78,7 +78,7 @@ def _axis(t: Tables, rows: pd.DataFrame, axis: str, fixed: tuple[str, str]) -> l
             r = paired_ratio(t.rounds(base["cells"]), t.rounds(c["cells"]), _est(base), _est(c))
             n, n0 = float(c[axis]), float(base[axis])
             row = {
-                "backend": b,
+                "backend": _on(b, m),
                 "fixed": ", ".join(_fmt_fixed(k, c[k]) for k in fixed if _fmt_fixed(k, c[k])),
                 "value": int(n),
                 "step": fmt_interval(c["steady_median"], c["steady_low"], c["steady_high"]),
@@ -110,8 +110,8 @@ def _precision(t: Tables, rows: pd.DataFrame) -> list[dict]:
         return []
     out = []
     keyed = rows.astype({"batch_size": object, "threads": object})
-    for (b, bs, th), g in keyed.groupby(
-        ["backend", "batch_size", "threads"], sort=False, dropna=False
+    for (b, m, bs, th), g in keyed.groupby(
+        ["backend", "machine", "batch_size", "threads"], sort=False, dropna=False
     ):
         ref = g[g["precision"] == "fp32"]
         if ref.empty:
@@ -121,7 +121,7 @@ def _precision(t: Tables, rows: pd.DataFrame) -> list[dict]:
             r = paired_ratio(t.rounds(c["cells"]), t.rounds(ref["cells"]), _est(c), _est(ref))
             out.append(
                 {
-                    "backend": b,
+                    "backend": _on(b, m),
                     "fixed": ", ".join(
                         x for x in (_fmt_fixed("batch_size", bs), _fmt_fixed("threads", th)) if x
                     ),
@@ -161,14 +161,16 @@ def throughput_chart(run_id: str, workload: str, rows: pd.DataFrame) -> charts.C
     fig, ax = plt.subplots(figsize=(charts.WIDTH_IN, 3.6))
     keyed = rows.astype({"precision": object, "threads": object})
     drawn = 0
-    for (b, prec, th), g in keyed.groupby(["backend", "precision", "threads"], dropna=False):
+    for (b, m, prec, th), g in keyed.groupby(
+        ["backend", "machine", "precision", "threads"], dropna=False
+    ):
         g = g[g["batch_size"].notna()].sort_values("batch_size")
         if len(g) < 2:
             continue
         n = g["batch_size"].to_numpy(float)
         thr = n / g["steady_median"].to_numpy(float)
         lo, hi = n / g["steady_high"].to_numpy(float), n / g["steady_low"].to_numpy(float)
-        label = " ".join(str(x) for x in (b, prec, _fmt_fixed("threads", th)) if x)
+        label = " ".join(str(x) for x in (_on(b, m), prec, _fmt_fixed("threads", th)) if x)
         ax.errorbar(n, thr, yerr=[thr - lo, hi - thr], marker="o", ms=4, capsize=3,
                     color=charts.colour(b), label=label, lw=1.2)  # fmt: skip
         drawn += 1
@@ -194,7 +196,7 @@ def speedup_chart(run_id: str, workload: str, rows: list[dict]) -> charts.Chart 
     fig, ax = plt.subplots(figsize=(charts.WIDTH_IN, 3.4))
     frame = pd.DataFrame(rows)
     for (b, fixed), g in frame.groupby(["backend", "fixed"], sort=False):
-        ax.plot(g["value"], g["speedup_value"], "o-", color=charts.colour(b), ms=4,
+        ax.plot(g["value"], g["speedup_value"], "o-", color=charts.colour(b.split()[0]), ms=4,
                 label=f"{b} {fixed}".strip())  # fmt: skip
     n = np.array(sorted(set(frame["value"])), dtype=float)
     ax.plot(n, n / n[0], ls="--", color="#999999", lw=0.8, label="ideal")
@@ -205,6 +207,11 @@ def speedup_chart(run_id: str, workload: str, rows: list[dict]) -> charts.Chart 
     ax.set_title(f"{workload}: speedup against threads ({run_id})", loc="left", fontsize=11)
     cid = charts._safe_id("threads", workload, run_id)
     return charts.Chart(cid, f"{workload}: speedup against threads", charts._to_svg(fig, cid))
+
+
+def _on(backend: str, machine: object) -> str:
+    """``backend``, with its machine where the run spans several (groups never mix them)."""
+    return f"{backend} on {machine}" if machine else str(backend)
 
 
 def _scaled(r: Ratio, k: float) -> Ratio:
