@@ -5,7 +5,8 @@
     python scripts/report_screenshot.py RUN_ID [RUN_ID ...]  # those runs (several: compared)
     python scripts/report_screenshot.py --fixture            # the tests' fixture runs
     options: --out PNG  --full-page  --section ID  --width 1366 --height 900  --results-dir DIR
-    e.g. --section scaling: only the report's scaling section (docs/report-scaling.png)
+    e.g. --section scaling --height 1800: the top of the report's scaling section
+    (docs/report-scaling.png)
 
 Writes the report (``report/<name>/index.html``) first, then opens it in Debian's chromium
 (``scripts/install_chromium.sh``) with the network recorder on, saves the PNG (default

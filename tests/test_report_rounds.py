@@ -122,3 +122,28 @@ def test_bimodal_steps_next_to_a_close_rival_are_flagged_noisy(tmp_path):
     cond = {r[2]: r for r in Tables(html).tables["conditions-table"][1:] if r[1] == "cnn"}
     assert cond["tensorflow (round 2)"][-1].startswith("noisy: spread could change a verdict")
     assert cond["torch (round 2)"][-1] == "-"
+    # the bench's closing line names exactly that cell; the untouched run names none
+    from rosetta.cli.bench import noise_line
+
+    assert noise_line(run) == (
+        "noise that could change a verdict (1): cnn tensorflow (batch 64, fp32, 2 threads)"
+    )
+    quiet = write_rounds_run(tmp_path / "results", "calm")
+    assert noise_line(quiet) == "noise: no cell's step spread could change a verdict"
+
+
+def test_the_summary_counts_spread_flags_and_lists_the_others():
+    from report_fixtures import ROUND_CELLS, record
+
+    from rosetta.report.summary import summary
+
+    recs = [record("s", w, b, spec, source="synthetic", seed=i)
+            for i, ((w, b), spec) in enumerate(ROUND_CELLS.items())]  # fmt: skip
+    spread = "steady-state spread (IQR/median) 32% > 10%: uneven steps (the report says ...)"
+    recs[0]["flags"] = [spread, "non-finite training loss"]
+    recs[1]["flags"] = [spread]
+    text = summary(recs)
+    assert "32% > 10%" not in text  # not one line per record
+    ok = sum(r["status"] == "ok" for r in recs)
+    assert f"  * 2 of {ok} ok records have a steady-state spread (IQR/median) above 10%" in text
+    assert f"x {recs[0]['workload']}: non-finite training loss" in text  # other flags listed

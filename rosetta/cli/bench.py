@@ -485,7 +485,24 @@ def _report(run_dir: Path, report_dir: Path) -> None:
         return
     out = report_dir / run_dir.name
     path = write_report([run_dir], out)
+    print(noise_line(run_dir))
     print(f"HTML report: {path}")
+
+
+def noise_line(run_dir: Path) -> str:
+    """One line: the cells whose steady-state noise could change a verdict (the report's rule,
+    ``rosetta.report.stats.noise_matters``), or that none could."""
+    from rosetta.report import load_tables
+    from rosetta.report.sections import noisy_groups
+
+    try:
+        noisy = sorted(noisy_groups(load_tables([run_dir])), key=str)
+    except Exception as exc:  # a closing remark must not fail a run whose records are written
+        return f"noise: not assessed ({type(exc).__name__}: {exc})"
+    if not noisy:
+        return "noise: no cell's step spread could change a verdict"
+    names = [f"{w} {b} ({point}{f' on {m}' if m else ''})" for _, w, b, point, m in noisy]
+    return f"noise that could change a verdict ({len(names)}): {', '.join(names)}"
 
 
 def _ensure_data(workload_list: list[str], data_dir: str | None) -> dict[str, str]:

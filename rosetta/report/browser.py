@@ -189,7 +189,7 @@ class Browser:
         section: str | None = None,
     ) -> PageVisit:
         """Open ``url`` with network recording on; run ``probe_js``; take a PNG screenshot (of
-        the element with id ``section`` only, when given)."""
+        the element with id ``section`` only, its top ``size[1]`` pixels, when given)."""
         self.call("Network.enable", page=True)
         self.call("Page.enable", page=True)
         self.call("Runtime.enable", page=True)
@@ -217,7 +217,9 @@ class Browser:
             m = self.call("Page.getLayoutMetrics", page=True)["cssContentSize"]
             shot["clip"] = {"x": 0, "y": 0, "width": w, "height": m["height"], "scale": 1}
         if section:
-            shot.update(captureBeyondViewport=True, clip=self._element_box(section))
+            box = self._element_box(section)
+            box["height"] = min(box["height"], h)  # its top, at most one window's height
+            shot.update(captureBeyondViewport=True, clip=box)
         visit.screenshot = base64.b64decode(
             self.call("Page.captureScreenshot", shot, page=True)["data"]
         )

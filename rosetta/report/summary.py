@@ -93,14 +93,23 @@ def write_csv(recs: list[dict], path: Path) -> Path:
     return path
 
 
+#: how the cell's spread flag begins (``rosetta.runner.cell.noise_flag``)
+SPREAD_FLAG = "steady-state spread (IQR/median)"
+
+
 def summary(recs: list[dict]) -> str:
-    """A plain-text table of a run's records (the HTML report reads the same records)."""
+    """A plain-text table of a run's records (the HTML report reads the same records).
+
+    Flags are listed one per line under the table, except the steady-state spread flag: alone it
+    does not say whether the noise matters (the report decides that against the other
+    backends), so its records are counted in one line rather than listed one by one."""
     head = (
         f"{'workload':<9} {'backend':<11} {'status':<8} {'equiv':<5} {'cold s':>7} "
         f"{'step s (median [95% CI])':>27} {'e2e s':>8} {'result':>14} {'data':<13} {'wall s':>6}"
     )
     lines = [head, "-" * len(head)]
     notes = []
+    spread = 0
     for r in _ordered(recs):
         row = _row(r)
         wall = f"{row['wall_s']:>6.0f}" if isinstance(row["wall_s"], float) else f"{'':>6}"
@@ -126,5 +135,17 @@ def summary(recs: list[dict]) -> str:
             f"{row['cold_start_s']:>7.2f} {step:>27} {row['end_to_end_s']:>8.2f} {result:>14} "
             f"{row['data_source']:<13} {wall}{flag}"
         )
-        notes.extend(f"  * {row['backend']} x {r['workload']}: {f}" for f in r.get("flags", []))
+        flags = r.get("flags", [])
+        spread += any(str(f).startswith(SPREAD_FLAG) for f in flags)
+        notes.extend(
+            f"  * {row['backend']} x {r['workload']}: {f}"
+            for f in flags
+            if not str(f).startswith(SPREAD_FLAG)
+        )
+    if spread:
+        ok = sum(r["status"] == "ok" for r in recs)
+        notes.append(
+            f"  * {spread} of {ok} ok records have a {SPREAD_FLAG} above 10% (uneven steps); "
+            "whether that could change a verdict is the report's call (its noisy cells)"
+        )
     return plain("\n".join(lines + notes))  # a record's text may hold terminal escapes

@@ -27,7 +27,8 @@ latency loop, and the machine measures slower (NumPy sgemm 175-196 GFLOP/s, 230-
   600 - 2 x 205 s fixed - 75 s latency = 115 s for both rounds' timed loops, 0.18x of today's
   327 s each: the cnn would train 11 steps (the reference reaches 0.43 at 48 steps against the
   0.6 ``tests/test_profiles.py`` holds) and a steady median would rest on 10 steps. So ``smoke``
-  keeps its accuracy and two rounds and takes ~20 minutes here; one round takes ~11.
+  keeps its accuracy and two rounds: measured back to back, quiet, with latency in round 0
+  only: 17 min 13 s (``smoke-b``) and 16 min 32 s (``smoke-c``); one round takes ~10.
   The counts were cut where accuracy allows: gru 4096 -> 3072 train samples (96 steps; the
   reference still passes ``tests/test_profiles.py``'s > 0.75), resnet50 8 -> 6 batches, tests
   1024 -> 768; cnn keeps its 2048 (64 steps: at 1536 the reference fell to 0.45, below 0.6).
