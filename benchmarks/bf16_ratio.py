@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 
-from benchmarks.common import Ratio, report
+from benchmarks.common import Ratio, median_interval, random_batch, report
 
 PRECISIONS = ("fp32", "bf16")
 
@@ -43,13 +43,8 @@ def child(backend: str, workload: str, precision: str, batch: int, image: int, s
     if image and w.task != "train":
         w = w.at_image_size(image)  # the same model and parameters (global average pooling)
     model = make(backend, w, canonical_weights(w), precision=precision)
-    rng = np.random.default_rng(0)
     if w.task == "train":
-        if w.input.dtype == "int32":
-            x = rng.integers(3, 30000, size=(batch, *w.input.shape)).astype(np.int32)
-        else:
-            x = rng.random((batch, *w.input.shape), dtype=np.float32)
-        y = rng.integers(0, w.output_shape[0], size=batch).astype(np.int64)
+        x, y = random_batch(w, batch)
         b = next(iter(model.loader(x, y, np.arange(batch), batch)))
 
         def step():
@@ -79,13 +74,6 @@ def _run_child(a: argparse.Namespace, backend: str, precision: str) -> dict:
            "--steps", str(a.steps), "--warmup", str(a.warmup)]  # fmt: skip
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1200).stdout
     return json.loads(out.strip().splitlines()[-1])
-
-
-def _boot(ratios: np.ndarray) -> tuple[float, float]:
-    rng = np.random.default_rng(0)
-    boot = np.median(rng.choice(ratios, size=(4000, ratios.size)), axis=1)
-    lo, hi = np.percentile(boot, [2.5, 97.5])
-    return float(lo), float(hi)
 
 
 def main(argv: list[str]) -> int:
@@ -118,7 +106,7 @@ def main(argv: list[str]) -> int:
             print(f"  {backend} round {r}: fp32 {meds['fp32'] * 1e3:.1f} ms, bf16 "
                   f"{meds['bf16'] * 1e3:.1f} ms", flush=True)  # fmt: skip
         ratios = np.array([m["bf16"] / m["fp32"] for m in per_round])
-        lo, hi = _boot(ratios)
+        lo, hi = median_interval(ratios)
         row = Ratio(
             f"{a.workload} {backend} bf16/fp32",
             float(np.median(ratios)),

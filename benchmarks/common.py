@@ -63,6 +63,27 @@ def interleaved(
     return times
 
 
+def random_batch(w, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray | None]:
+    """One batch of workload ``w``'s input format: images in [0, 1) or token ids, plus labels
+    for training workloads (None for features)."""
+    rng = np.random.default_rng(seed)
+    if w.input.dtype == "int32":
+        x = rng.integers(1, 30000, size=(n, *w.input.shape)).astype(np.int32)
+    else:
+        x = rng.random((n, *w.input.shape), dtype=np.float32)
+    y = rng.integers(0, w.output_shape[0], size=n).astype(np.int64) if w.task == "train" else None
+    return x, y
+
+
+def median_interval(values, *, resamples: int = 4000, seed: int = 0) -> tuple[float, float]:
+    """Bootstrap 95% interval of the median of ``values`` (e.g. per-round paired ratios)."""
+    rng = np.random.default_rng(seed)
+    v = np.asarray(values, dtype=float)
+    boot = np.median(rng.choice(v, size=(resamples, v.size)), axis=1)
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
 def ratio(
     name: str, a: list[float], b: list[float], *, resamples: int = 4000, seed: int = 0
 ) -> Ratio:

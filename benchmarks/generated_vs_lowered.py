@@ -30,7 +30,7 @@ from types import ModuleType
 
 import numpy as np
 
-from benchmarks.common import Ratio, interleaved, ratio, report
+from benchmarks.common import Ratio, interleaved, random_batch, ratio, report
 from rosetta import codegen
 from rosetta.backends import make
 from rosetta.spec import canonical_weights, get_workload
@@ -40,17 +40,6 @@ from rosetta.spec.workload import Workload
 BATCH = {"cnn": 64, "gru": 64, "resnet50": 32}
 ROUNDS = {"cnn": 20, "gru": 20, "resnet50": 8}
 Step = Callable[[], object]
-
-
-def batch(w: Workload, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray | None]:
-    """One canonical batch: images in [0, 1) or token ids, labels for training workloads."""
-    rng = np.random.default_rng(seed)
-    if w.input.dtype == "int32":
-        x = rng.integers(1, 30000, size=(n, *w.input.shape)).astype(np.int32)
-    else:
-        x = rng.random((n, *w.input.shape), dtype=np.float32)
-    y = rng.integers(0, w.output_shape[0], size=n).astype(np.int64) if w.task == "train" else None
-    return x, y
 
 
 def import_generated(w: Workload, backend: str, folder: Path) -> ModuleType:
@@ -158,7 +147,7 @@ def measure(
     w = get_workload(name)
     w = w.at_image_size(size) if size and name == "resnet50" else w
     weights = canonical_weights(w)
-    x, y = batch(w, n)
+    x, y = random_batch(w, n)
     with tempfile.TemporaryDirectory() as tmp:
         module = import_generated(w, backend, Path(tmp))
         gen_step, gen_forward = ADAPTERS[backend](module, w, weights, x, y)

@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from benchmarks.common import Ratio, report
+from benchmarks.common import Ratio, median_interval, random_batch, report
 
 SETTINGS = (1, 2)
 
@@ -46,13 +46,8 @@ def child(workload: str, inter: int, steps: int) -> None:
     tf_runtime.set_threads = set_threads
     w = get_workload(workload)
     model = make(tf_backend, w, canonical_weights(w))
-    rng = np.random.default_rng(0)
     n = 64
-    if w.input.dtype == "int32":
-        x = rng.integers(3, 30000, size=(n, *w.input.shape)).astype(np.int32)
-    else:
-        x = rng.random((n, *w.input.shape), dtype=np.float32)
-    y = rng.integers(0, w.output_shape[0], size=n).astype(np.int64)
+    x, y = random_batch(w, n)
     batch = next(iter(model.loader(x, y, np.arange(n), n)))
     for _ in range(3):
         model.sync(model.train_step(batch))
@@ -95,9 +90,7 @@ def main(argv: list[str]) -> int:
         print(f"  round {r}: " + ", ".join(f"inter-op {k}: {v * 1e3:.1f} ms" for k, v in
                                            sorted(meds.items())), flush=True)  # fmt: skip
     ratios = np.array([m[1] / m[2] for m in per_round])
-    rng = np.random.default_rng(0)
-    boot = np.median(rng.choice(ratios, size=(4000, ratios.size)), axis=1)
-    lo, hi = np.percentile(boot, [2.5, 97.5])
+    lo, hi = median_interval(ratios)
     row = Ratio(
         f"{args.workload} tf inter-op 1/2",
         float(np.median(ratios)),
