@@ -196,6 +196,13 @@ def test_a_ci_sweep_records_every_point_and_skips_bf16_with_its_reason(
         skipped = recs[f"numpy_ref__gru__b{b}-bf16"]
         assert skipped["status"] == "skipped" and skipped["point"]["precision"] == "bf16"
         assert "does not run precision bf16 (it supports fp32)" in skipped["error"]
+    # the gate ran once: batch 64 computes the function batch 32 gated, and says whose verdict
+    first, second = recs["numpy_ref__gru__b32"], recs["numpy_ref__gru__b64"]
+    assert first["equivalence"]["reused_from"] == "" and first["config"]["gate_from"] == ""
+    assert second["config"]["gate_from"].endswith("numpy_ref__gru__b32.json")
+    assert second["equivalence"]["reused_from"] == "numpy_ref__gru__b32"
+    assert second["equivalence"]["checks"] == first["equivalence"]["checks"]
+    assert second["clocks"]["gate_s"] < first["clocks"]["gate_s"] / 10
     run = json.loads((tmp_path / "results" / "sw" / "run.json").read_text())
     cfg = run["config"]
     assert cfg["batch_sizes"] == [32, 64] and cfg["precisions"] == ["fp32", "bf16"]

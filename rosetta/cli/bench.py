@@ -211,6 +211,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="allow --threads above the usable cores (recorded in run.json)",
     )
     p.add_argument(
+        "--gate-every-point",
+        action="store_true",
+        help="gate every cell; by default a function is gated once per run and its other batch "
+        "sizes, thread counts and rounds reuse that verdict (their records name it)",
+    )
+    p.add_argument(
         "--sample-every",
         type=_int_at_least(1),
         default=None,
@@ -333,13 +339,15 @@ def _run(args: argparse.Namespace) -> int:
         tf32=args.tf32,
         sample_every=args.sample_every,  # None: each cell decides from its resolved device
     )
-    per_cell = ("backend", "workload", "batch_size", "precision", "round")
+    per_cell = ("backend", "workload", "batch_size", "precision", "round", "gate_from")
     pinned = {k: v for k, v in template.as_dict().items() if k not in per_cell}
     pinned.update(backends=backend_list, workloads=workload_list, bench_profile=args.profile,
                   executor=args.executor)  # fmt: skip
     pinned.update({k: list(v) if isinstance(v, tuple) else v for k, v in axes.items()})
     if args.oversubscribe:
         pinned.update(oversubscribe=True)
+    if args.gate_every_point:
+        pinned.update(gate_every_point=True)
     plan = Plan(
         tuple(backend_list),
         tuple(workload_list),
@@ -349,6 +357,7 @@ def _run(args: argparse.Namespace) -> int:
         memory_limit_mb=args.memory_limit_mb,
         executor=args.ray_cell_executor if args.executor == "ray" else args.executor,
         data_sources=data_sources,
+        gate_once=not args.gate_every_point,
         **axes,
         ray=ray_options,
     )

@@ -172,7 +172,10 @@ class Cell:
             return module.build(workload, params, replace(runtime, dtype=key, precision="fp32"))
 
         t0 = clock.now_ns()  # the gate's own cost, outside every clock (recorded as gate_s)
-        if w.task == "train":
+        reused, why_not = self._reused_gate()
+        if reused is not None:
+            self.gate_result = reused
+        elif w.task == "train":
             idx = gate_indices(self.data.x_test, GATE_BATCH)  # black, saturated, flat, padded
             x, y = self.data.x_test[idx], self.data.y_test[idx]
             self.gate_result = run_gate(self.model, w, self.params, x, y, key, build=build)
@@ -180,8 +183,32 @@ class Cell:
         else:
             x = feature_images(w, 0, 2)
             self.gate_result = run_gate(self.model, w, self.params, x, None, key, build=build)
+        if why_not:
+            self.flags.append(f"gated in this cell: {why_not}")
         self.timing["gate_s"] = (clock.now_ns() - t0) / 1e9
         return self.gate_result
+
+    def _reused_gate(self) -> tuple[GateResult | None, str]:
+        """The passing verdict of ``config.gate_from`` (a record of this run that gated the same
+        function: ``CellConfig.gate_identity``, on the same resolved device), or ``None`` and
+        why not when it cannot be used; then this cell gates itself."""
+        cfg = self.config
+        if not cfg.gate_from:
+            return None, ""
+        try:
+            rec = records.read_record(Path(cfg.gate_from))
+            source = CellConfig(**rec["config"])
+            eq = rec["equivalence"]
+            if rec["status"] != "ok" or not eq.get("equivalent"):
+                return None, f"{cfg.gate_from} holds no passing gate"
+            if source.gate_identity() != cfg.gate_identity():
+                return None, f"{cfg.gate_from} gated another function (its config differs)"
+            if rec["manifest"]["runtime"]["device"] != self.runtime.device:
+                return None, f"{cfg.gate_from} ran on another device"
+            key = eq.get("reused_from") or records.cell_key(source)
+            return GateResult.from_dict(eq, key), ""
+        except (RosettaError, OSError, KeyError, TypeError, ValueError) as exc:
+            return None, f"the gate of {cfg.gate_from} could not be read ({exc})"
 
     # -- step 4: the timed run -------------------------------------------------------------------
     def run(self, progress=None) -> dict:

@@ -12,6 +12,11 @@ from dataclasses import asdict, dataclass, fields
 
 from rosetta.errors import RosettaError
 
+#: fields that do not change what the gate checks (``CellConfig.gate_identity``)
+_NOT_GATED = frozenset(
+    {"batch_size", "threads", "round", "out", "run_id", "gate_from", "sample_every", "data_source"}
+)
+
 
 @dataclass(frozen=True)
 class CellConfig:
@@ -33,6 +38,7 @@ class CellConfig:
     data_source: str = ""  # what bench verified before the run (for records of failed cells)
     batch_size: int | None = None  # None: the profile's batch size (a sweep axis otherwise)
     round: int = 0  # repetition round, 0-based (each round runs every cell once)
+    gate_from: str = ""  # a record of this run whose passing gate this cell reuses ("": gate here)
 
     def to_json(self) -> str:
         """The config as one JSON string (what the child receives)."""
@@ -81,6 +87,14 @@ class CellConfig:
             tf32=self.tf32,
             seed=self.seed,
         )
+
+    def gate_identity(self) -> tuple:
+        """What fixes the function the gate checks: every field but the point's batch size,
+        threads and round (the gate runs its own fixed batch through the same step, so those
+        change the timing, not the function) and the bookkeeping ones. Two cells of one run
+        with the same identity gate the same program; ``rosetta bench`` gates it once."""
+        d = self.as_dict()
+        return tuple((k, d[k]) for k in sorted(d) if k not in _NOT_GATED)
 
     def as_dict(self) -> dict:
         """Plain-dict form for the record."""

@@ -63,6 +63,7 @@ class GateResult:
     where: str = ""  # the named place of the first failure ("" when equivalent)
     probe: tuple[localise.OpError, ...] = ()  # the localisation probe's per-op violations
     drift: tuple[localise.OpError, ...] = ()  # per parameterised op, worst gradient violation
+    reused_from: str = ""  # the cell key whose gate this verdict is ("" = gated in this cell)
 
     @property
     def divergence(self) -> str:
@@ -72,6 +73,28 @@ class GateResult:
                 at = self.where or (f"first at {c.first_failure}" if c.first_failure else "")
                 return f"{c.what} diverge{' ' + at if at else ''}: {c.violation:.3g}x the tolerance"
         return ""
+
+    @classmethod
+    def from_dict(cls, d: dict, reused_from: str) -> GateResult:
+        """The verdict of another cell's record (``as_dict`` form), reused under its key: the
+        checks keep their violations (``None`` in JSON is the infinite one), per-parameter
+        violations stay in that record."""
+
+        def v(x) -> float:
+            return float("inf") if x is None else float(x)
+
+        checks = tuple(
+            Check(c["what"], v(c["violation"]), c.get("worst", ""), c.get("first_failure", ""))
+            for c in d["checks"]
+        )
+        ops = {
+            k: tuple(localise.OpError(e["op"], v(e["violation"])) for e in d.get(k, ()))
+            for k in ("probe", "drift")
+        }
+        return cls(
+            bool(d["equivalent"]), d["dtype"], int(d["batch"]), int(d["k_steps"]), checks,
+            d.get("note", ""), d.get("where", ""), ops["probe"], ops["drift"], reused_from,
+        )  # fmt: skip
 
     def as_dict(self) -> dict:
         """Plain-dict form for JSON records (violations keyed by check)."""

@@ -9,6 +9,12 @@ or whose backend is not installed still gets a record (``failed``, ``timeout``, 
 cell not yet started as ``interrupted`` and write the index. Resuming
 runs only what is missing (and ``interrupted`` cells); ``retry_failed`` also reruns failed,
 timed-out and killed cells, whose old records move to ``attempts/``.
+
+The gate runs once per function and run: a cell whose ``CellConfig.gate_identity`` already
+passed in this run (another batch size, thread count or round of the same backend, workload,
+dtype and precision) reuses that verdict, and its record names the cell it came from
+(``equivalence.reused_from``); ``Plan.gate_once=False`` (``--gate-every-point``) gates every cell.
+The Ray executor gates every cell (its cells run at once, on several machines).
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ class Plan:
     precisions: tuple[str, ...] = ("fp32",)
     threads: tuple[int | None, ...] = (None,)  # None: all usable cores
     repeat: int = 1  # rounds: every cell once per round, each in a fresh process
+    gate_once: bool = True  # gate each function once per run (CellConfig.gate_identity)
     ray: object | None = None  # a ray_executor.RayOptions: the cells run as tasks on a Ray cluster
 
 
@@ -140,13 +147,20 @@ def run_matrix(
         run.add_to_run_file(round_orders=orders)
     by_key = {records.cell_key(c): c for r in range(plan.repeat) for c in round_cells(plan, r)}
     index: dict[str, dict] = {k: {"status": "not run", "error": ""} for o in orders for k in o}
+    gated: dict[tuple, str] = {}  # gate identity -> the record that passed its gate
     try:
         with interrupt_on_signals():
             for key in (k for order in orders for k in order):
                 config = _cell_config(run, by_key[key])
+                if plan.gate_once:
+                    config = replace(config, gate_from=gated.get(config.gate_identity(), ""))
                 env = child_env(config.threads)
                 index[key] = _one_cell(plan, run, config, env, display, pending)
                 run.write_index(index)
+                ident = config.gate_identity()
+                if plan.gate_once and index[key]["status"] == "ok" and ident not in gated:
+                    if _passed_gate(config.out):  # the first passing gate of this function
+                        gated[ident] = config.out
     except KeyboardInterrupt as exc:
         with ignore_signals():  # a second signal must not cut the records short
             _record_not_started(run, index, by_key, describe(exc))
@@ -163,6 +177,15 @@ def _cell_config(run: RunDir, config: CellConfig) -> CellConfig:
         run_id=run.run_id,
         out=str(records.record_path_for(run.path.parent, run.run_id, config)),
     )
+
+
+def _passed_gate(path: str) -> bool:
+    """Whether the record at ``path`` passed the gate (later cells of its function reuse it)."""
+    try:
+        rec = records.read_record(Path(path))
+    except RosettaError:
+        return False
+    return bool(rec.get("equivalence", {}).get("equivalent"))
 
 
 def _record_not_started(
@@ -215,6 +238,8 @@ def _one_cell(
     if status == "ok":
         c = rec["clocks"]
         eq = "equivalent" if rec["equivalence"]["equivalent"] else "NOT EQUIVALENT"
+        if rec["equivalence"].get("reused_from"):
+            eq += f" (gate of {rec['equivalence']['reused_from']})"
         detail = f"{eq}, step {c['steady']['median']:.3f} s, {rec.get('wall_s', 0):.0f} s wall"
     display.done(label, status, detail)
     return {"status": status, "error": error, "flags": rec.get("flags", [])}

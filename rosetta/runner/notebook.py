@@ -172,6 +172,9 @@ def show_source(cell: Cell) -> None:
 def show_gate(gate) -> None:
     """Print the gate's verdict and each check."""
     print(f"equivalent: {gate.equivalent} ({gate.dtype}, {gate.note})")
+    if gate.reused_from:
+        print(f"  the verdict of {gate.reused_from}: the same function at another batch size, "
+              "thread count or round of this run, gated once")  # fmt: skip
     for c in gate.checks:
         where = f"  worst at {c.worst}" if c.worst else ""
         print(f"  {c.what:<8} {c.violation:10.3g} x tolerance{where}")

@@ -19,17 +19,28 @@ development CPU, oneDNN/MKL, torch 2.13 CPU; rerun it before changing a choice):
   - cnn train step, batch 64: 0.659 [0.526, 0.928] (1.13 s vs 1.71 s), n=15;
   - resnet50 features, 32 x 224^2: 0.535 [0.411, 0.973] (17.7 s vs 33.0 s), n=5;
 
-- ``torch.compile``: off by default (``COMPILE_DEFAULT``). Measured (compile / eager, steady
-  step, median [95% CI]; cold start eager / compiled; 2-core CPU, load average 8-14):
+- ``torch.compile``, keyed by what the workload does, never by its name: *a forward-only
+  workload (features) runs* ``torch.compile`` *(inductor) with freezing*; *a training workload
+  runs eager*. Freezing folds the weights into the graph as constants (BatchNorm into the
+  convolutions), which is only sound where the weights never change during the timed run, so
+  it never applies to training, and ``set_params`` drops the compiled graphs
+  (``torch._dynamo.reset()``) so that no frozen constant outlives the weights it was made from.
+  Every batch shape compiles its own static graph (``dynamic=False``: the program measured);
+  the compile lands in the cold start (first step) and, for the gate's and the latency's batch
+  shapes, in ``gate_s`` and outside every clock. Measured (compile / eager, steady step,
+  median [95% CI]; cold start eager / compiled):
 
-  - cnn: 0.992 [0.775, 1.107] (n=15); cold start 9.1 s / 177.9 s;
-  - gru: 0.923 [0.646, 1.316] (n=20; ``nn.GRU`` stays one op); 18.4 s / 21.0 s;
-  - resnet50: 0.762 [0.615, 1.107] (n=5); 22.3 s / 167.4 s.
+  - resnet50 features, 32 x 224^2, inductor with freezing, quiet (load 1.3-1.5), n=5:
+    **0.688 [0.650, 0.732]** (1.71 s vs 2.49 s); cold start 2.3 s / 31.2 s;
+  - resnet50 without freezing, loaded (load 8-14): 0.762 [0.615, 1.107] (n=5);
+  - cnn train step: 0.992 [0.775, 1.107] (n=15), cold start 9.1 s / 177.9 s (load 8-14);
+  - gru train step: 0.923 [0.646, 1.316] (n=20; ``nn.GRU`` stays one op), 18.4 s / 21.0 s.
 
-  No interval excludes 1, and the cold start grows by 2.5-3 minutes (inductor builds C++): even
-  resnet50's best case does not repay it. ``$ROSETTA_TORCH_COMPILE=1`` (or ``0``) or the build
-  option ``compile=True`` turns it on (``compile="aot_eager"`` or any ``torch.compile`` backend
-  name or callable picks that backend: the tests count compilations with one);
+  Training gains nothing whose interval excludes 1 and pays minutes of inductor C++ builds.
+  ``$ROSETTA_TORCH_COMPILE=0`` (eager everywhere: the test suite's default, so that each of its
+  many builds does not compile) or ``=1`` (compile training too), or the build option
+  ``compile=True/False`` (``"aot_eager"`` or any ``torch.compile`` backend name or callable
+  picks that backend: the tests count compilations with one) override the default;
 - cuDNN autotune and TF32 are process settings (``runtime.py``); features run under
   ``torch.inference_mode()``.
 
@@ -65,7 +76,6 @@ from rosetta.spec.weights import check_weights
 from rosetta.spec.workload import Workload
 
 COMPILE_ENV = "ROSETTA_TORCH_COMPILE"
-COMPILE_DEFAULT = False  # eager unless asked (see the module docstring's figures)
 LAYOUTS = ("NCHW", "NHWC")
 #: ops torch.autocast leaves in fp32 on the CPU although a user might expect bf16 (checked by
 #: tests/test_precision.py): the GRU runs ATen's fp32 kernel, the embedding is a gather
@@ -74,13 +84,19 @@ AUTOCAST_FP32_ON_CPU = (nn.GRU, nn.Embedding)
 CompileOption = bool | str | Callable | None
 
 
-def compile_backend(option: CompileOption) -> str | Callable | None:
+def compile_default(workload: Workload) -> bool:
+    """Whether ``workload`` compiles when nothing asks otherwise: forward-only workloads do
+    (inductor with freezing, measured in the module docstring), training workloads do not."""
+    return workload.task != "train"
+
+
+def compile_backend(option: CompileOption, workload: Workload) -> str | Callable | None:
     """The ``torch.compile`` backend to use, or None for eager: the build option if given (True:
     inductor, False: eager, a string or callable: that backend), else ``$ROSETTA_TORCH_COMPILE``
-    (1/0), else ``COMPILE_DEFAULT``."""
+    (1/0), else :func:`compile_default`."""
     if option is None:
         raw = os.environ.get(COMPILE_ENV, "").strip().lower()
-        option = COMPILE_DEFAULT if raw == "" else raw not in ("0", "false", "no")
+        option = compile_default(workload) if raw == "" else raw not in ("0", "false", "no")
     if option is False:
         return None
     if option is True:
@@ -146,12 +162,17 @@ class TorchModel(Model):
         self.dropouts = [m for m in self.net.modules() if isinstance(m, GatedDropout)]
         self.dropout = True
         self.binds = weights.bindings(ctx.owners)
-        self.compile_backend = compile_backend(compile)
-        self.forward = (
-            self.net
-            if self.compile_backend is None
-            else torch.compile(self.net, backend=self.compile_backend)
-        )
+        self.compile_backend = compile_backend(compile, workload)
+        # freezing: inductor's, for forward-only workloads only (their weights never change
+        # while timed); each batch shape compiles its own static graph
+        self.freezing = self.compile_backend == "inductor" and workload.task != "train"
+        self.frozen_shapes: set[tuple] = set()  # shapes compiled with frozen weights
+        if self.compile_backend is None:
+            self.forward = self.net
+        elif self.freezing:
+            self.forward = torch.compile(self.net, backend="inductor", dynamic=False)
+        else:
+            self.forward = torch.compile(self.net, backend=self.compile_backend)
         # bf16: torch.autocast around forward (+ the logits' cast), fp32 master weights,
         # optimiser state and loss (the loss is computed from fp32 logits outside autocast)
         self.autocast = runtime.precision == "bf16"
@@ -204,8 +225,19 @@ class TorchModel(Model):
 
     def predict(self, batch: Batch) -> torch.Tensor:
         self._mode(False)
-        with torch.inference_mode(), self._compute():
+        with torch.inference_mode(), self._compute(), self._freezing(batch[0]):
             return self.forward(batch[0])  # bf16 outputs under autocast (to_numpy casts)
+
+    def _freezing(self, x: torch.Tensor):
+        """Inductor's freezing, switched on for this model's compiles only: around the first
+        call of each batch shape (where a static graph compiles), nothing around later calls
+        (the setting is process-wide; a training model's graphs must never freeze)."""
+        if not self.freezing or tuple(x.shape) in self.frozen_shapes:
+            return contextlib.nullcontext()
+        from torch._inductor import config as inductor_config
+
+        self.frozen_shapes.add(tuple(x.shape))
+        return inductor_config.patch(freezing=True)
 
     def sync(self, value=None) -> None:
         if self.device == "cuda":
@@ -221,6 +253,9 @@ class TorchModel(Model):
     def set_params(self, params: Params) -> None:
         check_weights(self.workload, params)
         weights.load(self.binds, params)
+        if self.frozen_shapes:  # graphs holding the old weights as constants: compile again
+            torch._dynamo.reset()  # process-wide; other compiled models only recompile
+            self.frozen_shapes.clear()
         trainable = [b.tensor for b in self.binds.values() if b.trainable]
         # fresh state: loading weights restarts training
         self.optimizer = optim.make_optimizer(self.workload.optimizer, trainable, self.device)
@@ -275,9 +310,16 @@ class TorchModel(Model):
         else:
             name = getattr(self.compile_backend, "__name__", self.compile_backend)
             compiled = f"torch.compile (backend={name})"
+            if self.freezing:
+                compiled += (
+                    ", inductor freezing (weights folded as constants), a static graph per "
+                    "batch shape"
+                )
             program = "the torch.compile'd forward (rates are graph inputs: no recompile)"
         if self.optimizer is None:
             gated = "n/a: forward only (the gate compares predict, the timed program itself)"
+            if self.freezing:
+                gated += "; compiled and frozen the same way, as a static graph of its own batch"
         else:
             gated = (
                 f"TorchModel.train_step, {program}: the same zero_grad/forward/cross_entropy/"
