@@ -203,6 +203,12 @@ def test_a_ci_sweep_records_every_point_and_skips_bf16_with_its_reason(
     assert second["equivalence"]["reused_from"] == "numpy_ref__gru__b32"
     assert second["equivalence"]["checks"] == first["equivalence"]["checks"]
     assert second["clocks"]["gate_s"] < first["clocks"]["gate_s"] / 10
+    # batch-1 latency once per function and thread count: at the first batch size only, while
+    # each point keeps its own throughput at its batch
+    assert first["config"]["latency"] and not second["config"]["latency"]
+    assert "latency" in first["metrics"] and "latency" not in second["metrics"]
+    assert second["metrics"]["throughput_at_batch"]["batch"] == 64
+    assert not (tmp_path / "results" / "sw" / ".data-cache").exists()  # decoded data: run-long
     run = json.loads((tmp_path / "results" / "sw" / "run.json").read_text())
     cfg = run["config"]
     assert cfg["batch_sizes"] == [32, 64] and cfg["precisions"] == ["fp32", "bf16"]

@@ -10,10 +10,11 @@ from dataclasses import replace
 import numpy as np
 
 from rosetta.cli import main
-from rosetta.runner import localise
+from rosetta.runner import localise, records
 from rosetta.runner.cell import run_cell
 from rosetta.runner.config import CellConfig
 from rosetta.runner.gate import Check, GateResult
+from rosetta.runner.matrix import Plan, latency_cells, round_cells, round_orders
 
 
 def bench(tmp_path, data, run_id: str, *args: str) -> dict[str, dict]:
@@ -101,3 +102,18 @@ def test_a_failed_or_foreign_verdict_is_not_reused_and_the_cell_gates_itself(tmp
     got = [c["violation"] for c in out["equivalence"]["checks"]]
     assert np.allclose(got, [c["violation"] for c in source["equivalence"]["checks"]])
     assert not [f for f in out["flags"] if f.startswith("gated in this cell")]
+
+
+def test_latency_is_measured_once_per_function_and_thread_count_in_round_zero():
+    plan = Plan(("torch", "jax"), ("cnn",), CellConfig("", "", seed=4), repeat=2,
+                batch_sizes=(16, 64), precisions=("fp32", "bf16"), threads=(1, None))  # fmt: skip
+    orders = round_orders(plan)
+    by_key = {records.cell_key(c): c for r in range(2) for c in round_cells(plan, r)}
+    chosen = latency_cells(orders, by_key)
+    assert len(chosen) == 2 * 2 * 2  # backend x precision x threads
+    assert all(by_key[k].round == 0 for k in chosen)
+    for key in chosen:  # the first of its function and thread count to run in round 0
+        c = by_key[key]
+        same = [k for k in orders[0] if by_key[k].gate_identity() == c.gate_identity()
+                and by_key[k].threads == c.threads]  # fmt: skip
+        assert same[0] == key and len(same) == 2

@@ -40,7 +40,7 @@ from rosetta.datasets import epoch_order
 from rosetta.errors import RosettaError
 from rosetta.runner import clock, latency, manifest, records
 from rosetta.runner.config import CellConfig
-from rosetta.runner.data import feature_images, load_cell_data
+from rosetta.runner.data import DATA_CACHE, feature_images, load_cell_data
 from rosetta.runner.gate import GateResult, run_gate
 from rosetta.runner.gatebatch import gate_indices
 from rosetta.runner.profiles import batch_flag, effective_profile
@@ -117,7 +117,8 @@ class Cell:
         device, numeric policy: what is in effect) and build the model under it."""
         cfg, w, prof = self.config, self.workload, self.profile
         request = cfg.runtime_request()  # bad values end here, before any work
-        self.data = load_cell_data(w, prof, cfg.data_dir)
+        cache = Path(cfg.out).parent / DATA_CACHE if cfg.out else None  # the run's own
+        self.data = load_cell_data(w, prof, cfg.data_dir, cache)
         self._check_data()
         self.params = canonical_weights(w, cfg.seed)
         t0 = clock.now_ns()
@@ -233,22 +234,26 @@ class Cell:
         Measured in round 0 only: rounds repeat a point to learn the spread of its step time
         between processes; a second latency loop of the same point would add its cost (200
         requests: 0.2-16 s per cell on the 2-core machine, ~75 s per smoke round) to every
-        round without adding a figure the report shows."""
+        round without adding a figure the report shows. Batch-1 latency does not depend on the
+        timed batch either, so ``rosetta bench`` asks for it (``config.latency``) at the first
+        batch size of each (function, thread count) only."""
         w, prof = self.workload, self.profile
-        plan = latency.LatencyPlan.for_profile(self.config.profile)
-        if w.task == "train":
-            x = self.data.x_test[: latency.POOL]
-        else:
-            x = feature_images(w, 0, latency.POOL)
         clocks = self.result["clocks"]
-        return {
-            "latency": latency.measure(self.model, x, plan),
+        out = {
             "throughput_at_batch": {
                 "batch": prof.batch_size,
                 "samples_per_s": clocks["throughput_samples_per_s"],
                 "what": "train step" if w.task == "train" else "predict",
             },
         }
+        if not self.config.latency:
+            return out
+        plan = latency.LatencyPlan.for_profile(self.config.profile)
+        if w.task == "train":
+            x = self.data.x_test[: latency.POOL]
+        else:
+            x = feature_images(w, 0, latency.POOL)
+        return {"latency": latency.measure(self.model, x, plan), **out}
 
     def memory(self) -> dict:
         """Peak resident memory of this process and, where the framework reports it, peak device

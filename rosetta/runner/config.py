@@ -14,7 +14,17 @@ from rosetta.errors import RosettaError
 
 #: fields that do not change what the gate checks (``CellConfig.gate_identity``)
 _NOT_GATED = frozenset(
-    {"batch_size", "threads", "round", "out", "run_id", "gate_from", "sample_every", "data_source"}
+    {
+        "batch_size",
+        "threads",
+        "round",
+        "out",
+        "run_id",
+        "gate_from",
+        "sample_every",
+        "data_source",
+        "latency",
+    }
 )
 
 
@@ -38,6 +48,7 @@ class CellConfig:
     data_source: str = ""  # what bench verified before the run (for records of failed cells)
     batch_size: int | None = None  # None: the profile's batch size (a sweep axis otherwise)
     round: int = 0  # repetition round, 0-based (each round runs every cell once)
+    latency: bool = True  # measure batch-1 latency in round 0 (bench: once per function, threads)
     gate_from: str = ""  # a record of this run whose passing gate this cell reuses ("": gate here)
 
     def to_json(self) -> str:

@@ -14,7 +14,9 @@ The gate runs once per function and run: a cell whose ``CellConfig.gate_identity
 passed in this run (another batch size, thread count or round of the same backend, workload,
 dtype and precision) reuses that verdict, and its record names the cell it came from
 (``equivalence.reused_from``); ``Plan.gate_once=False`` (``--gate-every-point``) gates every cell.
-The Ray executor gates every cell (its cells run at once, on several machines).
+Batch-1 latency is measured likewise once per function and thread count (``latency_cells``).
+The Ray executor gates and measures latency in every cell (its cells run at once, on several
+machines).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import ctypes
 import os
 import random
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,6 +38,7 @@ from rosetta import backends
 from rosetta.errors import RosettaError
 from rosetta.runner import records
 from rosetta.runner.config import CellConfig
+from rosetta.runner.data import DATA_CACHE
 from rosetta.runner.papercell import failure_record
 from rosetta.runner.rundir import RunDir
 from rosetta.runner.signals import describe, ignore_signals, interrupt_on_signals
@@ -148,10 +152,11 @@ def run_matrix(
     by_key = {records.cell_key(c): c for r in range(plan.repeat) for c in round_cells(plan, r)}
     index: dict[str, dict] = {k: {"status": "not run", "error": ""} for o in orders for k in o}
     gated: dict[tuple, str] = {}  # gate identity -> the record that passed its gate
+    timed_latency = latency_cells(orders, by_key)
     try:
         with interrupt_on_signals():
             for key in (k for order in orders for k in order):
-                config = _cell_config(run, by_key[key])
+                config = replace(_cell_config(run, by_key[key]), latency=key in timed_latency)
                 if plan.gate_once:
                     config = replace(config, gate_from=gated.get(config.gate_identity(), ""))
                 env = child_env(config.threads)
@@ -166,6 +171,8 @@ def run_matrix(
             _record_not_started(run, index, by_key, describe(exc))
             run.write_index(index)
         raise
+    finally:
+        shutil.rmtree(run.path / DATA_CACHE, ignore_errors=True)  # decoded data: run-long
     run.write_index(index)
     return index
 
@@ -177,6 +184,21 @@ def _cell_config(run: RunDir, config: CellConfig) -> CellConfig:
         run_id=run.run_id,
         out=str(records.record_path_for(run.path.parent, run.run_id, config)),
     )
+
+
+def latency_cells(orders: list[list[str]], by_key: dict[str, CellConfig]) -> set[str]:
+    """The cells that measure batch-1 latency: in round 0, the first to run of each function
+    (``CellConfig.gate_identity``) and thread count. Latency at batch 1 does not depend on the
+    timed batch size, so the other batch sizes of that function and thread count skip the loop
+    (in a compiling backend it costs a compile of its own as well)."""
+    seen, chosen = set(), set()
+    for key in (k for order in orders for k in order):
+        c = by_key[key]
+        point = (c.gate_identity(), c.threads)
+        if c.round == 0 and point not in seen:
+            seen.add(point)
+            chosen.add(key)
+    return chosen
 
 
 def _passed_gate(path: str) -> bool:
