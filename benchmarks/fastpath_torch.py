@@ -6,8 +6,9 @@
   and the resnet50 features step at 32 x 224^2; ratio NHWC / NCHW (< 1: channels_last faster);
 - ``compile``: ``torch.compile`` against eager per workload: the cold start (build + first step,
   which is where inductor compiles) once each, then the steady step interleaved; ratio
-  compiled / eager; ``--freezing`` turns inductor's freezing on (weights become constants of the
-  graph, folded with the batch norms: it applies to the inference graph, resnet50's features);
+  compiled / eager. A forward-only workload (resnet50's features) compiles as the runner's
+  default does, with inductor's freezing (weights folded as graph constants, with the batch
+  norms); training compiles without it;
 - ``loader``: one epoch of ``DataLoader`` batches (cnn, 2048 samples, batch 64) with one worker
   process against none; ratio 1 worker / 0 workers.
 """
@@ -89,16 +90,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rounds-scale", type=float, default=1.0)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument(
-        "--freezing",
-        action="store_true",
-        help="inductor freezing on (weights folded as constants: inference graphs only)",
-    )
     args = p.parse_args(argv)
-    if args.freezing:
-        import torch._inductor.config as inductor_config
-
-        inductor_config.freezing = True
     if args.threads:
         torch.set_num_threads(args.threads)  # the loader job builds no model; the others do
     only = args.only.split(",")
@@ -107,7 +99,7 @@ def main(argv: list[str]) -> int:
         return max(3, round(n * args.rounds_scale))
 
     rows, notes = [], {"device": args.device, "torch": torch.__version__}
-    notes["inductor_freezing"] = args.freezing
+    notes["inductor_freezing"] = "forward-only workloads (TorchModel.freezing)"
     jobs = []
     if "layout" in only:
         jobs += [("layout cnn", lambda: layout("cnn", r(15), args.device, args.threads))]

@@ -113,6 +113,29 @@ def test_profiles_name_their_rounds_and_the_sweep_grid():
             check_batch_size(w, w.profile(sweep.spec_profile), b)
 
 
+def test_the_sweep_grid_leaves_bf16_on_one_thread_out_unless_an_axis_is_given():
+    import argparse
+
+    from rosetta.cli.bench import _axes, _axes_text
+    from rosetta.runner.matrix import Plan, round_cells
+
+    def points(**given) -> set:
+        args = dict(batch_sizes=None, precisions=None, threads=None, repeat=None, device="cpu",
+                    dtype="float32", tf32=False, seed=0)  # fmt: skip
+        axes = _axes(argparse.Namespace(**{**args, **given}), BENCH_PROFILES["sweep"], ["gru"])
+        plan = Plan(("torch", "jax"), ("gru",), CellConfig("", ""), **axes)
+        cells = round_cells(plan)
+        assert len({c.backend for c in cells}) == 2
+        return {(c.batch_size, c.precision, c.threads) for c in cells}, _axes_text(axes)
+
+    grid, text = points()
+    assert grid == {(b, p, t) for b in (16, 64) for p, t in
+                    (("fp32", 1), ("fp32", None), ("bf16", None))}  # fmt: skip
+    assert text == "batch 16,64 x fp32,bf16 x threads 1,all (without bf16 threads 1) x 1 round"
+    product, text = points(threads=[1, None])  # an axis given: the whole product
+    assert len(product) == 8 and (16, "bf16", 1) in product and "without" not in text
+
+
 # -- the quiet machine ----------------------------------------------------------------------------
 
 

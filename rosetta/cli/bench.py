@@ -457,6 +457,10 @@ def _axes(args: argparse.Namespace, prof, workload_list: list[str]) -> dict:
         "precisions": tuple(precisions),
         "threads": tuple(threads),
         "repeat": args.repeat or prof.repeat,
+        # the profile's grid holds while it chooses every axis; an axis given runs the product
+        "skip_points": (
+            prof.skip_points if not (args.batch_sizes or args.precisions or args.threads) else ()
+        ),
     }
 
 
@@ -466,9 +470,15 @@ def _axes_text(axes: dict) -> str:
     def show(values, none):
         return ",".join(none if v is None else str(v) for v in values)
 
+    def point(p: dict) -> str:  # {"precision": "bf16", "threads": 1} -> "bf16 threads 1"
+        names = {"batch_size": "batch ", "precision": "", "threads": "threads "}
+        return " ".join(f"{names[k]}{'all' if v is None else v}" for k, v in p.items())
+
+    skip = [point(p) for p in axes.get("skip_points", ())]
+    skips = f" (without {', '.join(skip)})" if skip else ""
     return (
         f"batch {show(axes['batch_sizes'], 'spec')} x {show(axes['precisions'], '')} x "
-        f"threads {show(axes['threads'], 'all')} x {axes['repeat']} "
+        f"threads {show(axes['threads'], 'all')}{skips} x {axes['repeat']} "
         f"round{'s' if axes['repeat'] > 1 else ''}"
     )
 

@@ -66,6 +66,7 @@ class Plan:
     precisions: tuple[str, ...] = ("fp32",)
     threads: tuple[int | None, ...] = (None,)  # None: all usable cores
     repeat: int = 1  # rounds: every cell once per round, each in a fresh process
+    skip_points: tuple[dict, ...] = ()  # points of the product left out (a profile's grid)
     gate_once: bool = True  # gate each function once per run (CellConfig.gate_identity)
     ray: object | None = None  # a ray_executor.RayOptions: the cells run as tasks on a Ray cluster
 
@@ -90,8 +91,10 @@ def cell_command(config: CellConfig, executor: str = "papermill") -> list[str]:
 
 def round_cells(plan: Plan, round_: int = 0) -> list[CellConfig]:
     """The cells of one round in declared order: workload, backend, then the axes (batch size,
-    precision, threads); ``out`` and ``run_id`` are filled in by :func:`run_matrix`."""
-    return [
+    precision, threads), less the points that match one of ``plan.skip_points`` (each a dict of
+    axis values: ``{"precision": "bf16", "threads": 1}``); ``out`` and ``run_id`` are filled in
+    by :func:`run_matrix`."""
+    cells = [
         replace(
             plan.template,
             backend=b,
@@ -108,6 +111,14 @@ def round_cells(plan: Plan, round_: int = 0) -> list[CellConfig]:
         for prec in plan.precisions
         for t in plan.threads
     ]
+    return [c for c in cells if not any(skipped(c, point) for point in plan.skip_points)]
+
+
+def skipped(config: CellConfig, point: dict) -> bool:
+    """Whether ``config`` is the point ``point`` names (every axis value it gives matches)."""
+    fields = {"batch_size": config.batch_size, "precision": config.precision,
+              "threads": config.threads}  # fmt: skip
+    return all(fields[k] == v for k, v in point.items())
 
 
 def round_orders(plan: Plan) -> list[list[str]]:

@@ -32,10 +32,14 @@ latency loop, and the machine measures slower (NumPy sgemm 175-196 GFLOP/s, 230-
   The counts were cut where accuracy allows: gru 4096 -> 3072 train samples (96 steps; the
   reference still passes ``tests/test_profiles.py``'s > 0.75), resnet50 8 -> 6 batches, tests
   1024 -> 768; cnn keeps its 2048 (64 steps: at 1536 the reference fell to 0.45, below 0.6).
-- ``sweep``: ci sample counts, batch 16 and 64, threads 1 and all cores, fp32 and bf16: 8
-  points x 15 cells = 120 records, of which the 24 bf16 points of numpy_ref and chainer are
-  skipped records with their reason (no process): 96 cell processes; see the closing note of
-  issue 18 for the measured wall time.
+- ``sweep``: ci sample counts; batch 16 and 64, each at fp32 and bf16 on all cores, and fp32
+  on 1 thread too: each question against the others' default (batch scaling per precision,
+  the bf16/fp32 ratio per batch at all cores, thread scaling per batch at fp32). 6 points x 15
+  cells = 90 records, of which the 12 bf16 points of numpy_ref and chainer are skipped records
+  with their reason (no process): 78 cell processes. The full product (bf16 on 1 thread too:
+  96 processes) measured 23 min 12 s quiet (run ``sweep-c``, the gate once per function and
+  the data cut cached), over the 20-minute budget; ``--precisions fp32,bf16 --threads 1,all``
+  runs it.
 - ``ci`` and ``full``: R = 1 (ci is a CI check, full the original settings, hours per round).
 """
 
@@ -57,6 +61,9 @@ class BenchProfile:
     batch_sizes: tuple[int | None, ...] = (None,)  # None: the spec profile's batch size
     precisions: tuple[str, ...] = ("fp32",)
     threads: tuple[int | None, ...] = (None,)  # None: all usable cores
+    #: points of the axes' product this profile leaves out, while no axis is given on the command
+    #: line (``rosetta.runner.matrix.skipped``); an axis given runs the whole product
+    skip_points: tuple[dict, ...] = ()
 
 
 BENCH_PROFILES: dict[str, BenchProfile] = {
@@ -70,6 +77,7 @@ BENCH_PROFILES: dict[str, BenchProfile] = {
         batch_sizes=(16, 64),
         precisions=("fp32", "bf16"),
         threads=(1, None),
+        skip_points=({"precision": "bf16", "threads": 1},),  # bf16 at all cores only
     ),  # fmt: skip
 }
 
