@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from rosetta.report import write_report
-    from rosetta.report.browser import find_chromium, screenshot
+    from tests.browser import find_chromium, screenshot
     from rosetta.report.load import find_runs
 
     if find_chromium() is None:

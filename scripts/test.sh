@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# The test command: set up .venv if needed, then run the default (quick) test suite.
-# Extra arguments go to pytest, e.g. `scripts/test.sh -m slow` for the long tests.
+# The test command: set up .venv if needed, then run the quick test tier on every core.
+#
+#   bash scripts/test.sh              # the quick tier (what a contributor runs between edits)
+#   bash scripts/test.sh -m slow      # the slow tier (CI runs it after the quick one: .ci/run)
+#   bash scripts/test.sh -n 0 -k gru  # serially, a selection; other arguments go to pytest
+#
+# The tests run on pytest-xdist workers, one per usable core (ROSETTA_TEST_WORKERS overrides);
+# `--dist loadgroup` keeps every conformance check of one backend on one worker, so each model is
+# built once (tests/conformance/conftest.py). `--durations=30` lists the slowest tests last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh all,dev
 bash scripts/install_chromium.sh  # the report's browser test; skips quietly once installed
-exec .venv/bin/python -m pytest "$@"
+workers="${ROSETTA_TEST_WORKERS:-auto}"
+exec .venv/bin/python -m pytest -n "$workers" --dist loadgroup --durations=30 "$@"

@@ -1,4 +1,5 @@
-"""Fixtures shared by the runner and bench tests."""
+"""Fixtures shared by every test: process settings restored, the machine-peak probes stubbed,
+small synthetic data, and the grouping that keeps a backend's conformance checks on one worker."""
 
 from __future__ import annotations
 
@@ -43,3 +44,34 @@ def small_data(tmp_path_factory):
     datasets.write_synthetic_imdb(d, n_train=600, n_test=300)
     datasets.write_synthetic_cifar10(d, n_train=600, n_test=300)
     return d
+
+
+#: what ``rosetta bench`` records as the machine's peaks in tests that are not about them
+STUB_PEAKS = {"stub": "tests: the probes are tested in tests/test_peak.py", "gemm": {}}
+
+
+@pytest.fixture(autouse=True)
+def _machine_peaks_stubbed(request, monkeypatch):
+    """``rosetta bench`` probes the machine before its first cell (a 2048-square GEMM five times,
+    then a NumPy, a torch and a conv subprocess: seconds per run); ``tests/test_peak.py`` tests
+    the probes, and every other test that starts a run in this process gets fixed figures.
+    A test marked ``real_peaks`` gets the real probes."""
+    if request.node.get_closest_marker("real_peaks") or request.module.__name__.endswith(
+        "test_peak"
+    ):
+        yield
+        return
+    from rosetta.runner import peak, probe
+
+    monkeypatch.setattr(probe, "gemm_peak_gflops", lambda *a, **k: 100.0)
+    monkeypatch.setattr(peak, "machine_peaks", lambda *a, **k: dict(STUB_PEAKS))
+    yield
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under ``pytest -n N --dist loadgroup`` (scripts/test.sh) every check of one backend in the
+    conformance suite runs on one worker, so its models are built once (tests/conformance)."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "backend" in params and "conformance" in item.nodeid.split("::")[0]:
+            item.add_marker(pytest.mark.xdist_group(f"conformance-{params['backend']}"))

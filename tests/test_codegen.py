@@ -195,7 +195,7 @@ PAGE_PROBE = """(() => {
 
 def test_rosetta_page_in_headless_chromium(tmp_path):
     pytest.importorskip("jinja2")
-    from rosetta.report.browser import Browser, find_chromium
+    from tests.browser import Browser, find_chromium
     from rosetta.report.rosetta_page import write_rosetta_page
 
     chromium = find_chromium()

@@ -5,6 +5,7 @@ above chance on the synthetic data."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -14,21 +15,40 @@ from rosetta.runner.cell import run_cell
 from rosetta.runner.config import CellConfig
 
 
-def test_ci_profile_runs_every_installed_backend_and_workload(tmp_path, capsys):
+def _ci_run(tmp_path, workloads: str) -> tuple[Path, str]:
+    """``rosetta bench --profile ci`` of every installed backend on ``workloads``, through
+    papermill, with the real machine-peak probes and the HTML report; every cell ok and gated."""
     results = tmp_path / "results"
     code = main(["bench", "--profile", "ci", "--results-dir", str(results), "--run-id", "ci",
-                 "--report-dir", str(tmp_path / "report")])  # fmt: skip
-    out = capsys.readouterr().out
+                 "--workloads", workloads, "--report-dir", str(tmp_path / "report")])  # fmt: skip
     run = results / "ci"
     usable = [b for b in backends.names() if backends.status(b).usable]
-    assert code == 0, out
     for b in usable:
-        for w in ("cnn", "gru", "resnet50"):
+        for w in workloads.split(","):
             rec = json.loads((run / f"{b}__{w}.json").read_text())
             assert rec["status"] == "ok", (b, w, rec.get("error"))
             assert rec["equivalence"]["equivalent"], (b, w, rec["equivalence"]["divergence"])
             assert (run / rec["notebook"]).is_file() and rec["executor"] == "papermill"
-    assert "summary CSV" in out
+    assert code == 0
+    return run, usable
+
+
+@pytest.mark.real_peaks
+def test_ci_profile_runs_every_installed_backend_through_papermill(tmp_path, capsys):
+    """The suite's one end-to-end run of every backend (on the CNN: training, data, layouts);
+    the other workloads of every backend are the conformance suite's, and the whole matrix is
+    the slow tier's (below)."""
+    run, usable = _ci_run(tmp_path, "cnn")
+    out = capsys.readouterr().out
+    assert "summary CSV" in out and (tmp_path / "report" / "ci" / "index.html").is_file()
+    info = json.loads((run / "run.json").read_text())
+    assert info["peak_gflops"] > 0  # the machine's peaks, measured before the first cell
+    assert info["peaks"]["gemm"]["gflops"]["numpy"]["fp32"] > 0
+
+
+@pytest.mark.slow
+def test_ci_profile_runs_the_whole_installed_matrix(tmp_path):
+    _ci_run(tmp_path, "cnn,gru,resnet50")
 
 
 # Chance is 0.1 (cnn) and 0.5 (gru); the reference measured 0.787 and 0.861 on smoke. These

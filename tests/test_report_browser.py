@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlparse
 import pytest
 from report_fixtures import EXPECTED, write_fixture_runs, write_rounds_run, write_sweep_run
 
-from rosetta.report.browser import Browser, find_chromium
+from tests.browser import Browser, find_chromium
 
 pytest.importorskip("pandas")
 pytest.importorskip("matplotlib")

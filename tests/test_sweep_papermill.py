@@ -16,6 +16,7 @@ from rosetta.spec import get_workload
 SWEEP = ("torch", "jax")  # the two lightest backends with a bf16 lowering
 
 
+@pytest.mark.slow  # the quick tier's sweep is tests/test_axes.py (the python executor)
 @pytest.mark.skipif(
     not all(backends.status(b).usable for b in SWEEP), reason="needs torch and jax installed"
 )

@@ -20,8 +20,8 @@ group), ``stats`` (NumPy: cross-round intervals, paired ratios, "no clear differ
 ``compare`` (ratios to the fastest, run against run), ``charts`` (matplotlib -> inline SVG),
 ``fmt`` (number formats), ``headline`` (the headline tables), ``sections`` (the other tables),
 ``scaling`` (batch, threads, precision, latency), ``summary`` (the bench's text table and CSV,
-no pandas), ``html`` (Jinja2 -> index.html), ``browser`` (headless Chromium over the DevTools
-protocol: screenshots and the network-free check).
+no pandas), ``html`` (Jinja2 -> index.html). The browser check of the page (headless Chromium
+over the DevTools protocol) lives with the tests and scripts that use it: ``tests/browser.py``.
 """
 
 from __future__ import annotations

@@ -2,6 +2,14 @@
 
 A backend that cannot run here (framework not installed, lowering not written) is skipped with
 its reason, never failed. Run one backend's suite with ``pytest tests/conformance -k torch``.
+
+**One model per (backend, workload, dtype).** Building a model (ResNet-50 above all) costs more
+than most checks that read it, so the checks share one build through :func:`models`, a
+session-wide cache: a check that needs the canonical weights loads them with ``set_params``
+first (which, by the contract, also resets the optimiser state), so the order the checks run in
+does not matter. A check that needs another runtime (one thread, another precision) or a model
+that must fail to build still calls ``make`` itself. Under ``pytest -n`` every backend's checks
+go to one worker (``tests/conftest.py`` groups them), so a model is built once per run.
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ import numpy as np
 import pytest
 
 from rosetta import backends
+from rosetta.backends import make
 from rosetta.spec import canonical_weights, get_workload
 
 WORKLOADS = ("cnn", "gru", "resnet50")
@@ -26,16 +35,47 @@ def backend(request):
     return backends.load(request.param)
 
 
+def conformance_workload(name: str):
+    """A workload as the suite runs it: ResNet-50 at the quick suite's input size."""
+    w = get_workload(name)
+    return w.at_image_size(RESNET_SIZE) if w.name == "resnet50" else w
+
+
 @pytest.fixture(params=WORKLOADS)
 def workload(request):
     """A workload, ResNet-50 at the quick suite's input size."""
-    w = get_workload(request.param)
-    return w.at_image_size(RESNET_SIZE) if w.name == "resnet50" else w
+    return conformance_workload(request.param)
 
 
 @pytest.fixture(params=DTYPES)
 def dtype(request):
     return request.param
+
+
+class ModelCache:
+    """Models built once per (backend, workload, input size, dtype) and handed out holding the
+    canonical weights of seed 0 (``set_params`` on every hand-out)."""
+
+    def __init__(self) -> None:
+        self._built: dict[tuple, object] = {}
+        self.builds = 0
+
+    def __call__(self, backend, workload, dtype: str = "float32"):
+        key = (backend.NAME, workload.name, workload.input.shape, dtype)
+        params = weights(workload)
+        model = self._built.get(key)
+        if model is None:
+            model = self._built[key] = make(backend, workload, params, dtype=dtype)
+            self.builds += 1
+        else:
+            model.set_params(params)
+        return model
+
+
+@pytest.fixture(scope="session")
+def models() -> ModelCache:
+    """The suite's one model per (backend, workload, dtype); see the module docstring."""
+    return ModelCache()
 
 
 def gate_batch(workload, n: int = 4, seed: int = 0):
@@ -56,6 +96,13 @@ def gate_batch(workload, n: int = 4, seed: int = 0):
     return x, y
 
 
+_WEIGHTS: dict[tuple, dict] = {}
+
+
 def weights(workload, seed: int = 0):
-    """The canonical weights every backend starts from (float32, as the runner uses them)."""
-    return canonical_weights(workload, seed)
+    """The canonical weights every backend starts from (float32, as the runner uses them): made
+    once per (workload, input size, seed), handed out as a fresh copy (a check may change them)."""
+    key = (workload.name, workload.input.shape, seed)
+    if key not in _WEIGHTS:
+        _WEIGHTS[key] = canonical_weights(workload, seed)
+    return {k: v.copy() for k, v in _WEIGHTS[key].items()}

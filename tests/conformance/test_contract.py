@@ -35,9 +35,10 @@ def test_check_contract_names_the_missing_name():
         check_contract(fake)
 
 
-def test_set_get_params_round_trip_is_exact(backend, workload, dtype):
+def test_set_get_params_round_trip_is_exact(backend, workload, dtype, models):
     params = {k: v.astype(dtype) for k, v in weights(workload, seed=1).items()}
-    model = make(backend, workload, params, dtype=dtype)
+    model = models(backend, workload, dtype)  # built from seed 0: loading seed 1 must replace all
+    model.set_params(params)
     got = model.get_params()
     assert sorted(got) == sorted(params)
     for name, value in params.items():
@@ -85,12 +86,12 @@ def test_parameter_free_ops_match_reference(backend, op, shape):
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-14)
 
 
-def test_loader_yields_the_runners_batches_in_order(backend, workload):
+def test_loader_yields_the_runners_batches_in_order(backend, workload, models):
     n, bs = 22, 4  # 5 complete batches, 2 samples dropped
     rng = np.random.default_rng(5)
     x, _ = gate_batch(workload, n=n, seed=5)
     y = rng.integers(0, 2, size=n)
-    model = make(backend, workload, weights(workload))
+    model = models(backend, workload)
     order = epoch_order(n, shuffle=True, seed=7, epoch=2)
     got = [model.batch_to_numpy(b) for b in model.loader(x, y, order, bs)]
     want = list(iterate_batches(x, y, bs, shuffle=True, seed=7, epoch=2))
@@ -103,8 +104,8 @@ def test_loader_yields_the_runners_batches_in_order(backend, workload):
     np.testing.assert_array_equal(unlabeled[0][0], x[:bs])
 
 
-def test_native_steps_and_outputs(backend, workload):
-    model = make(backend, workload, weights(workload))
+def test_native_steps_and_outputs(backend, workload, models):
+    model = models(backend, workload)
     x, y = gate_batch(workload, n=8, seed=2)
     if workload.task == "train":
         batches = list(model.loader(x, y, np.arange(8), 4))
@@ -134,16 +135,15 @@ class Unheard:
 
 
 def test_unknown_op_is_a_clear_backend_error(backend, workload):
-    w = dataclasses.replace(workload, graph=(*workload.graph, Unheard()))
+    w = dataclasses.replace(workload, graph=(Unheard(), *workload.graph))  # refused before a layer
     with pytest.raises(BackendError, match=rf"backend '{backend.NAME}' cannot lower op Unheard"):
         make(backend, w, weights(workload))
     with pytest.raises(BackendError, match="cannot lower op Unheard"):
         backend.run_op(Unheard(), np.ones(3), runtime_for(backend))
 
 
-def test_manifest_has_required_keys(backend, workload):
-    model = make(backend, workload, weights(workload))
-    man = model.manifest()
+def test_manifest_has_required_keys(backend, workload, models):
+    man = models(backend, workload).manifest()
     missing = [k for k in MANIFEST_KEYS if k not in man]
     assert not missing, f"{backend.NAME} manifest lacks {missing}"
     assert man["backend"] == backend.NAME and man["dtype"] == "float32"

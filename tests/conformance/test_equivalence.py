@@ -16,9 +16,8 @@ from rosetta.spec import get_workload
 from tests.conformance.conftest import gate_batch, weights
 
 
-def _check(backend, workload, dtype, n=4):
+def _check(model, backend, workload, dtype, n=4):
     params = weights(workload)
-    model = make(backend, workload, params, dtype=dtype)
     x, y = gate_batch(workload, n=n)
     result = run_gate(model, workload, params, x, y, dtype)
     detail = "; ".join(
@@ -31,11 +30,12 @@ def _check(backend, workload, dtype, n=4):
     assert {c.what for c in result.checks} == expected
 
 
-def test_matches_reference(backend, workload, dtype):
+def test_matches_reference(backend, workload, dtype, models):
     if backend.NAME == "numpy_ref" and dtype == "float64":
         pytest.skip("the reference itself: checked against finite differences instead "
                     "(tests/test_numpy_ref_ops.py, tests/test_numpy_ref_model.py)")  # fmt: skip
-    _check(backend, workload, dtype, n=2 if workload.name == "resnet50" else 4)
+    model = models(backend, workload, dtype)
+    _check(model, backend, workload, dtype, n=2 if workload.name == "resnet50" else 4)
 
 
 @pytest.mark.slow
@@ -43,4 +43,5 @@ def test_matches_reference(backend, workload, dtype):
 def test_resnet50_at_224_matches_reference(backend, dtype):
     if backend.NAME == "numpy_ref" and dtype == "float64":
         pytest.skip("the reference itself")
-    _check(backend, get_workload("resnet50"), dtype, n=2)
+    w = get_workload("resnet50")
+    _check(make(backend, w, weights(w), dtype=dtype), backend, w, dtype, n=2)
