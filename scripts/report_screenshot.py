@@ -41,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from rosetta.report import write_report
-    from tests.browser import find_chromium, screenshot
     from rosetta.report.load import find_runs
+    from tests.browser import find_chromium, screenshot
 
     if find_chromium() is None:
         print("report_screenshot: no chromium (bash scripts/install_chromium.sh)", file=sys.stderr)

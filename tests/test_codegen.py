@@ -195,8 +195,8 @@ PAGE_PROBE = """(() => {
 
 def test_rosetta_page_in_headless_chromium(tmp_path):
     pytest.importorskip("jinja2")
-    from tests.browser import Browser, find_chromium
     from rosetta.report.rosetta_page import write_rosetta_page
+    from tests.browser import Browser, find_chromium
 
     chromium = find_chromium()
     if chromium is None:
