@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from rosetta.codegen.snippet import RenderCtx, RenderTable, Snippet, Weight
+from rosetta.codegen.snippet import RenderCtx, RenderTable, Snippet, Weight, attr
 from rosetta.codegen.walk import OpSource, Rendered, render
 from rosetta.errors import BackendError
 from rosetta.spec import get_workload
@@ -116,8 +116,8 @@ def rendered(workload: str | Workload, backend: str) -> Rendered:
 
 
 def file_name(workload: str | Workload, backend: str) -> str:
-    """``<workload>_<backend>.py``."""
-    return f"{_workload(workload).name}_{backend}.py"
+    """``<workload>_<backend>.py`` (the name as an identifier: never a path of its own)."""
+    return f"{attr(_workload(workload).name)}_{backend}.py"
 
 
 def generate(workload: str | Workload, backend: str) -> Generated:

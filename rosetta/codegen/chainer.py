@@ -125,7 +125,7 @@ def check(weights, x, y, k, dtype="float32"):
 def source(workload: Workload, rendered: Rendered) -> str:
     """The whole generated Chainer file for ``workload``."""
     m = rendered.model
-    cls = workload.name.capitalize()
+    cls = common.class_name(workload)
     init = "\n".join(f"            {line}" for line in m.init)
     forward = "\n".join(f"        {line.replace('{x}', 'x')}" for line in m.forward)
     return (
@@ -152,7 +152,7 @@ with warnings.catch_warnings():  # Chainer's import warns about numpy.distutils/
 {common.CHECK_IO}{common.helpers_source(m.helpers, common.HELPERS)}
 
 class {cls}(chainer.Chain):
-    """{workload.description}."""
+    """The spec's model (see DESCRIPTION): its layers in graph order."""
 
     def __init__(self):
         super().__init__()

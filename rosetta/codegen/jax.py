@@ -153,7 +153,7 @@ NHWC = ("NHWC", "HWIO", "NHWC")  # activations, kernels, outputs: channels-last
 {common.CHECK_IO}{common.helpers_source(m.helpers, HELPERS)}
 
 def forward(p, x, rng=None):
-    """{workload.description}.
+    """The spec's model (see DESCRIPTION): its layers in graph order.
 
     ``p``: the parameters by the spec's names (native layouts, see ``weight_table``); ``rng``: a
     PRNG key for dropout when training, None for evaluation."""

@@ -293,7 +293,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 {LAYERS}
 
 def build():
-    """{workload.description}: the layers in graph order."""
+    """The spec's model (see DESCRIPTION): its layers in graph order."""
 {model}
 
 

@@ -7,6 +7,8 @@ says in text what the lowering builds in objects. Everything here is text: no fr
 
 from __future__ import annotations
 
+import hashlib
+import keyword
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,8 +125,24 @@ class RenderTable:
 
 
 def attr(name: str) -> str:
-    """A canonical op name as a Python identifier: ``layer1.0.conv1`` -> ``layer1_0_conv1``."""
-    return name.replace(".", "_")
+    """A canonical op name as a Python identifier: ``layer1.0.conv1`` -> ``layer1_0_conv1``.
+
+    Whatever ``name`` holds, the answer is an identifier (spec text never becomes code): every
+    character other than a letter, digit or ``_`` becomes ``_`` and, where that changed more
+    than the dots, a digest of the name keeps two such names apart."""
+    safe = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name)
+    if not safe or safe[0].isdigit():
+        safe = "_" + safe
+    if safe != name.replace(".", "_") or not safe.isidentifier() or keyword.iskeyword(safe):
+        safe = f"{safe[:40]}_{hashlib.sha256(name.encode('utf-8', 'replace')).hexdigest()[:8]}"
+    return safe
+
+
+def q(text: str) -> str:
+    """``text`` as a Python string literal, through the language's own quoting (``repr``),
+    written with double quotes where that needs no escape (the house style of the files)."""
+    r = repr(str(text))
+    return f'"{r[1:-1]}"' if r[0] == "'" and '"' not in text else r
 
 
 def fmt_shape(dims: tuple[int, ...], batch: str = "N") -> str:

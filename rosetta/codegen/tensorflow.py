@@ -159,11 +159,11 @@ from keras import layers  # noqa: E402
 {common.CHECK_IO}{common.helpers_source(m.helpers, common.HELPERS)}
 
 def build_model():
-    """{workload.description}."""
+    """The spec's model (see DESCRIPTION): its layers in graph order."""
     inputs = {inputs}
     x = inputs
 {forward}
-    return keras.Model(inputs, x, name="{workload.name}")
+    return keras.Model(inputs, x, name={common.q(workload.name)})
 
 
 SHAPES = {common.shapes_literal(workload)}

@@ -12,11 +12,6 @@ FRAMEWORK = "PyTorch"
 NEEDS = "NumPy and PyTorch"
 
 
-def class_name(workload: Workload) -> str:
-    """The module's class name, e.g. ``Cnn``, ``Resnet50``."""
-    return workload.name.capitalize()
-
-
 def _optimizer(workload: Workload) -> str:
     o = workload.optimizer
     if isinstance(o, SGD):
@@ -87,7 +82,7 @@ def check(weights, x, y, k, dtype="float32"):
 def source(workload: Workload, rendered: Rendered) -> str:
     """The whole generated PyTorch file for ``workload``."""
     m = rendered.model
-    cls = class_name(workload)
+    cls = common.class_name(workload)
     init = "\n".join(f"        {line}" for line in m.init)
     forward = "\n".join(f"        {line.replace('{x}', 'x')}" for line in m.forward)
     return (
@@ -102,7 +97,7 @@ from torch import nn
 {common.CHECK_IO}{common.helpers_source(m.helpers, common.HELPERS)}
 
 class {cls}(nn.Module):
-    """{workload.description}."""
+    """The spec's model (see DESCRIPTION): its layers in graph order."""
 
     def __init__(self):
         super().__init__()

@@ -19,6 +19,7 @@ from rosetta.codegen.snippet import (
     add_branches,
     fmt_shape,
     nhwc,
+    q,
     statements,
 )
 from rosetta.spec import ops
@@ -31,7 +32,7 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 def _p(name: str) -> str:
-    return f'p["{name}"]'
+    return f"p[{q(name)}]"
 
 
 def _w(name: str, **kw: str) -> Weight:

@@ -20,6 +20,7 @@ from rosetta.codegen.snippet import (
     attr,
     fmt_shape,
     nhwc,
+    q,
     statements,
 )
 from rosetta.spec import ops
@@ -36,7 +37,7 @@ def _shape(site_shape: tuple[int, ...]) -> str:
 
 
 def _layer(n: str) -> str:
-    return f'model.get_layer("{n}")'
+    return f"model.get_layer({q(n)})"
 
 
 def conv2d(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
@@ -59,7 +60,7 @@ def conv2d(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
         forward.append(f"{{x}} = layers.ZeroPadding2D((({t}, {b}), ({left}, {right})))({{x}})")
     if not op.bias:
         args.append("use_bias=False")
-    args.append(f'name="{n}"')
+    args.append(f"name={q(n)}")
     forward.append(f"{{x}} = layers.Conv2D({', '.join(args)})({{x}})  # {_shape(site.out_shape)}")
     weights = [
         Weight(
@@ -141,7 +142,7 @@ def dense(op: ops.Dense, site: Site, ctx: RenderCtx) -> Snippet:
     if op.bias:
         weights.append(Weight(f"{op.name}.bias", f"{_layer(n)}.bias"))
     line = (
-        f'{{x}} = layers.Dense({op.units}{bias}, name="{n}")({{x}})  # {fmt_shape(site.out_shape)}'
+        f"{{x}} = layers.Dense({op.units}{bias}, name={q(n)})({{x}})  # {fmt_shape(site.out_shape)}"
     )
     return Snippet(forward=(line,), weights=tuple(weights), helpers=helpers, notes=notes)
 
@@ -156,7 +157,7 @@ def batchnorm(op: ops.BatchNorm, site: Site, ctx: RenderCtx) -> Snippet:
     )
     momentum = round(1.0 - op.momentum, 12)  # Keras' momentum is 1 - PyTorch's (the spec's)
     line = (
-        f'{{x}} = layers.BatchNormalization(epsilon={op.eps}, momentum={momentum}, name="{n}")'
+        f"{{x}} = layers.BatchNormalization(epsilon={op.eps}, momentum={momentum}, name={q(n)})"
         "({x})"
     )
     return Snippet(
@@ -176,7 +177,7 @@ def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: RenderCtx) -> Snippet
 def embedding(op: ops.Embedding, site: Site, ctx: RenderCtx) -> Snippet:
     n = attr(op.name)
     line = (
-        f'{{x}} = layers.Embedding({op.vocab}, {op.dim}, name="{n}")({{x}})  # ids '
+        f"{{x}} = layers.Embedding({op.vocab}, {op.dim}, name={q(n)})({{x}})  # ids "
         f"{fmt_shape(site.in_shape)} -> {fmt_shape(site.out_shape)}"
     )
     return Snippet(
@@ -188,7 +189,7 @@ def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
     n = attr(op.name)
     cell = f"{_layer(n)}.cell"
     line = (
-        f'{{x}} = layers.GRU({op.units}, reset_after=True, name="{n}")({{x}})'
+        f"{{x}} = layers.GRU({op.units}, reset_after=True, name={q(n)})({{x}})"
         f"  # {fmt_shape(site.out_shape)}, the last step"
     )
     return Snippet(
