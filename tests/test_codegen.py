@@ -230,3 +230,23 @@ def test_rosetta_page_in_headless_chromium(tmp_path):
     gru_torch = {row[0]: row[1:] for row in p["tables"]["gru"]}["1"][2]
     assert "r | z | n" in gru_torch
     assert visit.external_requests(url) == [] and visit.console_errors == []
+
+
+@pytest.mark.parametrize("dangling", [False, True], ids=["to-a-file", "dangling"])
+def test_code_all_refuses_to_write_through_a_symlink(tmp_path, capsys, dangling):
+    """Issue 33 item 9: a link inside DIR is refused by name and nothing is written anywhere."""
+    outside = tmp_path / "outside.py"
+    if not dangling:
+        outside.write_text("keep me\n")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    link = folder / codegen.file_name("cnn", "torch")
+    link.symlink_to(outside)
+    assert main(["code", "cnn", "--all", str(folder)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and str(link) in err and "symbolic link" in err
+    assert sorted(p.name for p in folder.iterdir()) == [link.name]  # nothing else written
+    if dangling:
+        assert not outside.exists()
+    else:
+        assert outside.read_text() == "keep me\n"

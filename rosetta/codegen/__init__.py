@@ -25,15 +25,17 @@ so ``rosetta code`` works on a NumPy-only install.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from rosetta.codegen.snippet import RenderCtx, RenderTable, Snippet, Weight, attr
 from rosetta.codegen.walk import OpSource, Rendered, render
-from rosetta.errors import BackendError
+from rosetta.errors import BackendError, RosettaError
 from rosetta.spec import get_workload
 from rosetta.spec.workload import Workload
 
@@ -129,16 +131,47 @@ def generate(workload: str | Workload, backend: str) -> Generated:
 
 
 def write_all(folder: str | Path, workloads: list[str] | None = None) -> list[Path]:
-    """Write every workload x backend file into ``folder`` (created); returns the paths."""
+    """Write every workload x backend file into ``folder`` (created); returns the paths.
+
+    Nothing is written through a link: a target in ``folder`` that is a symbolic link (or
+    anything but a regular file) is refused, before any file is written, with one line naming
+    it, and each file is opened with ``O_NOFOLLOW`` so a link made meanwhile is refused too."""
     from rosetta.spec import workload_names
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
+    files = [generate(name, b) for name in workloads or workload_names() for b in BACKENDS]
+    for g in files:
+        _check_target(out / g.name)
     paths = []
-    for name in workloads or workload_names():
-        for backend in BACKENDS:
-            g = generate(name, backend)
-            path = out / g.name
-            path.write_text(g.text)
-            paths.append(path)
+    for g in files:
+        path = out / g.name
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0), 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _link_error(path) from None
+            raise
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(g.text)
+        paths.append(path)
     return paths
+
+
+def _link_error(path: Path) -> RosettaError:
+    return RosettaError(
+        f"{path} is a symbolic link; rosetta code --all writes no file through a link "
+        "(remove it, or write into another folder)"
+    )
+
+
+def _check_target(path: Path) -> None:
+    """Refuse a target that is a link or not a regular file (one line naming it)."""
+    if path.is_symlink():
+        raise _link_error(path)
+    if path.exists() and not path.is_file():
+        raise RosettaError(
+            f"{path} exists and is not a regular file; rosetta code --all writes only files "
+            "(remove it, or write into another folder)"
+        )
