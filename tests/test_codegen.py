@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from rosetta import codegen
+from rosetta.backends.driver import lower
+from rosetta.backends.snippet import RenderCtx
 from rosetta.cli import main
 from rosetta.codegen import common
-from rosetta.codegen.walk import render
 from rosetta.errors import BackendError
 from rosetta.spec import get_workload, ops, workload_names
 
@@ -148,7 +149,7 @@ class Mystery:
 
 def test_unknown_op_is_one_line_naming_it():
     with pytest.raises(BackendError) as err:
-        render(codegen.render_table("torch"), [ops.ReLU(), Mystery()], (3, 8, 8))
+        lower(codegen.render_table("torch"), [ops.ReLU(), Mystery()], (3, 8, 8), RenderCtx())
     msg = str(err.value)
     assert "Mystery" in msg and "torch" in msg and "conv2d" in msg and "\n" not in msg
 

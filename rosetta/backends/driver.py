@@ -18,6 +18,11 @@ A table entry is ``entry(op, site, ctx) -> layer``:
 
 A backend's ``lowering.py`` is then read as "the Rosetta of that framework": the table, and
 nothing about graph walking.
+
+The same walk renders source: a backend's ``source.py`` holds a second face of its table (a
+:class:`LoweringTable` whose entries return :class:`rosetta.backends.snippet.Snippet` text, not
+layers), and ``lower(..., on_op=hook)`` hands each op's result to ``hook`` as it goes, which is
+how ``rosetta code`` collects the rows of the report's Rosetta page. There is no other walker.
 """
 
 from __future__ import annotations
@@ -42,6 +47,11 @@ class Site:
     at_input: bool  # reads the input of its sequence (the caller's batch or a shared branch input)
     path: str = ""  # e.g. "3" or "4.body.2": index in the graph, residual branches opened
 
+    @property
+    def depth(self) -> int:
+        """How many residual branches are open around this op (0 at the top level)."""
+        return sum(part in ("body", "shortcut") for part in self.path.split("."))
+
 
 @dataclass(frozen=True)
 class LoweringTable(Generic[L]):
@@ -56,13 +66,21 @@ class LoweringTable(Generic[L]):
         """The entry for ``op``, or the contract's error naming the backend and the op."""
         fn = self.entries.get(type(op))
         if fn is None:
-            raise unsupported(self.backend, op)
+            raise unsupported(self.backend, op, self.entries)
         return fn
 
 
-def unsupported(backend: str, op: object) -> BackendError:
-    """The error for an op a backend cannot lower (names the backend and the op)."""
-    return BackendError(f"backend {backend!r} cannot lower op {type(op).__name__}")
+#: ``on_op(path, op, site, result)``: called by :func:`lower` for every op, in graph order
+OnOp = Callable[[str, Any, Site, Any], None]
+
+
+def unsupported(backend: str, op: object, known: Mapping[type, Any] | None = None) -> BackendError:
+    """The error for an op a backend cannot lower (names the backend, the op and, given the
+    table's entries, the ops it has)."""
+    has = ""
+    if known:
+        has = "; it has: " + ", ".join(sorted(getattr(t, "OP", t.__name__) for t in known))
+    return BackendError(f"backend {backend!r} cannot lower op {type(op).__name__}{has}")
 
 
 def check_lowerable(table: LoweringTable, nodes: Sequence[object]) -> None:
@@ -84,8 +102,10 @@ def lower(
     *,
     at_input: bool = True,
     path: str = "",
+    on_op: OnOp | None = None,
 ) -> L:
-    """Lower ``nodes`` (a graph or a branch) to one native layer through ``table``."""
+    """Lower ``nodes`` (a graph or a branch) to one native layer through ``table``; ``on_op``
+    sees each op's own result as it is made (branches opened, in graph order)."""
     check_lowerable(table, nodes)
     layers: list[L] = []
     shape = in_shape
@@ -94,11 +114,14 @@ def lower(
         out = node.out_shape(shape)
         site = Site(shape, out, at_input and i == 0, here)
         if isinstance(node, ops.Residual):
-            body = lower(table, node.body, shape, ctx, path=f"{here}.body")
-            shortcut = lower(table, node.shortcut, shape, ctx, path=f"{here}.shortcut")
+            body = lower(table, node.body, shape, ctx, path=f"{here}.body", on_op=on_op)
+            shortcut = lower(table, node.shortcut, shape, ctx, path=f"{here}.shortcut", on_op=on_op)
             layers.append(table.residual(body, shortcut, site, ctx))
         else:
-            layers.append(table.entry(node)(node, site, ctx))
+            layer = table.entry(node)(node, site, ctx)
+            if on_op is not None:
+                on_op(here, node, site, layer)
+            layers.append(layer)
         shape = out
     return table.sequence(layers, Site(in_shape, shape, at_input, path), ctx)
 

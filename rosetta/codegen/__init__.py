@@ -3,16 +3,19 @@
 ``rosetta code WORKLOAD --backend NAME`` prints it; ``rosetta code --all DIR`` writes them all.
 
 **Mechanism.** The source is generated from the same lowering tables, not kept by hand beside
-them. Each backend folder has a ``source.py`` whose ``RENDER`` (a
-:class:`rosetta.codegen.snippet.RenderTable`) is keyed by the *same op classes* as its lowering
-``TABLE``, with entries ``render(op, site, ctx) -> Snippet`` under the lowering's own signature:
-the layer's constructor line(s) with real names, its forward line(s) with shape comments, the
-weights it owns and the layout conversion each needs (OIHW -> HWIO, the flatten row
-permutation, GRU gate order), plus ``sequence``/``residual`` renderers. ONE render driver
-(:mod:`rosetta.codegen.walk`) walks the spec graph exactly as ``driver.lower`` does, with the
-same ``driver.Site`` per op. The per-framework file around the model (imports, the canonical
-``.npz`` loader, the optimiser as the spec states it, written out where the framework's stock
-one differs, the training or features step, ``--check``) lives in ``rosetta/codegen/<name>.py``.
+them. Each backend folder has a ``source.py`` whose ``RENDER`` is a
+:class:`rosetta.backends.driver.LoweringTable` (the one table type) keyed by the *same op
+classes* as its lowering ``TABLE``, with entries ``entry(op, site, ctx) -> Snippet`` under the
+lowering's own signature: the layer's constructor line(s) with real names, its forward line(s)
+with shape comments, the weights it owns and the layout conversion each needs (OIHW -> HWIO, the
+flatten row permutation, GRU gate order), plus ``sequence``/``residual``. The ONE driver,
+:func:`rosetta.backends.driver.lower`, walks the graph for both faces; its ``on_op`` hook
+collects each op's snippet for the report's Rosetta page. The per-framework file around the
+model (imports, the canonical ``.npz`` loader, the optimiser as the spec states it, written out
+where the framework's stock one differs, the training or features step, ``--check``) lives in
+``rosetta/codegen/<name>.py``. Layering: spec < backends (driver, snippet values, ``source.py``)
+< codegen (these files) < runner, report, cli; the gate's check of a generated file lives with
+the tests (``tests/conformance/generated_run.py``).
 
 Why this and not another: rendering beside lowering keeps one place per op per framework to
 read and edit (open ``source.py`` next to ``lowering.py`` and search for ``conv2d``); a test
@@ -33,10 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from rosetta.codegen.snippet import RenderCtx, RenderTable, Snippet, Weight, attr
-from rosetta.codegen.walk import OpSource, Rendered, render
+from rosetta.backends.driver import LoweringTable, Site, lower
+from rosetta.backends.snippet import RenderCtx, Snippet, Weight, attr
 from rosetta.errors import BackendError, RosettaError
 from rosetta.spec import get_workload
+from rosetta.spec.ops import Shape
 from rosetta.spec.workload import Workload
 
 __all__ = [
@@ -44,7 +48,6 @@ __all__ = [
     "Generated",
     "OpSource",
     "RenderCtx",
-    "RenderTable",
     "Rendered",
     "Snippet",
     "Weight",
@@ -57,6 +60,25 @@ __all__ = [
 
 #: backends that render source, in the report's column order (the reference first)
 BACKENDS = ("numpy_ref", "torch", "tensorflow", "jax", "chainer")
+
+
+@dataclass(frozen=True)
+class OpSource:
+    """One op of the graph and its rendering: the rows of the Rosetta page."""
+
+    path: str  # e.g. "3" or "4.body.2"
+    op: object
+    site: Site
+    snippet: Snippet
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A graph rendered by one table: the composed snippet and each op's own."""
+
+    model: Snippet
+    ops: tuple[OpSource, ...]
+    out_shape: Shape
 
 
 @dataclass(frozen=True)
@@ -85,7 +107,7 @@ def _check_backend(backend: str) -> None:
 _SOURCES: dict[str, ModuleType] = {}
 
 
-def render_table(backend: str) -> RenderTable:
+def render_table(backend: str) -> LoweringTable[Snippet]:
     """The ``RENDER`` table of ``backend``.
 
     ``source.py`` is loaded from its file alone, without running the backend package's
@@ -112,9 +134,18 @@ def _workload(workload: str | Workload) -> Workload:
 
 
 def rendered(workload: str | Workload, backend: str) -> Rendered:
-    """``workload``'s graph rendered by ``backend``'s table (the model and each op's snippet)."""
+    """``workload``'s graph rendered by ``backend``'s table (the model and each op's snippet),
+    walked by the one driver."""
     w = _workload(workload)
-    return render(render_table(backend), w.graph, w.input.shape)
+    rows: list[OpSource] = []
+    model = lower(
+        render_table(backend),
+        w.graph,
+        w.input.shape,
+        RenderCtx(),
+        on_op=lambda path, op, site, snippet: rows.append(OpSource(path, op, site, snippet)),
+    )
+    return Rendered(model, tuple(rows), w.output_shape)
 
 
 def file_name(workload: str | Workload, backend: str) -> str:

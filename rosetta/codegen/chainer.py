@@ -8,8 +8,7 @@ bias correction (``lr_t = lr * sqrt(1 - beta2**t) / (1 - beta1**t)``, ``w -= lr_
 
 from __future__ import annotations
 
-from rosetta.codegen import common
-from rosetta.codegen.walk import Rendered
+from rosetta.codegen import Rendered, common
 from rosetta.spec.workload import SGD, Adam, Workload
 
 FRAMEWORK = "Chainer"

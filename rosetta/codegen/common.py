@@ -8,7 +8,7 @@ import re
 import textwrap
 from dataclasses import fields
 
-from rosetta.codegen.snippet import ALL, Weight, attr, q
+from rosetta.backends.snippet import ALL, Weight, attr, q
 from rosetta.spec.workload import SGD, Adam, Workload
 
 #: the names a generated ``--check`` run writes into OUT.npz (read back by the conformance test)

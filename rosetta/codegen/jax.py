@@ -5,8 +5,7 @@ trace``; Adam's epsilon added to ``sqrt(v_hat)``), a jitted training or features
 
 from __future__ import annotations
 
-from rosetta.codegen import common
-from rosetta.codegen.walk import Rendered
+from rosetta.codegen import Rendered, common
 from rosetta.spec.workload import SGD, Adam, Workload
 
 FRAMEWORK = "JAX (with optax)"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from rosetta.codegen import common
-from rosetta.codegen.walk import Rendered
+import rosetta.backends
+from rosetta.codegen import Rendered, common
 from rosetta.spec.workload import SGD, Adam, Workload
 
 FRAMEWORK = "NumPy"
@@ -20,7 +20,7 @@ OPTIM = ("_checked_grad", "_pairs", "SGD", "Adam")  # from optim.py
 def _definitions(file: str, names: tuple[str, ...] | None = None) -> str:
     """Top-level classes, functions and constants of a numpy_ref module (no imports, no module
     docstring), or only ``names``."""
-    path = Path(__file__).resolve().parents[1] / "backends" / "numpy_ref" / file
+    path = Path(rosetta.backends.__file__).parent / "numpy_ref" / file
     text = path.read_text()
     tree = ast.parse(text)
     lines = text.splitlines()

@@ -8,8 +8,7 @@ the file writes the spec's Adam out as a small class."""
 
 from __future__ import annotations
 
-from rosetta.codegen import common
-from rosetta.codegen.walk import Rendered
+from rosetta.codegen import Rendered, common
 from rosetta.spec.workload import SGD, Adam, Workload
 
 FRAMEWORK = "Keras (TensorFlow)"

@@ -4,8 +4,7 @@ added to ``sqrt(v_hat)``), the training step or the features step, and ``--check
 
 from __future__ import annotations
 
-from rosetta.codegen import common
-from rosetta.codegen.walk import Rendered
+from rosetta.codegen import Rendered, common
 from rosetta.spec.workload import SGD, Adam, Workload
 
 FRAMEWORK = "PyTorch"

@@ -11,10 +11,9 @@ matmul, the spec's reset_after), so each canonical GRU tensor is split into thre
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Site
-from rosetta.codegen.snippet import (
+from rosetta.backends.driver import LoweringTable, Site
+from rosetta.backends.snippet import (
     RenderCtx,
-    RenderTable,
     Snippet,
     Weight,
     add_branches,
@@ -180,10 +179,10 @@ def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
 
 def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
     """The block's input kept aside, the body, the shortcut on the kept input, their sum."""
-    return add_branches(body, shortcut, ctx, "{x} = {x} + {s}  # " + fmt_shape(site.out_shape))
+    return add_branches(body, shortcut, site, "{x} = {x} + {s}  # " + fmt_shape(site.out_shape))
 
 
-RENDER = RenderTable(
+RENDER = LoweringTable(
     backend=NAME,
     entries={
         ops.Conv2D: conv2d,

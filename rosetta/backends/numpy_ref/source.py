@@ -9,8 +9,8 @@ down both branches. Canonical layouts throughout: no weight changes layout. Text
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Site
-from rosetta.codegen.snippet import RenderCtx, RenderTable, Snippet, Weight, combine, fmt_shape, q
+from rosetta.backends.driver import LoweringTable, Site
+from rosetta.backends.snippet import RenderCtx, Snippet, Weight, combine, fmt_shape, q
 from rosetta.spec import ops
 
 NAME = "numpy_ref"
@@ -97,7 +97,7 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
     return combine([body, shortcut], lines)
 
 
-RENDER = RenderTable(
+RENDER = LoweringTable(
     backend=NAME,
     entries={
         ops.Conv2D: conv2d,

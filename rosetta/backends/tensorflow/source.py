@@ -10,10 +10,9 @@ permuted from the spec's C, H, W; and the GRU's two biases are Keras' one ``bias
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Site
-from rosetta.codegen.snippet import (
+from rosetta.backends.driver import LoweringTable, Site
+from rosetta.backends.snippet import (
     RenderCtx,
-    RenderTable,
     Snippet,
     Weight,
     add_branches,
@@ -212,10 +211,10 @@ def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
 def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
     """The block's input kept aside, the body, the shortcut on the kept input, ``Add``."""
     join = "{x} = layers.Add()([{x}, {s}])  # " + _shape(site.out_shape)
-    return add_branches(body, shortcut, ctx, join)
+    return add_branches(body, shortcut, site, join)
 
 
-RENDER = RenderTable(
+RENDER = LoweringTable(
     backend=NAME,
     entries={
         ops.Conv2D: conv2d,
