@@ -6,6 +6,7 @@ suite's job (``tests/conformance/test_generated_source.py``)."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 from rosetta import codegen
-from rosetta.backends.driver import lower
+from rosetta.backends.driver import Entry, lower
 from rosetta.backends.snippet import RenderCtx
 from rosetta.cli import main
 from rosetta.codegen import common
@@ -32,23 +33,33 @@ FRAMEWORK_IMPORTS = {
 STDLIB_OK = {"argparse", "dataclasses"}
 
 
-def _lowering_table(backend: str):
-    """The backend's lowering TABLE, or a skip saying why it is not here (framework missing, or
-    the backend not yet ported to the driver's LoweringTable)."""
+@pytest.mark.parametrize("backend", codegen.BACKENDS)
+def test_both_faces_come_from_the_one_op_table(backend):
+    """The lowering TABLE (where the framework imports) and RENDER are faces of source.OPS: the
+    same op classes, and each build entry is the lowering.py function the table names."""
     try:
-        module = importlib.import_module(f"rosetta.backends.{backend}.lowering")
+        lowering = importlib.import_module(f"rosetta.backends.{backend}.lowering")
     except Exception as exc:  # noqa: BLE001 - any import failure is a reason to skip
         pytest.skip(f"{backend}: lowering does not import here ({type(exc).__name__}: {exc})")
-    table = getattr(module, "TABLE", None)
-    if table is None or not hasattr(table, "entries"):
-        pytest.skip(f"{backend}: lowering has no driver TABLE yet (port pending)")
-    return table
+    table = codegen.op_table(backend)
+    assert set(lowering.TABLE.entries) == set(codegen.render_table(backend).entries)
+    for op, entry in table.entries.items():
+        assert lowering.TABLE.entries[op] is getattr(lowering, entry.build)
 
 
-@pytest.mark.parametrize("backend", codegen.BACKENDS)
-def test_render_table_covers_exactly_the_lowering_table(backend):
-    table = _lowering_table(backend)
-    assert set(codegen.render_table(backend).entries) == set(table.entries)
+def test_an_op_table_naming_a_missing_build_function_is_one_line():
+    """A planted defect: an entry whose build function lowering.py lacks fails when the table
+    is made, naming the backend and the function."""
+    table = codegen.op_table("numpy_ref")
+    broken = dataclasses.replace(
+        table,
+        entries={**table.entries, ops.ReLU: Entry("relu_missing", table.entries[ops.ReLU].render)},
+    )
+    lowering = importlib.import_module("rosetta.backends.numpy_ref.lowering")
+    with pytest.raises(BackendError) as err:
+        broken.lowering(vars(lowering))
+    msg = str(err.value)
+    assert "numpy_ref" in msg and "'relu_missing'" in msg and "\n" not in msg
 
 
 @pytest.mark.parametrize("backend", codegen.BACKENDS)

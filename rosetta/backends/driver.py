@@ -74,6 +74,53 @@ class LoweringTable(Generic[L]):
 OnOp = Callable[[str, Any, Site, Any], None]
 
 
+@dataclass(frozen=True)
+class Entry:
+    """One op of a backend's table, with both faces: ``build`` names the function of the
+    backend's ``lowering.py`` that makes the native layer (a name, so the table loads without
+    the framework), ``render`` is the function that writes the same layer as source text."""
+
+    build: str  # e.g. "conv2d": lowering.conv2d(op, site, ctx) -> native layer
+    render: Callable[[Any, Site, Any], Any]  # source.conv2d(op, site, ctx) -> Snippet
+
+
+@dataclass(frozen=True)
+class OpTable:
+    """A backend's one op table (declared once, in its framework-free ``source.py``): every
+    op's :class:`Entry`, and how to chain a sequence and join a residual block, each with both
+    faces. The driver walks either face as a :class:`LoweringTable`."""
+
+    backend: str
+    entries: Mapping[type, Entry]
+    sequence: Entry
+    residual: Entry
+
+    def rendering(self) -> LoweringTable:
+        """The source face (text only): what ``rosetta code`` walks."""
+        return LoweringTable(
+            self.backend,
+            {op: e.render for op, e in self.entries.items()},
+            self.sequence.render,
+            self.residual.render,
+        )
+
+    def lowering(self, namespace: Mapping[str, Any]) -> LoweringTable:
+        """The native face: each entry's ``build`` looked up in ``namespace`` (the globals of
+        the backend's ``lowering.py``); a name it lacks is one line naming it."""
+
+        def build(e: Entry) -> Callable:
+            fn = namespace.get(e.build)
+            if not callable(fn):
+                raise BackendError(
+                    f"backend {self.backend!r}: its op table names the build function "
+                    f"{e.build!r}, which its lowering.py does not define"
+                )
+            return fn
+
+        entries = {op: build(e) for op, e in self.entries.items()}
+        return LoweringTable(self.backend, entries, build(self.sequence), build(self.residual))
+
+
 def unsupported(backend: str, op: object, known: Mapping[type, Any] | None = None) -> BackendError:
     """The error for an op a backend cannot lower (names the backend, the op and, given the
     table's entries, the ops it has)."""

@@ -2,28 +2,31 @@
 
 ``rosetta code WORKLOAD --backend NAME`` prints it; ``rosetta code --all DIR`` writes them all.
 
-**Mechanism.** The source is generated from the same lowering tables, not kept by hand beside
-them. Each backend folder has a ``source.py`` whose ``RENDER`` is a
-:class:`rosetta.backends.driver.LoweringTable` (the one table type) keyed by the *same op
-classes* as its lowering ``TABLE``, with entries ``entry(op, site, ctx) -> Snippet`` under the
-lowering's own signature: the layer's constructor line(s) with real names, its forward line(s)
-with shape comments, the weights it owns and the layout conversion each needs (OIHW -> HWIO, the
-flatten row permutation, GRU gate order), plus ``sequence``/``residual``. The ONE driver,
-:func:`rosetta.backends.driver.lower`, walks the graph for both faces; its ``on_op`` hook
-collects each op's snippet for the report's Rosetta page. The per-framework file around the
-model (imports, the canonical ``.npz`` loader, the optimiser as the spec states it, written out
-where the framework's stock one differs, the training or features step, ``--check``) lives in
+**Mechanism.** The source is generated from the same op table as the lowering, not kept by
+hand beside it. Each backend folder's ``source.py`` (framework-free) declares ``OPS``, the
+backend's one :class:`rosetta.backends.driver.OpTable`: per op an ``Entry(build, render)``,
+``build`` naming the function of ``lowering.py`` that makes the native layer and ``render`` the
+function here-beside that writes the same layer as source under the lowering's own signature
+(``render(op, site, ctx) -> Snippet``: the constructor line(s) with real names, the forward
+line(s) with shape comments, the weights it owns and the layout conversion each needs (OIHW ->
+HWIO, the flatten row permutation, GRU gate order)), plus ``sequence``/``residual``.
+``lowering.TABLE = OPS.lowering(globals())`` and ``source.RENDER = OPS.rendering()`` are its
+two faces, both a :class:`~rosetta.backends.driver.LoweringTable`, the one table type; the ONE
+driver, :func:`rosetta.backends.driver.lower`, walks either, its ``on_op`` hook collecting each
+op's snippet for the report's Rosetta page. The per-framework file around the model (imports,
+the canonical ``.npz`` loader, the optimiser as the spec states it, written out where the
+framework's stock one differs, the training or features step, ``--check``) lives in
 ``rosetta/codegen/<name>.py``. Layering: spec < backends (driver, snippet values, ``source.py``)
 < codegen (these files) < runner, report, cli; the gate's check of a generated file lives with
 the tests (``tests/conformance/generated_run.py``).
 
 Why this and not another: rendering beside lowering keeps one place per op per framework to
-read and edit (open ``source.py`` next to ``lowering.py`` and search for ``conv2d``); a test
-asserts ``set(RENDER.entries) == set(TABLE.entries)`` for every backend whose framework imports,
-so the two cannot drift in coverage; and the generated files are gated against the float64
-reference exactly like the lowered models (``tests/conformance/test_generated_source.py``), which
-is what proves that both say the same thing. Rendering is text only and imports no framework,
-so ``rosetta code`` works on a NumPy-only install.
+read and edit (the one table ``OPS`` in ``source.py`` names both; search it for ``conv2d``);
+both faces come from that one table, so they cannot drift in coverage; and the generated files
+are gated against the float64 reference exactly like the lowered models
+(``tests/conformance/test_generated_source.py``), which is what proves that both say the same
+thing. Rendering is text only and imports no framework, so ``rosetta code`` works on a
+NumPy-only install.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from rosetta.backends.driver import LoweringTable, Site, lower
+from rosetta.backends.driver import LoweringTable, OpTable, Site, lower
 from rosetta.backends.snippet import RenderCtx, Snippet, Weight, attr
 from rosetta.errors import BackendError, RosettaError
 from rosetta.spec import get_workload
@@ -53,6 +56,7 @@ __all__ = [
     "Weight",
     "file_name",
     "generate",
+    "op_table",
     "render_table",
     "rendered",
     "write_all",
@@ -107,8 +111,14 @@ def _check_backend(backend: str) -> None:
 _SOURCES: dict[str, ModuleType] = {}
 
 
+def op_table(backend: str) -> OpTable:
+    """``backend``'s one op table (``source.OPS``), loaded as :func:`render_table` says."""
+    render_table(backend)
+    return _SOURCES[backend].OPS
+
+
 def render_table(backend: str) -> LoweringTable[Snippet]:
-    """The ``RENDER`` table of ``backend``.
+    """The ``RENDER`` table of ``backend`` (the source face of its ``OPS``).
 
     ``source.py`` is loaded from its file alone, without running the backend package's
     ``__init__``: it is text and needs nothing of the package, and so generating source can never

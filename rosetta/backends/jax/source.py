@@ -10,7 +10,7 @@ GRU keeps the spec's own layout (gate blocks z | r | h, two biases). Text only.
 
 from __future__ import annotations
 
-from rosetta.backends.driver import LoweringTable, Site
+from rosetta.backends.driver import Entry, OpTable, Site
 from rosetta.backends.snippet import (
     RenderCtx,
     Snippet,
@@ -163,20 +163,33 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
     return add_branches(body, shortcut, site, "{x} = {x} + {s}  # " + _shape(site.out_shape))
 
 
-RENDER = LoweringTable(
+#: the backend's one op table: each op's build function (named: lowering.py) and its source
+#: rendering (here); ``lowering.TABLE`` and ``RENDER`` are its two faces
+OPS = OpTable(
     backend=NAME,
     entries={
-        ops.Conv2D: conv2d,
-        ops.MaxPool2D: maxpool2d,
-        ops.ReLU: relu,
-        ops.Dropout: dropout,
-        ops.Flatten: flatten,
-        ops.Dense: dense,
-        ops.BatchNorm: batchnorm,
-        ops.GlobalAvgPool: global_avgpool,
-        ops.Embedding: embedding,
-        ops.GRU: gru,
+        # lax.conv_general_dilated, NHWC x HWIO
+        ops.Conv2D: Entry("conv2d", conv2d),
+        # lax.reduce_window(max), -inf padding
+        ops.MaxPool2D: Entry("maxpool2d", maxpool2d),
+        # jnp.where(x > 0, x, 0)
+        ops.ReLU: Entry("relu", relu),
+        # jax.random.bernoulli, key folded per site, runtime on/off
+        ops.Dropout: Entry("dropout", dropout),
+        # reshape (dense rows permuted at set_params)
+        ops.Flatten: Entry("flatten", flatten),
+        # jnp.dot
+        ops.Dense: Entry("dense", dense),
+        # inference-mode affine
+        ops.BatchNorm: Entry("batchnorm", batchnorm),
+        # jnp.mean over H, W
+        ops.GlobalAvgPool: Entry("global_avgpool", global_avgpool),
+        # jnp.take, time-major out
+        ops.Embedding: Entry("embedding", embedding),
+        # lax.scan over time, reset_after
+        ops.GRU: Entry("gru", gru),
     },
-    sequence=sequence,
-    residual=residual,
+    sequence=Entry("sequence", sequence),
+    residual=Entry("residual", residual),
 )
+RENDER = OPS.rendering()

@@ -18,6 +18,7 @@ import numpy as np
 from rosetta.backends.driver import LoweringTable, Site, lower_op
 from rosetta.backends.numpy_ref import conv, nn, rnn
 from rosetta.backends.numpy_ref.loader import as_input
+from rosetta.backends.numpy_ref.source import OPS
 from rosetta.runtime import Runtime
 from rosetta.spec import ops
 
@@ -218,23 +219,7 @@ def residual(body: Layer, shortcut: Layer, site: Site, build: None) -> Layer:
     return residual_layer
 
 
-TABLE: LoweringTable[Layer] = LoweringTable(
-    backend=NAME,
-    entries={
-        ops.Conv2D: conv2d,
-        ops.MaxPool2D: maxpool2d,
-        ops.ReLU: relu,
-        ops.Dropout: dropout,
-        ops.Flatten: flatten,
-        ops.Dense: dense,
-        ops.BatchNorm: batchnorm,
-        ops.GlobalAvgPool: global_avgpool,
-        ops.Embedding: embedding,
-        ops.GRU: gru,
-    },
-    sequence=sequence,
-    residual=residual,
-)
+TABLE: LoweringTable[Layer] = OPS.lowering(globals())  # the native face of source.OPS
 
 
 def apply_op(op: object, x: np.ndarray, runtime: Runtime, training: bool) -> np.ndarray:

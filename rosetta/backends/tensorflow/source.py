@@ -10,7 +10,7 @@ permuted from the spec's C, H, W; and the GRU's two biases are Keras' one ``bias
 
 from __future__ import annotations
 
-from rosetta.backends.driver import LoweringTable, Site
+from rosetta.backends.driver import Entry, OpTable, Site
 from rosetta.backends.snippet import (
     RenderCtx,
     Snippet,
@@ -214,20 +214,33 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
     return add_branches(body, shortcut, site, join)
 
 
-RENDER = LoweringTable(
+#: the backend's one op table: each op's build function (named: lowering.py) and its source
+#: rendering (here); ``lowering.TABLE`` and ``RENDER`` are its two faces
+OPS = OpTable(
     backend=NAME,
     entries={
-        ops.Conv2D: conv2d,
-        ops.MaxPool2D: maxpool2d,
-        ops.ReLU: relu,
-        ops.Dropout: dropout,
-        ops.Flatten: flatten,
-        ops.Dense: dense,
-        ops.BatchNorm: batchnorm,
-        ops.GlobalAvgPool: global_avgpool,
-        ops.Embedding: embedding,
-        ops.GRU: gru,
+        # [ZeroPadding2D] + Conv2D (kernel OIHW -> HWIO)
+        ops.Conv2D: Entry("conv2d", conv2d),
+        # [NegInfPadding2D] + MaxPooling2D
+        ops.MaxPool2D: Entry("maxpool2d", maxpool2d),
+        # ReLU
+        ops.ReLU: Entry("relu", relu),
+        # Dropout (inverted), gated by a tf.Variable in training mode
+        ops.Dropout: Entry("dropout", dropout),
+        # Flatten (NHWC: the next Dense's rows permuted to C, H, W)
+        ops.Flatten: Entry("flatten", flatten),
+        # Dense (kernel IO)
+        ops.Dense: Entry("dense", dense),
+        # BatchNormalization, always with the moving statistics
+        ops.BatchNorm: Entry("batchnorm", batchnorm),
+        # GlobalAveragePooling2D
+        ops.GlobalAvgPool: Entry("global_avgpool", global_avgpool),
+        # Embedding
+        ops.Embedding: Entry("embedding", embedding),
+        # GRU(reset_after=True): kernel z|r|h as the spec, bias (2, 3H)
+        ops.GRU: Entry("gru", gru),
     },
-    sequence=sequence,
-    residual=residual,
+    sequence=Entry("sequence", sequence),
+    residual=Entry("residual", residual),
 )
+RENDER = OPS.rendering()
