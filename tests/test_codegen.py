@@ -30,7 +30,7 @@ FRAMEWORK_IMPORTS = {
     "jax": {"numpy", "jax", "optax"},
     "chainer": {"numpy", "chainer", "warnings"},
 }
-STDLIB_OK = {"argparse", "dataclasses"}
+STDLIB_OK = {"argparse", "dataclasses", "__future__", "collections"}
 
 
 @pytest.mark.parametrize("backend", codegen.BACKENDS)
