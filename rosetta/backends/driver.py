@@ -28,7 +28,7 @@ how ``rosetta code`` collects the rows of the report's Rosetta page. There is no
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from rosetta.errors import BackendError
@@ -94,6 +94,8 @@ class OpTable:
     entries: Mapping[type, Entry]
     sequence: Entry
     residual: Entry
+    #: source text of the functions the rendered lines call, by name (``Snippet.helpers``)
+    helpers: Mapping[str, str] = field(default_factory=dict)
 
     def rendering(self) -> LoweringTable:
         """The source face (text only): what ``rosetta code`` walks."""

@@ -41,6 +41,7 @@ from types import ModuleType
 
 from rosetta.backends.driver import LoweringTable, OpTable, Site, lower
 from rosetta.backends.snippet import RenderCtx, Snippet, Weight, attr
+from rosetta.codegen import common
 from rosetta.errors import BackendError, RosettaError
 from rosetta.spec import get_workload
 from rosetta.spec.ops import Shape
@@ -83,6 +84,7 @@ class Rendered:
     model: Snippet
     ops: tuple[OpSource, ...]
     out_shape: Shape
+    helpers: str  # the source of the helper functions the model's lines call, in order
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,8 @@ def rendered(workload: str | Workload, backend: str) -> Rendered:
         RenderCtx(),
         on_op=lambda path, op, site, snippet: rows.append(OpSource(path, op, site, snippet)),
     )
-    return Rendered(model, tuple(rows), w.output_shape)
+    known = {**common.HELPERS, **op_table(backend).helpers}
+    return Rendered(model, tuple(rows), w.output_shape, common.helpers_source(model.helpers, known))
 
 
 def file_name(workload: str | Workload, backend: str) -> str:

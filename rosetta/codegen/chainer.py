@@ -148,7 +148,7 @@ with warnings.catch_warnings():  # Chainer's import warns about numpy.distutils/
     import chainer
     import chainer.functions as F
     import chainer.links as L
-{common.CHECK_IO}{common.helpers_source(m.helpers, common.HELPERS)}
+{common.CHECK_IO}{rendered.helpers}
 
 class {cls}(chainer.Chain):
     """The spec's model (see DESCRIPTION): its layers in graph order."""

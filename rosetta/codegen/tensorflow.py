@@ -155,7 +155,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from keras import layers  # noqa: E402
-{common.CHECK_IO}{common.helpers_source(m.helpers, common.HELPERS)}
+{common.CHECK_IO}{rendered.helpers}
 
 def build_model():
     """The spec's model (see DESCRIPTION): its layers in graph order."""

@@ -93,7 +93,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-{common.CHECK_IO}{common.helpers_source(m.helpers, common.HELPERS)}
+{common.CHECK_IO}{rendered.helpers}
 
 class {cls}(nn.Module):
     """The spec's model (see DESCRIPTION): its layers in graph order."""
