@@ -6,6 +6,7 @@ suite's job (``tests/conformance/test_generated_source.py``)."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import subprocess
 import sys
@@ -15,9 +16,10 @@ import numpy as np
 import pytest
 
 from rosetta import codegen
+from rosetta.backends.driver import Entry, lower
+from rosetta.backends.snippet import RenderCtx
 from rosetta.cli import main
 from rosetta.codegen import common
-from rosetta.codegen.walk import render
 from rosetta.errors import BackendError
 from rosetta.spec import get_workload, ops, workload_names
 
@@ -28,26 +30,36 @@ FRAMEWORK_IMPORTS = {
     "jax": {"numpy", "jax", "optax"},
     "chainer": {"numpy", "chainer", "warnings"},
 }
-STDLIB_OK = {"argparse", "dataclasses"}
-
-
-def _lowering_table(backend: str):
-    """The backend's lowering TABLE, or a skip saying why it is not here (framework missing, or
-    the backend not yet ported to the driver's LoweringTable)."""
-    try:
-        module = importlib.import_module(f"rosetta.backends.{backend}.lowering")
-    except Exception as exc:  # noqa: BLE001 - any import failure is a reason to skip
-        pytest.skip(f"{backend}: lowering does not import here ({type(exc).__name__}: {exc})")
-    table = getattr(module, "TABLE", None)
-    if table is None or not hasattr(table, "entries"):
-        pytest.skip(f"{backend}: lowering has no driver TABLE yet (port pending)")
-    return table
+STDLIB_OK = {"argparse", "dataclasses", "__future__", "collections"}
 
 
 @pytest.mark.parametrize("backend", codegen.BACKENDS)
-def test_render_table_covers_exactly_the_lowering_table(backend):
-    table = _lowering_table(backend)
-    assert set(codegen.render_table(backend).entries) == set(table.entries)
+def test_both_faces_come_from_the_one_op_table(backend):
+    """The lowering TABLE (where the framework imports) and RENDER are faces of source.OPS: the
+    same op classes, and each build entry is the lowering.py function the table names."""
+    try:
+        lowering = importlib.import_module(f"rosetta.backends.{backend}.lowering")
+    except Exception as exc:  # noqa: BLE001 - any import failure is a reason to skip
+        pytest.skip(f"{backend}: lowering does not import here ({type(exc).__name__}: {exc})")
+    table = codegen.op_table(backend)
+    assert set(lowering.TABLE.entries) == set(codegen.render_table(backend).entries)
+    for op, entry in table.entries.items():
+        assert lowering.TABLE.entries[op] is getattr(lowering, entry.build)
+
+
+def test_an_op_table_naming_a_missing_build_function_is_one_line():
+    """A planted defect: an entry whose build function lowering.py lacks fails when the table
+    is made, naming the backend and the function."""
+    table = codegen.op_table("numpy_ref")
+    broken = dataclasses.replace(
+        table,
+        entries={**table.entries, ops.ReLU: Entry("relu_missing", table.entries[ops.ReLU].render)},
+    )
+    lowering = importlib.import_module("rosetta.backends.numpy_ref.lowering")
+    with pytest.raises(BackendError) as err:
+        broken.lowering(vars(lowering))
+    msg = str(err.value)
+    assert "numpy_ref" in msg and "'relu_missing'" in msg and "\n" not in msg
 
 
 @pytest.mark.parametrize("backend", codegen.BACKENDS)
@@ -148,7 +160,7 @@ class Mystery:
 
 def test_unknown_op_is_one_line_naming_it():
     with pytest.raises(BackendError) as err:
-        render(codegen.render_table("torch"), [ops.ReLU(), Mystery()], (3, 8, 8))
+        lower(codegen.render_table("torch"), [ops.ReLU(), Mystery()], (3, 8, 8), RenderCtx())
     msg = str(err.value)
     assert "Mystery" in msg and "torch" in msg and "conv2d" in msg and "\n" not in msg
 
@@ -230,3 +242,23 @@ def test_rosetta_page_in_headless_chromium(tmp_path):
     gru_torch = {row[0]: row[1:] for row in p["tables"]["gru"]}["1"][2]
     assert "r | z | n" in gru_torch
     assert visit.external_requests(url) == [] and visit.console_errors == []
+
+
+@pytest.mark.parametrize("dangling", [False, True], ids=["to-a-file", "dangling"])
+def test_code_all_refuses_to_write_through_a_symlink(tmp_path, capsys, dangling):
+    """Issue 33 item 9: a link inside DIR is refused by name and nothing is written anywhere."""
+    outside = tmp_path / "outside.py"
+    if not dangling:
+        outside.write_text("keep me\n")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    link = folder / codegen.file_name("cnn", "torch")
+    link.symlink_to(outside)
+    assert main(["code", "cnn", "--all", str(folder)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and str(link) in err and "symbolic link" in err
+    assert sorted(p.name for p in folder.iterdir()) == [link.name]  # nothing else written
+    if dangling:
+        assert not outside.exists()
+    else:
+        assert outside.read_text() == "keep me\n"

@@ -18,12 +18,17 @@ A table entry is ``entry(op, site, ctx) -> layer``:
 
 A backend's ``lowering.py`` is then read as "the Rosetta of that framework": the table, and
 nothing about graph walking.
+
+The same walk renders source: a backend's ``source.py`` holds a second face of its table (a
+:class:`LoweringTable` whose entries return :class:`rosetta.backends.snippet.Snippet` text, not
+layers), and ``lower(..., on_op=hook)`` hands each op's result to ``hook`` as it goes, which is
+how ``rosetta code`` collects the rows of the report's Rosetta page. There is no other walker.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from rosetta.errors import BackendError
@@ -42,6 +47,11 @@ class Site:
     at_input: bool  # reads the input of its sequence (the caller's batch or a shared branch input)
     path: str = ""  # e.g. "3" or "4.body.2": index in the graph, residual branches opened
 
+    @property
+    def depth(self) -> int:
+        """How many residual branches are open around this op (0 at the top level)."""
+        return sum(part in ("body", "shortcut") for part in self.path.split("."))
+
 
 @dataclass(frozen=True)
 class LoweringTable(Generic[L]):
@@ -56,13 +66,70 @@ class LoweringTable(Generic[L]):
         """The entry for ``op``, or the contract's error naming the backend and the op."""
         fn = self.entries.get(type(op))
         if fn is None:
-            raise unsupported(self.backend, op)
+            raise unsupported(self.backend, op, self.entries)
         return fn
 
 
-def unsupported(backend: str, op: object) -> BackendError:
-    """The error for an op a backend cannot lower (names the backend and the op)."""
-    return BackendError(f"backend {backend!r} cannot lower op {type(op).__name__}")
+#: ``on_op(path, op, site, result)``: called by :func:`lower` for every op, in graph order
+OnOp = Callable[[str, Any, Site, Any], None]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One op of a backend's table, with both faces: ``build`` names the function of the
+    backend's ``lowering.py`` that makes the native layer (a name, so the table loads without
+    the framework), ``render`` is the function that writes the same layer as source text."""
+
+    build: str  # e.g. "conv2d": lowering.conv2d(op, site, ctx) -> native layer
+    render: Callable[[Any, Site, Any], Any]  # source.conv2d(op, site, ctx) -> Snippet
+
+
+@dataclass(frozen=True)
+class OpTable:
+    """A backend's one op table (declared once, in its framework-free ``source.py``): every
+    op's :class:`Entry`, and how to chain a sequence and join a residual block, each with both
+    faces. The driver walks either face as a :class:`LoweringTable`."""
+
+    backend: str
+    entries: Mapping[type, Entry]
+    sequence: Entry
+    residual: Entry
+    #: source text of the functions the rendered lines call, by name (``Snippet.helpers``)
+    helpers: Mapping[str, str] = field(default_factory=dict)
+
+    def rendering(self) -> LoweringTable:
+        """The source face (text only): what ``rosetta code`` walks."""
+        return LoweringTable(
+            self.backend,
+            {op: e.render for op, e in self.entries.items()},
+            self.sequence.render,
+            self.residual.render,
+        )
+
+    def lowering(self, namespace: Mapping[str, Any]) -> LoweringTable:
+        """The native face: each entry's ``build`` looked up in ``namespace`` (the globals of
+        the backend's ``lowering.py``); a name it lacks is one line naming it."""
+
+        def build(e: Entry) -> Callable:
+            fn = namespace.get(e.build)
+            if not callable(fn):
+                raise BackendError(
+                    f"backend {self.backend!r}: its op table names the build function "
+                    f"{e.build!r}, which its lowering.py does not define"
+                )
+            return fn
+
+        entries = {op: build(e) for op, e in self.entries.items()}
+        return LoweringTable(self.backend, entries, build(self.sequence), build(self.residual))
+
+
+def unsupported(backend: str, op: object, known: Mapping[type, Any] | None = None) -> BackendError:
+    """The error for an op a backend cannot lower (names the backend, the op and, given the
+    table's entries, the ops it has)."""
+    has = ""
+    if known:
+        has = "; it has: " + ", ".join(sorted(getattr(t, "OP", t.__name__) for t in known))
+    return BackendError(f"backend {backend!r} cannot lower op {type(op).__name__}{has}")
 
 
 def check_lowerable(table: LoweringTable, nodes: Sequence[object]) -> None:
@@ -84,8 +151,10 @@ def lower(
     *,
     at_input: bool = True,
     path: str = "",
+    on_op: OnOp | None = None,
 ) -> L:
-    """Lower ``nodes`` (a graph or a branch) to one native layer through ``table``."""
+    """Lower ``nodes`` (a graph or a branch) to one native layer through ``table``; ``on_op``
+    sees each op's own result as it is made (branches opened, in graph order)."""
     check_lowerable(table, nodes)
     layers: list[L] = []
     shape = in_shape
@@ -94,11 +163,14 @@ def lower(
         out = node.out_shape(shape)
         site = Site(shape, out, at_input and i == 0, here)
         if isinstance(node, ops.Residual):
-            body = lower(table, node.body, shape, ctx, path=f"{here}.body")
-            shortcut = lower(table, node.shortcut, shape, ctx, path=f"{here}.shortcut")
+            body = lower(table, node.body, shape, ctx, path=f"{here}.body", on_op=on_op)
+            shortcut = lower(table, node.shortcut, shape, ctx, path=f"{here}.shortcut", on_op=on_op)
             layers.append(table.residual(body, shortcut, site, ctx))
         else:
-            layers.append(table.entry(node)(node, site, ctx))
+            layer = table.entry(node)(node, site, ctx)
+            if on_op is not None:
+                on_op(here, node, site, layer)
+            layers.append(layer)
         shape = out
     return table.sequence(layers, Site(in_shape, shape, at_input, path), ctx)
 

@@ -2,39 +2,49 @@
 
 ``rosetta code WORKLOAD --backend NAME`` prints it; ``rosetta code --all DIR`` writes them all.
 
-**Mechanism.** The source is generated from the same lowering tables, not kept by hand beside
-them. Each backend folder has a ``source.py`` whose ``RENDER`` (a
-:class:`rosetta.codegen.snippet.RenderTable`) is keyed by the *same op classes* as its lowering
-``TABLE``, with entries ``render(op, site, ctx) -> Snippet`` under the lowering's own signature:
-the layer's constructor line(s) with real names, its forward line(s) with shape comments, the
-weights it owns and the layout conversion each needs (OIHW -> HWIO, the flatten row
-permutation, GRU gate order), plus ``sequence``/``residual`` renderers. ONE render driver
-(:mod:`rosetta.codegen.walk`) walks the spec graph exactly as ``driver.lower`` does, with the
-same ``driver.Site`` per op. The per-framework file around the model (imports, the canonical
-``.npz`` loader, the optimiser as the spec states it, written out where the framework's stock
-one differs, the training or features step, ``--check``) lives in ``rosetta/codegen/<name>.py``.
+**Mechanism.** The source is generated from the same op table as the lowering, not kept by
+hand beside it. Each backend folder's ``source.py`` (framework-free) declares ``OPS``, the
+backend's one :class:`rosetta.backends.driver.OpTable`: per op an ``Entry(build, render)``,
+``build`` naming the function of ``lowering.py`` that makes the native layer and ``render`` the
+function here-beside that writes the same layer as source under the lowering's own signature
+(``render(op, site, ctx) -> Snippet``: the constructor line(s) with real names, the forward
+line(s) with shape comments, the weights it owns and the layout conversion each needs (OIHW ->
+HWIO, the flatten row permutation, GRU gate order)), plus ``sequence``/``residual``.
+``lowering.TABLE = OPS.lowering(globals())`` and ``source.RENDER = OPS.rendering()`` are its
+two faces, both a :class:`~rosetta.backends.driver.LoweringTable`, the one table type; the ONE
+driver, :func:`rosetta.backends.driver.lower`, walks either, its ``on_op`` hook collecting each
+op's snippet for the report's Rosetta page. The per-framework file around the model (imports,
+the canonical ``.npz`` loader, the optimiser as the spec states it, written out where the
+framework's stock one differs, the training or features step, ``--check``) lives in
+``rosetta/codegen/<name>.py``. Layering: spec < backends (driver, snippet values, ``source.py``)
+< codegen (these files) < runner, report, cli; the gate's check of a generated file lives with
+the tests (``tests/conformance/generated_run.py``).
 
 Why this and not another: rendering beside lowering keeps one place per op per framework to
-read and edit (open ``source.py`` next to ``lowering.py`` and search for ``conv2d``); a test
-asserts ``set(RENDER.entries) == set(TABLE.entries)`` for every backend whose framework imports,
-so the two cannot drift in coverage; and the generated files are gated against the float64
-reference exactly like the lowered models (``tests/conformance/test_generated_source.py``), which
-is what proves that both say the same thing. Rendering is text only and imports no framework,
-so ``rosetta code`` works on a NumPy-only install.
+read and edit (the one table ``OPS`` in ``source.py`` names both; search it for ``conv2d``);
+both faces come from that one table, so they cannot drift in coverage; and the generated files
+are gated against the float64 reference exactly like the lowered models
+(``tests/conformance/test_generated_source.py``), which is what proves that both say the same
+thing. Rendering is text only and imports no framework, so ``rosetta code`` works on a
+NumPy-only install.
 """
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from rosetta.codegen.snippet import RenderCtx, RenderTable, Snippet, Weight
-from rosetta.codegen.walk import OpSource, Rendered, render
-from rosetta.errors import BackendError
+from rosetta.backends.driver import LoweringTable, OpTable, Site, lower
+from rosetta.backends.snippet import RenderCtx, Snippet, Weight, attr
+from rosetta.codegen import common
+from rosetta.errors import BackendError, RosettaError
 from rosetta.spec import get_workload
+from rosetta.spec.ops import Shape
 from rosetta.spec.workload import Workload
 
 __all__ = [
@@ -42,12 +52,12 @@ __all__ = [
     "Generated",
     "OpSource",
     "RenderCtx",
-    "RenderTable",
     "Rendered",
     "Snippet",
     "Weight",
     "file_name",
     "generate",
+    "op_table",
     "render_table",
     "rendered",
     "write_all",
@@ -55,6 +65,26 @@ __all__ = [
 
 #: backends that render source, in the report's column order (the reference first)
 BACKENDS = ("numpy_ref", "torch", "tensorflow", "jax", "chainer")
+
+
+@dataclass(frozen=True)
+class OpSource:
+    """One op of the graph and its rendering: the rows of the Rosetta page."""
+
+    path: str  # e.g. "3" or "4.body.2"
+    op: object
+    site: Site
+    snippet: Snippet
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A graph rendered by one table: the composed snippet and each op's own."""
+
+    model: Snippet
+    ops: tuple[OpSource, ...]
+    out_shape: Shape
+    helpers: str  # the source of the helper functions the model's lines call, in order
 
 
 @dataclass(frozen=True)
@@ -83,8 +113,14 @@ def _check_backend(backend: str) -> None:
 _SOURCES: dict[str, ModuleType] = {}
 
 
-def render_table(backend: str) -> RenderTable:
-    """The ``RENDER`` table of ``backend``.
+def op_table(backend: str) -> OpTable:
+    """``backend``'s one op table (``source.OPS``), loaded as :func:`render_table` says."""
+    render_table(backend)
+    return _SOURCES[backend].OPS
+
+
+def render_table(backend: str) -> LoweringTable[Snippet]:
+    """The ``RENDER`` table of ``backend`` (the source face of its ``OPS``).
 
     ``source.py`` is loaded from its file alone, without running the backend package's
     ``__init__``: it is text and needs nothing of the package, and so generating source can never
@@ -110,14 +146,24 @@ def _workload(workload: str | Workload) -> Workload:
 
 
 def rendered(workload: str | Workload, backend: str) -> Rendered:
-    """``workload``'s graph rendered by ``backend``'s table (the model and each op's snippet)."""
+    """``workload``'s graph rendered by ``backend``'s table (the model and each op's snippet),
+    walked by the one driver."""
     w = _workload(workload)
-    return render(render_table(backend), w.graph, w.input.shape)
+    rows: list[OpSource] = []
+    model = lower(
+        render_table(backend),
+        w.graph,
+        w.input.shape,
+        RenderCtx(),
+        on_op=lambda path, op, site, snippet: rows.append(OpSource(path, op, site, snippet)),
+    )
+    known = {**common.HELPERS, **op_table(backend).helpers}
+    return Rendered(model, tuple(rows), w.output_shape, common.helpers_source(model.helpers, known))
 
 
 def file_name(workload: str | Workload, backend: str) -> str:
-    """``<workload>_<backend>.py``."""
-    return f"{_workload(workload).name}_{backend}.py"
+    """``<workload>_<backend>.py`` (the name as an identifier: never a path of its own)."""
+    return f"{attr(_workload(workload).name)}_{backend}.py"
 
 
 def generate(workload: str | Workload, backend: str) -> Generated:
@@ -129,16 +175,47 @@ def generate(workload: str | Workload, backend: str) -> Generated:
 
 
 def write_all(folder: str | Path, workloads: list[str] | None = None) -> list[Path]:
-    """Write every workload x backend file into ``folder`` (created); returns the paths."""
+    """Write every workload x backend file into ``folder`` (created); returns the paths.
+
+    Nothing is written through a link: a target in ``folder`` that is a symbolic link (or
+    anything but a regular file) is refused, before any file is written, with one line naming
+    it, and each file is opened with ``O_NOFOLLOW`` so a link made meanwhile is refused too."""
     from rosetta.spec import workload_names
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
+    files = [generate(name, b) for name in workloads or workload_names() for b in BACKENDS]
+    for g in files:
+        _check_target(out / g.name)
     paths = []
-    for name in workloads or workload_names():
-        for backend in BACKENDS:
-            g = generate(name, backend)
-            path = out / g.name
-            path.write_text(g.text)
-            paths.append(path)
+    for g in files:
+        path = out / g.name
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0), 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _link_error(path) from None
+            raise
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(g.text)
+        paths.append(path)
     return paths
+
+
+def _link_error(path: Path) -> RosettaError:
+    return RosettaError(
+        f"{path} is a symbolic link; rosetta code --all writes no file through a link "
+        "(remove it, or write into another folder)"
+    )
+
+
+def _check_target(path: Path) -> None:
+    """Refuse a target that is a link or not a regular file (one line naming it)."""
+    if path.is_symlink():
+        raise _link_error(path)
+    if path.exists() and not path.is_file():
+        raise RosettaError(
+            f"{path} exists and is not a regular file; rosetta code --all writes only files "
+            "(remove it, or write into another folder)"
+        )

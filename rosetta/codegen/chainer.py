@@ -8,8 +8,7 @@ bias correction (``lr_t = lr * sqrt(1 - beta2**t) / (1 - beta1**t)``, ``w -= lr_
 
 from __future__ import annotations
 
-from rosetta.codegen import common
-from rosetta.codegen.walk import Rendered
+from rosetta.codegen import Rendered, common
 from rosetta.spec.workload import SGD, Adam, Workload
 
 FRAMEWORK = "Chainer"
@@ -125,7 +124,7 @@ def check(weights, x, y, k, dtype="float32"):
 def source(workload: Workload, rendered: Rendered) -> str:
     """The whole generated Chainer file for ``workload``."""
     m = rendered.model
-    cls = workload.name.capitalize()
+    cls = common.class_name(workload)
     init = "\n".join(f"            {line}" for line in m.init)
     forward = "\n".join(f"        {line.replace('{x}', 'x')}" for line in m.forward)
     return (
@@ -149,10 +148,10 @@ with warnings.catch_warnings():  # Chainer's import warns about numpy.distutils/
     import chainer
     import chainer.functions as F
     import chainer.links as L
-{common.CHECK_IO}{common.helpers_source(m.helpers, common.HELPERS)}
+{common.CHECK_IO}{rendered.helpers}
 
 class {cls}(chainer.Chain):
-    """{workload.description}."""
+    """The spec's model (see DESCRIPTION): its layers in graph order."""
 
     def __init__(self):
         super().__init__()

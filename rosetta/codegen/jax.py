@@ -5,59 +5,11 @@ trace``; Adam's epsilon added to ``sqrt(v_hat)``), a jitted training or features
 
 from __future__ import annotations
 
-from rosetta.codegen import common
-from rosetta.codegen.walk import Rendered
+from rosetta.codegen import Rendered, common
 from rosetta.spec.workload import SGD, Adam, Workload
 
 FRAMEWORK = "JAX (with optax)"
 NEEDS = "NumPy, JAX and optax"
-
-HELPERS: dict[str, str] = {
-    **common.HELPERS,
-    "conv2d": '''
-def conv2d(x, kernel, bias, stride, padding):
-    """Cross-correlation of NHWC ``x`` with an HWIO ``kernel``, explicit zero padding."""
-    y = lax.conv_general_dilated(x, kernel, stride, padding, dimension_numbers=NHWC)
-    return y if bias is None else y + bias
-''',
-    "max_pool": '''
-def max_pool(x, kernel, stride, padding):
-    """Max pooling of NHWC ``x``; padded cells are -inf (never selected)."""
-    window, strides = (1, *kernel, 1), (1, *stride, 1)
-    return lax.reduce_window(x, -jnp.inf, lax.max, window, strides, ((0, 0), *padding, (0, 0)))
-''',
-    "dropout": '''
-def dropout(x, rate, rng, i):
-    """Inverted dropout with the i-th key folded from ``rng``; identity when ``rng`` is None."""
-    if rng is None or rate == 0:
-        return x
-    keep = jax.random.bernoulli(jax.random.fold_in(rng, i), 1.0 - rate, x.shape)
-    return jnp.where(keep, x / (1.0 - rate), 0.0)
-''',
-    "batchnorm": '''
-def batchnorm(x, gamma, beta, mean, var, eps):
-    """Inference-mode batch normalisation over the last (channel) axis."""
-    return (x - mean) / jnp.sqrt(var + eps) * gamma + beta
-''',
-    "gru": '''
-def gru(x, kernel, recurrent_kernel, bias_input, bias_recurrent):
-    """GRU over (N, T, E) from a zero state, gate blocks z | r | h, reset applied after the
-    recurrent matmul (reset_after); returns the last step's state (N, H)."""
-    h0 = jnp.zeros((x.shape[0], recurrent_kernel.shape[0]), x.dtype)
-    xw = x @ kernel + bias_input  # (N, T, 3H): every step's input projection at once
-
-    def step(h, xw_t):
-        xz, xr, xh = jnp.split(xw_t, 3, axis=-1)
-        hz, hr, hh = jnp.split(h @ recurrent_kernel + bias_recurrent, 3, axis=-1)
-        z = jax.nn.sigmoid(xz + hz)
-        r = jax.nn.sigmoid(xr + hr)
-        n = jnp.tanh(xh + r * hh)
-        return z * h + (1 - z) * n, None
-
-    h, _ = lax.scan(step, h0, jnp.swapaxes(xw, 0, 1))  # scan over time: (T, N, 3H)
-    return h
-''',
-}
 
 
 def _optimizer(workload: Workload) -> str:
@@ -150,10 +102,10 @@ import optax
 from jax import lax
 
 NHWC = ("NHWC", "HWIO", "NHWC")  # activations, kernels, outputs: channels-last
-{common.CHECK_IO}{common.helpers_source(m.helpers, HELPERS)}
+{common.CHECK_IO}{rendered.helpers}
 
 def forward(p, x, rng=None):
-    """{workload.description}.
+    """The spec's model (see DESCRIPTION): its layers in graph order.
 
     ``p``: the parameters by the spec's names (native layouts, see ``weight_table``); ``rng``: a
     PRNG key for dropout when training, None for evaluation."""

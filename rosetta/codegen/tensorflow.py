@@ -8,8 +8,7 @@ the file writes the spec's Adam out as a small class."""
 
 from __future__ import annotations
 
-from rosetta.codegen import common
-from rosetta.codegen.walk import Rendered
+from rosetta.codegen import Rendered, common
 from rosetta.spec.workload import SGD, Adam, Workload
 
 FRAMEWORK = "Keras (TensorFlow)"
@@ -156,14 +155,14 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from keras import layers  # noqa: E402
-{common.CHECK_IO}{common.helpers_source(m.helpers, common.HELPERS)}
+{common.CHECK_IO}{rendered.helpers}
 
 def build_model():
-    """{workload.description}."""
+    """The spec's model (see DESCRIPTION): its layers in graph order."""
     inputs = {inputs}
     x = inputs
 {forward}
-    return keras.Model(inputs, x, name="{workload.name}")
+    return keras.Model(inputs, x, name={common.q(workload.name)})
 
 
 SHAPES = {common.shapes_literal(workload)}

@@ -4,17 +4,11 @@ added to ``sqrt(v_hat)``), the training step or the features step, and ``--check
 
 from __future__ import annotations
 
-from rosetta.codegen import common
-from rosetta.codegen.walk import Rendered
+from rosetta.codegen import Rendered, common
 from rosetta.spec.workload import SGD, Adam, Workload
 
 FRAMEWORK = "PyTorch"
 NEEDS = "NumPy and PyTorch"
-
-
-def class_name(workload: Workload) -> str:
-    """The module's class name, e.g. ``Cnn``, ``Resnet50``."""
-    return workload.name.capitalize()
 
 
 def _optimizer(workload: Workload) -> str:
@@ -87,7 +81,7 @@ def check(weights, x, y, k, dtype="float32"):
 def source(workload: Workload, rendered: Rendered) -> str:
     """The whole generated PyTorch file for ``workload``."""
     m = rendered.model
-    cls = class_name(workload)
+    cls = common.class_name(workload)
     init = "\n".join(f"        {line}" for line in m.init)
     forward = "\n".join(f"        {line.replace('{x}', 'x')}" for line in m.forward)
     return (
@@ -99,10 +93,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-{common.CHECK_IO}{common.helpers_source(m.helpers, common.HELPERS)}
+{common.CHECK_IO}{rendered.helpers}
 
 class {cls}(nn.Module):
-    """{workload.description}."""
+    """The spec's model (see DESCRIPTION): its layers in graph order."""
 
     def __init__(self):
         super().__init__()

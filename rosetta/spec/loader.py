@@ -65,6 +65,17 @@ DATASET_OPTIONS: dict[str, dict[str, type | tuple]] = {
     "random_images": {"seed": int, "count": int},
 }
 _PLACEHOLDER = re.compile(r"^\$(\w+)(?:\*(\d+))?$")
+#: every name a spec gives (the workload, a layer, a block, a block instance): an identifier.
+#: A layer of a block instance is named ``PREFIX.i.NAME`` from such names (the only dots).
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+_NAME = re.compile(NAME_PATTERN)
+NAME_RULE = f"a name matching {NAME_PATTERN} (a letter or _, then letters, digits, _; <= 64)"
+DESCRIPTION_MAX = 500  # characters of a spec's description: printable text on one line
+DESCRIPTION_RULE = (
+    f"one line of printable text of at most {DESCRIPTION_MAX} characters "
+    "(no control or line-separator characters)"
+)
+SHOWN_MAX = 80  # characters of an offending value an error message shows (its repr, cut)
 
 
 def load_workload(path: str | Path, limits: SpecLimits = DEFAULT_LIMITS) -> Workload:
@@ -236,8 +247,21 @@ class _Parser:
             )
 
     def fail(self, field: str, expected: str, got: Any = "<missing>") -> SpecError:
-        got_s = got if isinstance(got, str) and got.startswith("<") else repr(got)
+        got_s = got if isinstance(got, str) and got.startswith("<") else _shown(got)
+        field = field if field.isprintable() else _shown(field)
         return SpecError(f"{self.path}: field '{field}': expected {expected}, got {got_s}")
+
+    def name(self, value: Any, field: str) -> str:
+        """A name the spec gives: a string matching :data:`NAME_PATTERN`."""
+        if not (isinstance(value, str) and _NAME.fullmatch(value)):
+            raise self.fail(field, NAME_RULE, value)
+        return value
+
+    def description(self, value: Any) -> str:
+        """The spec's description: :data:`DESCRIPTION_RULE` (it is shown, never run)."""
+        if not (isinstance(value, str) and len(value) <= DESCRIPTION_MAX and value.isprintable()):
+            raise self.fail("description", DESCRIPTION_RULE, value)
+        return value
 
     # -- scalars -----------------------------------------------------------------------------
     def mapping(self, value: Any, field: str, allowed: set[str] | None = None) -> dict:
@@ -314,7 +338,7 @@ class _Parser:
             for key, t in fields.items()
         }
         if "name" in values:
-            values["name"] = prefix + values["name"]
+            values["name"] = prefix + self.name(values["name"], f"{field}.name")
         if init_names:
             inits = self.mapping(self.req(item, "init", field), f"{field}.init", set(init_names))
             needed = [n for n in init_names if not (n == "bias" and not values.get("bias", True))]
@@ -357,7 +381,7 @@ class _Parser:
             )
         block = blocks[bname]
         params = block.get("params", [])
-        name = self.scalar(self.req(item, "name", field), "str", f"{field}.name")
+        name = self.name(self.req(item, "name", field), f"{field}.name")
         repeat = self.scalar(item.get("repeat", 1), "posint", f"{field}.repeat")
         if repeat > self.limits.max_repeat:
             raise self.too_large(
@@ -391,7 +415,7 @@ class _Parser:
     # -- whole file --------------------------------------------------------------------------
     def workload(self, raw: Any) -> Workload:
         m = self.mapping(raw, "<top level>", TOP_LEVEL)
-        name = self.scalar(self.req(m, "name", ""), "str", "name")
+        name = self.name(self.req(m, "name", ""), "name")
         if name != self.path.stem:
             raise self.fail("name", f"the file's stem {self.path.stem!r}", name)
         task = self.req(m, "task", "")
@@ -409,6 +433,7 @@ class _Parser:
             raise self.fail("input.dtype", "float32 or int32", dtype)
         blocks = self.mapping(m.get("blocks", {}), "blocks")
         for bname, block in blocks.items():
+            self.name(bname, f"blocks.{bname}")
             self.mapping(block, f"blocks.{bname}", {"params", "layers"})
             self.req(block, "layers", f"blocks.{bname}")
         defaults = self.mapping(m.get("defaults", {}), "defaults", set(ops.OPS) - {"residual"})
@@ -427,7 +452,7 @@ class _Parser:
             name=name,
             title=title,
             order=order,
-            description=str(m.get("description", "")),
+            description=self.description(m.get("description", "")),
             task=task,
             dataset=dataset,
             input=input_spec,
@@ -445,7 +470,7 @@ class _Parser:
     def title_order(self, m: dict, name: str) -> tuple[str, int]:
         """The report's title (one line, default: the name) and place (default: after the rest)."""
         title = self.scalar(m.get("title", name), "str", "title")
-        if "\n" in title or len(title) > TITLE_MAX or not title.strip():
+        if not title.isprintable() or len(title) > TITLE_MAX or not title.strip():
             raise self.fail("title", f"one non-blank line of at most {TITLE_MAX} characters", title)
         order = self.scalar(m.get("order", DEFAULT_ORDER), "nonnegint", "order")
         return title.strip(), order
@@ -637,6 +662,12 @@ class _Parser:
                     f"an embedding with vocab >= dataset.num_words ({w.dataset.get('num_words')})",
                     getattr(emb, "vocab", type(emb).__name__),
                 )
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, cut to :data:`SHOWN_MAX` characters: one line whatever the value holds."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_MAX else text[: SHOWN_MAX - 3] + "..."
 
 
 @functools.cache

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from rosetta import codegen
-from rosetta.codegen.check import GeneratedRun, gate_generated, run_file
 from rosetta.runner.gate import run_gate
 from rosetta.spec import get_workload
 from tests.conformance.conftest import DTYPES, WORKLOADS, gate_batch, weights
+from tests.conformance.generated_run import GeneratedRun, gate_generated, run_file
 
 #: modules a generated file of each backend imports (besides NumPy)
 NEEDS = {

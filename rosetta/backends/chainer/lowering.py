@@ -32,6 +32,7 @@ import numpy as np
 
 from rosetta.backends.chainer import compat
 from rosetta.backends.chainer import runtime as rt
+from rosetta.backends.chainer.source import OPS
 from rosetta.backends.driver import LoweringTable, Site, lower_op, unsupported
 from rosetta.runtime import Runtime
 from rosetta.spec import ops
@@ -271,23 +272,7 @@ def residual(body, shortcut, site: Site, ctx: Ctx) -> Residual:
     return Residual(body, shortcut)
 
 
-TABLE: LoweringTable = LoweringTable(
-    backend=NAME,
-    entries={
-        ops.Conv2D: conv2d,
-        ops.MaxPool2D: maxpool2d,
-        ops.ReLU: relu,
-        ops.Dropout: dropout,
-        ops.Flatten: flatten,
-        ops.Dense: dense,
-        ops.BatchNorm: batchnorm,
-        ops.GlobalAvgPool: global_avgpool,
-        ops.Embedding: embedding,
-        ops.GRU: gru,
-    },
-    sequence=sequence,
-    residual=residual,
-)
+TABLE: LoweringTable = OPS.lowering(globals())  # the native face of source.OPS
 
 
 def apply_op(op: object, x: np.ndarray, runtime: Runtime, training: bool) -> np.ndarray:

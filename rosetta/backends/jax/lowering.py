@@ -38,6 +38,7 @@ from jax import lax
 from rosetta.backends.driver import LoweringTable, Site, lower_op
 from rosetta.backends.jax import weights
 from rosetta.backends.jax.runtime import jax_device, precision_scope
+from rosetta.backends.jax.source import OPS
 from rosetta.runtime import Runtime
 from rosetta.spec import ops
 
@@ -286,23 +287,7 @@ def residual(body: Layer, shortcut: Layer, site: Site, ctx: Ctx) -> Layer:
     return lambda p, x, run: body(p, x, run) + shortcut(p, x, run)
 
 
-TABLE: LoweringTable[Layer] = LoweringTable(
-    backend=NAME,
-    entries={
-        ops.Conv2D: conv2d,  # lax.conv_general_dilated, NHWC x HWIO
-        ops.MaxPool2D: maxpool2d,  # lax.reduce_window(max), -inf padding
-        ops.ReLU: relu,  # jnp.where(x > 0, x, 0)
-        ops.Dropout: dropout,  # jax.random.bernoulli, key folded per site, runtime on/off
-        ops.Flatten: flatten,  # reshape (dense rows permuted at set_params)
-        ops.Dense: dense,  # jnp.dot
-        ops.BatchNorm: batchnorm,  # inference-mode affine
-        ops.GlobalAvgPool: global_avgpool,  # jnp.mean over H, W
-        ops.Embedding: embedding,  # jnp.take, time-major out
-        ops.GRU: gru,  # lax.scan over time, reset_after
-    },
-    sequence=sequence,
-    residual=residual,
-)
+TABLE: LoweringTable[Layer] = OPS.lowering(globals())  # the native face of source.OPS
 
 
 def softmax_cross_entropy(logits: Any, labels: Any) -> Any:

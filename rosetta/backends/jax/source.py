@@ -10,15 +10,15 @@ GRU keeps the spec's own layout (gate blocks z | r | h, two biases). Text only.
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Site
-from rosetta.codegen.snippet import (
+from rosetta.backends.driver import Entry, OpTable, Site
+from rosetta.backends.snippet import (
     RenderCtx,
-    RenderTable,
     Snippet,
     Weight,
     add_branches,
     fmt_shape,
     nhwc,
+    q,
     statements,
 )
 from rosetta.spec import ops
@@ -26,12 +26,61 @@ from rosetta.spec import ops
 NAME = "jax"
 
 
+#: the functions the rendered lines call (``conv2d(x, ...)``...), written into the file beside
+#: the layout helpers; a render entry names the ones it needs in ``Snippet.helpers``
+HELPERS: dict[str, str] = {
+    "conv2d": '''
+def conv2d(x, kernel, bias, stride, padding):
+    """Cross-correlation of NHWC ``x`` with an HWIO ``kernel``, explicit zero padding."""
+    y = lax.conv_general_dilated(x, kernel, stride, padding, dimension_numbers=NHWC)
+    return y if bias is None else y + bias
+''',
+    "max_pool": '''
+def max_pool(x, kernel, stride, padding):
+    """Max pooling of NHWC ``x``; padded cells are -inf (never selected)."""
+    window, strides = (1, *kernel, 1), (1, *stride, 1)
+    return lax.reduce_window(x, -jnp.inf, lax.max, window, strides, ((0, 0), *padding, (0, 0)))
+''',
+    "dropout": '''
+def dropout(x, rate, rng, i):
+    """Inverted dropout with the i-th key folded from ``rng``; identity when ``rng`` is None."""
+    if rng is None or rate == 0:
+        return x
+    keep = jax.random.bernoulli(jax.random.fold_in(rng, i), 1.0 - rate, x.shape)
+    return jnp.where(keep, x / (1.0 - rate), 0.0)
+''',
+    "batchnorm": '''
+def batchnorm(x, gamma, beta, mean, var, eps):
+    """Inference-mode batch normalisation over the last (channel) axis."""
+    return (x - mean) / jnp.sqrt(var + eps) * gamma + beta
+''',
+    "gru": '''
+def gru(x, kernel, recurrent_kernel, bias_input, bias_recurrent):
+    """GRU over (N, T, E) from a zero state, gate blocks z | r | h, reset applied after the
+    recurrent matmul (reset_after); returns the last step's state (N, H)."""
+    h0 = jnp.zeros((x.shape[0], recurrent_kernel.shape[0]), x.dtype)
+    xw = x @ kernel + bias_input  # (N, T, 3H): every step's input projection at once
+
+    def step(h, xw_t):
+        xz, xr, xh = jnp.split(xw_t, 3, axis=-1)
+        hz, hr, hh = jnp.split(h @ recurrent_kernel + bias_recurrent, 3, axis=-1)
+        z = jax.nn.sigmoid(xz + hz)
+        r = jax.nn.sigmoid(xr + hr)
+        n = jnp.tanh(xh + r * hh)
+        return z * h + (1 - z) * n, None
+
+    h, _ = lax.scan(step, h0, jnp.swapaxes(xw, 0, 1))  # scan over time: (T, N, 3H)
+    return h
+''',
+}
+
+
 def _shape(shape: tuple[int, ...]) -> str:
     return fmt_shape(nhwc(shape))
 
 
 def _p(name: str) -> str:
-    return f'p["{name}"]'
+    return f"p[{q(name)}]"
 
 
 def _w(name: str, **kw: str) -> Weight:
@@ -160,23 +209,37 @@ def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
 
 def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
     """The block's input kept aside, the body, the shortcut on the kept input, their sum."""
-    return add_branches(body, shortcut, ctx, "{x} = {x} + {s}  # " + _shape(site.out_shape))
+    return add_branches(body, shortcut, site, "{x} = {x} + {s}  # " + _shape(site.out_shape))
 
 
-RENDER = RenderTable(
+#: the backend's one op table: each op's build function (named: lowering.py) and its source
+#: rendering (here); ``lowering.TABLE`` and ``RENDER`` are its two faces
+OPS = OpTable(
     backend=NAME,
     entries={
-        ops.Conv2D: conv2d,
-        ops.MaxPool2D: maxpool2d,
-        ops.ReLU: relu,
-        ops.Dropout: dropout,
-        ops.Flatten: flatten,
-        ops.Dense: dense,
-        ops.BatchNorm: batchnorm,
-        ops.GlobalAvgPool: global_avgpool,
-        ops.Embedding: embedding,
-        ops.GRU: gru,
+        # lax.conv_general_dilated, NHWC x HWIO
+        ops.Conv2D: Entry("conv2d", conv2d),
+        # lax.reduce_window(max), -inf padding
+        ops.MaxPool2D: Entry("maxpool2d", maxpool2d),
+        # jnp.where(x > 0, x, 0)
+        ops.ReLU: Entry("relu", relu),
+        # jax.random.bernoulli, key folded per site, runtime on/off
+        ops.Dropout: Entry("dropout", dropout),
+        # reshape (dense rows permuted at set_params)
+        ops.Flatten: Entry("flatten", flatten),
+        # jnp.dot
+        ops.Dense: Entry("dense", dense),
+        # inference-mode affine
+        ops.BatchNorm: Entry("batchnorm", batchnorm),
+        # jnp.mean over H, W
+        ops.GlobalAvgPool: Entry("global_avgpool", global_avgpool),
+        # jnp.take, time-major out
+        ops.Embedding: Entry("embedding", embedding),
+        # lax.scan over time, reset_after
+        ops.GRU: Entry("gru", gru),
     },
-    sequence=sequence,
-    residual=residual,
+    sequence=Entry("sequence", sequence),
+    residual=Entry("residual", residual),
+    helpers=HELPERS,
 )
+RENDER = OPS.rendering()

@@ -9,8 +9,8 @@ down both branches. Canonical layouts throughout: no weight changes layout. Text
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Site
-from rosetta.codegen.snippet import RenderCtx, RenderTable, Snippet, Weight, combine, fmt_shape
+from rosetta.backends.driver import Entry, OpTable, Site
+from rosetta.backends.snippet import RenderCtx, Snippet, Weight, combine, fmt_shape, q
 from rosetta.spec import ops
 
 NAME = "numpy_ref"
@@ -21,11 +21,11 @@ def _layer(call: str, site: Site, weights: tuple[Weight, ...] = ()) -> Snippet:
 
 
 def _own(op: object, roles: tuple[str, ...]) -> tuple[Weight, ...]:
-    return tuple(Weight(f"{op.name}.{r}", f'params["{op.name}.{r}"]') for r in roles)
+    return tuple(Weight(f"{op.name}.{r}", f"params[{q(f'{op.name}.{r}')}]") for r in roles)
 
 
 def conv2d(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
-    call = f'conv2d("{op.name}", stride={op.stride}, padding={op.padding}, bias={op.bias})'
+    call = f"conv2d({q(op.name)}, stride={op.stride}, padding={op.padding}, bias={op.bias})"
     return _layer(call, site, _own(op, ("kernel", "bias") if op.bias else ("kernel",)))
 
 
@@ -50,13 +50,13 @@ def flatten(op: ops.Flatten, site: Site, ctx: RenderCtx) -> Snippet:
 
 
 def dense(op: ops.Dense, site: Site, ctx: RenderCtx) -> Snippet:
-    call = f'dense("{op.name}", bias={op.bias})'
+    call = f"dense({q(op.name)}, bias={op.bias})"
     return _layer(call, site, _own(op, ("kernel", "bias") if op.bias else ("kernel",)))
 
 
 def batchnorm(op: ops.BatchNorm, site: Site, ctx: RenderCtx) -> Snippet:
     return _layer(
-        f'batchnorm("{op.name}", eps={op.eps})', site, _own(op, ("gamma", "beta", "mean", "var"))
+        f"batchnorm({q(op.name)}, eps={op.eps})", site, _own(op, ("gamma", "beta", "mean", "var"))
     )
 
 
@@ -65,12 +65,12 @@ def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: RenderCtx) -> Snippet
 
 
 def embedding(op: ops.Embedding, site: Site, ctx: RenderCtx) -> Snippet:
-    return _layer(f'embedding("{op.name}")', site, _own(op, ("table",)))
+    return _layer(f"embedding({q(op.name)})", site, _own(op, ("table",)))
 
 
 def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
     roles = ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")
-    return _layer(f'gru("{op.name}")', site, _own(op, roles))
+    return _layer(f"gru({q(op.name)})", site, _own(op, roles))
 
 
 def _expr(parts: list[Snippet]) -> list[str]:
@@ -97,20 +97,23 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
     return combine([body, shortcut], lines)
 
 
-RENDER = RenderTable(
+#: the backend's one op table: each op's build function (named: lowering.py) and its source
+#: rendering (here); ``lowering.TABLE`` and ``RENDER`` are its two faces
+OPS = OpTable(
     backend=NAME,
     entries={
-        ops.Conv2D: conv2d,
-        ops.MaxPool2D: maxpool2d,
-        ops.ReLU: relu,
-        ops.Dropout: dropout,
-        ops.Flatten: flatten,
-        ops.Dense: dense,
-        ops.BatchNorm: batchnorm,
-        ops.GlobalAvgPool: global_avgpool,
-        ops.Embedding: embedding,
-        ops.GRU: gru,
+        ops.Conv2D: Entry("conv2d", conv2d),
+        ops.MaxPool2D: Entry("maxpool2d", maxpool2d),
+        ops.ReLU: Entry("relu", relu),
+        ops.Dropout: Entry("dropout", dropout),
+        ops.Flatten: Entry("flatten", flatten),
+        ops.Dense: Entry("dense", dense),
+        ops.BatchNorm: Entry("batchnorm", batchnorm),
+        ops.GlobalAvgPool: Entry("global_avgpool", global_avgpool),
+        ops.Embedding: Entry("embedding", embedding),
+        ops.GRU: Entry("gru", gru),
     },
-    sequence=sequence,
-    residual=residual,
+    sequence=Entry("sequence", sequence),
+    residual=Entry("residual", residual),
 )
+RENDER = OPS.rendering()

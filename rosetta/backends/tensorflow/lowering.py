@@ -35,6 +35,7 @@ from keras import layers
 from rosetta.backends.driver import LoweringTable, Site, lower_op
 from rosetta.backends.tensorflow import runtime as tf_runtime
 from rosetta.backends.tensorflow import weights
+from rosetta.backends.tensorflow.source import OPS
 from rosetta.backends.tensorflow.weights import Binding
 from rosetta.errors import BackendError
 from rosetta.runtime import Runtime
@@ -263,23 +264,7 @@ def residual(body: Layer, shortcut: Layer, site: Site, ctx: Ctx) -> Layer:
     return lambda x: add([body(x), shortcut(x)])
 
 
-TABLE: LoweringTable[Layer] = LoweringTable(
-    backend=NAME,
-    entries={
-        ops.Conv2D: conv2d,  # [ZeroPadding2D] + Conv2D (kernel OIHW -> HWIO)
-        ops.MaxPool2D: maxpool2d,  # [NegInfPadding2D] + MaxPooling2D
-        ops.ReLU: relu,  # ReLU
-        ops.Dropout: dropout,  # Dropout (inverted), gated by a tf.Variable in training mode
-        ops.Flatten: flatten,  # Flatten (NHWC: the next Dense's rows permuted to C, H, W)
-        ops.Dense: dense,  # Dense (kernel IO)
-        ops.BatchNorm: batchnorm,  # BatchNormalization, always with the moving statistics
-        ops.GlobalAvgPool: global_avgpool,  # GlobalAveragePooling2D
-        ops.Embedding: embedding,  # Embedding
-        ops.GRU: gru,  # GRU(reset_after=True): kernel z|r|h as the spec, bias (2, 3H)
-    },
-    sequence=sequence,
-    residual=residual,
-)
+TABLE: LoweringTable[Layer] = OPS.lowering(globals())  # the native face of source.OPS
 
 
 def data_format_for(device: str, image: bool) -> str:

@@ -10,16 +10,16 @@ permuted from the spec's C, H, W; and the GRU's two biases are Keras' one ``bias
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Site
-from rosetta.codegen.snippet import (
+from rosetta.backends.driver import Entry, OpTable, Site
+from rosetta.backends.snippet import (
     RenderCtx,
-    RenderTable,
     Snippet,
     Weight,
     add_branches,
     attr,
     fmt_shape,
     nhwc,
+    q,
     statements,
 )
 from rosetta.spec import ops
@@ -36,7 +36,7 @@ def _shape(site_shape: tuple[int, ...]) -> str:
 
 
 def _layer(n: str) -> str:
-    return f'model.get_layer("{n}")'
+    return f"model.get_layer({q(n)})"
 
 
 def conv2d(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
@@ -59,7 +59,7 @@ def conv2d(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
         forward.append(f"{{x}} = layers.ZeroPadding2D((({t}, {b}), ({left}, {right})))({{x}})")
     if not op.bias:
         args.append("use_bias=False")
-    args.append(f'name="{n}"')
+    args.append(f"name={q(n)}")
     forward.append(f"{{x}} = layers.Conv2D({', '.join(args)})({{x}})  # {_shape(site.out_shape)}")
     weights = [
         Weight(
@@ -141,7 +141,7 @@ def dense(op: ops.Dense, site: Site, ctx: RenderCtx) -> Snippet:
     if op.bias:
         weights.append(Weight(f"{op.name}.bias", f"{_layer(n)}.bias"))
     line = (
-        f'{{x}} = layers.Dense({op.units}{bias}, name="{n}")({{x}})  # {fmt_shape(site.out_shape)}'
+        f"{{x}} = layers.Dense({op.units}{bias}, name={q(n)})({{x}})  # {fmt_shape(site.out_shape)}"
     )
     return Snippet(forward=(line,), weights=tuple(weights), helpers=helpers, notes=notes)
 
@@ -156,7 +156,7 @@ def batchnorm(op: ops.BatchNorm, site: Site, ctx: RenderCtx) -> Snippet:
     )
     momentum = round(1.0 - op.momentum, 12)  # Keras' momentum is 1 - PyTorch's (the spec's)
     line = (
-        f'{{x}} = layers.BatchNormalization(epsilon={op.eps}, momentum={momentum}, name="{n}")'
+        f"{{x}} = layers.BatchNormalization(epsilon={op.eps}, momentum={momentum}, name={q(n)})"
         "({x})"
     )
     return Snippet(
@@ -176,7 +176,7 @@ def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: RenderCtx) -> Snippet
 def embedding(op: ops.Embedding, site: Site, ctx: RenderCtx) -> Snippet:
     n = attr(op.name)
     line = (
-        f'{{x}} = layers.Embedding({op.vocab}, {op.dim}, name="{n}")({{x}})  # ids '
+        f"{{x}} = layers.Embedding({op.vocab}, {op.dim}, name={q(n)})({{x}})  # ids "
         f"{fmt_shape(site.in_shape)} -> {fmt_shape(site.out_shape)}"
     )
     return Snippet(
@@ -188,7 +188,7 @@ def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
     n = attr(op.name)
     cell = f"{_layer(n)}.cell"
     line = (
-        f'{{x}} = layers.GRU({op.units}, reset_after=True, name="{n}")({{x}})'
+        f"{{x}} = layers.GRU({op.units}, reset_after=True, name={q(n)})({{x}})"
         f"  # {fmt_shape(site.out_shape)}, the last step"
     )
     return Snippet(
@@ -211,23 +211,36 @@ def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
 def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
     """The block's input kept aside, the body, the shortcut on the kept input, ``Add``."""
     join = "{x} = layers.Add()([{x}, {s}])  # " + _shape(site.out_shape)
-    return add_branches(body, shortcut, ctx, join)
+    return add_branches(body, shortcut, site, join)
 
 
-RENDER = RenderTable(
+#: the backend's one op table: each op's build function (named: lowering.py) and its source
+#: rendering (here); ``lowering.TABLE`` and ``RENDER`` are its two faces
+OPS = OpTable(
     backend=NAME,
     entries={
-        ops.Conv2D: conv2d,
-        ops.MaxPool2D: maxpool2d,
-        ops.ReLU: relu,
-        ops.Dropout: dropout,
-        ops.Flatten: flatten,
-        ops.Dense: dense,
-        ops.BatchNorm: batchnorm,
-        ops.GlobalAvgPool: global_avgpool,
-        ops.Embedding: embedding,
-        ops.GRU: gru,
+        # [ZeroPadding2D] + Conv2D (kernel OIHW -> HWIO)
+        ops.Conv2D: Entry("conv2d", conv2d),
+        # [NegInfPadding2D] + MaxPooling2D
+        ops.MaxPool2D: Entry("maxpool2d", maxpool2d),
+        # ReLU
+        ops.ReLU: Entry("relu", relu),
+        # Dropout (inverted), gated by a tf.Variable in training mode
+        ops.Dropout: Entry("dropout", dropout),
+        # Flatten (NHWC: the next Dense's rows permuted to C, H, W)
+        ops.Flatten: Entry("flatten", flatten),
+        # Dense (kernel IO)
+        ops.Dense: Entry("dense", dense),
+        # BatchNormalization, always with the moving statistics
+        ops.BatchNorm: Entry("batchnorm", batchnorm),
+        # GlobalAveragePooling2D
+        ops.GlobalAvgPool: Entry("global_avgpool", global_avgpool),
+        # Embedding
+        ops.Embedding: Entry("embedding", embedding),
+        # GRU(reset_after=True): kernel z|r|h as the spec, bias (2, 3H)
+        ops.GRU: Entry("gru", gru),
     },
-    sequence=sequence,
-    residual=residual,
+    sequence=Entry("sequence", sequence),
+    residual=Entry("residual", residual),
 )
+RENDER = OPS.rendering()

@@ -23,6 +23,7 @@ from torch import nn
 
 from rosetta.backends.driver import LoweringTable, Site, lower_op, unsupported
 from rosetta.backends.torch.loader import TORCH_DTYPES
+from rosetta.backends.torch.source import OPS
 from rosetta.runtime import Runtime
 from rosetta.spec import ops
 
@@ -192,23 +193,7 @@ def residual(body: nn.Module, shortcut: nn.Module, site: Site, ctx: Build) -> nn
     return Residual(body, shortcut)
 
 
-TABLE: LoweringTable[nn.Module] = LoweringTable(
-    backend=NAME,
-    entries={
-        ops.Conv2D: conv2d,
-        ops.MaxPool2D: maxpool2d,
-        ops.ReLU: relu,
-        ops.Dropout: dropout,
-        ops.Flatten: flatten,
-        ops.Dense: dense,
-        ops.BatchNorm: batchnorm,
-        ops.GlobalAvgPool: global_avgpool,
-        ops.Embedding: embedding,
-        ops.GRU: gru,
-    },
-    sequence=sequence,
-    residual=residual,
-)
+TABLE: LoweringTable[nn.Module] = OPS.lowering(globals())  # the native face of source.OPS
 
 
 def apply_op(op: object, x: np.ndarray, runtime: Runtime, training: bool) -> np.ndarray:

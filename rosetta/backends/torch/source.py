@@ -1,7 +1,7 @@
 """The Rosetta of PyTorch, in text: each op of the spec as the ``torch.nn`` source that says it.
 
 ``RENDER`` is keyed by the same op classes as ``lowering.TABLE``; each entry returns a
-:class:`rosetta.codegen.snippet.Snippet` (the ``__init__`` line with the layer's real name, the
+:class:`rosetta.backends.snippet.Snippet` (the ``__init__`` line with the layer's real name, the
 ``forward`` line with a shape comment, the weights it owns and their layout conversion).
 Activations are NCHW, PyTorch's own, so the canonical OIHW kernels and the C, H, W flatten pass
 through unchanged; ``Linear.weight`` is (out, in), the canonical IO kernel transposed, and the
@@ -10,10 +10,9 @@ GRU's gate blocks are r | z | n where the spec has z | r | h. Text only: imports
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Site
-from rosetta.codegen.snippet import (
+from rosetta.backends.driver import Entry, OpTable, Site
+from rosetta.backends.snippet import (
     RenderCtx,
-    RenderTable,
     Snippet,
     Weight,
     add_branches,
@@ -180,23 +179,26 @@ def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
 
 def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
     """The block's input kept aside, the body, the shortcut on the kept input, their sum."""
-    return add_branches(body, shortcut, ctx, "{x} = {x} + {s}  # " + fmt_shape(site.out_shape))
+    return add_branches(body, shortcut, site, "{x} = {x} + {s}  # " + fmt_shape(site.out_shape))
 
 
-RENDER = RenderTable(
+#: the backend's one op table: each op's build function (named: lowering.py) and its source
+#: rendering (here); ``lowering.TABLE`` and ``RENDER`` are its two faces
+OPS = OpTable(
     backend=NAME,
     entries={
-        ops.Conv2D: conv2d,
-        ops.MaxPool2D: maxpool2d,
-        ops.ReLU: relu,
-        ops.Dropout: dropout,
-        ops.Flatten: flatten,
-        ops.Dense: dense,
-        ops.BatchNorm: batchnorm,
-        ops.GlobalAvgPool: global_avgpool,
-        ops.Embedding: embedding,
-        ops.GRU: gru,
+        ops.Conv2D: Entry("conv2d", conv2d),
+        ops.MaxPool2D: Entry("maxpool2d", maxpool2d),
+        ops.ReLU: Entry("relu", relu),
+        ops.Dropout: Entry("dropout", dropout),
+        ops.Flatten: Entry("flatten", flatten),
+        ops.Dense: Entry("dense", dense),
+        ops.BatchNorm: Entry("batchnorm", batchnorm),
+        ops.GlobalAvgPool: Entry("global_avgpool", global_avgpool),
+        ops.Embedding: Entry("embedding", embedding),
+        ops.GRU: Entry("gru", gru),
     },
-    sequence=sequence,
-    residual=residual,
+    sequence=Entry("sequence", sequence),
+    residual=Entry("residual", residual),
 )
+RENDER = OPS.rendering()

@@ -1,18 +1,21 @@
-"""The values a render table deals in: a :class:`Snippet` per op, a :class:`Weight` per tensor.
+"""The values the source face of a backend's table deals in: a :class:`Snippet` per op, a
+:class:`Weight` per tensor, and the :class:`RenderCtx` of one render.
 
-A render entry is ``render(op, site, ctx) -> Snippet``, the same signature as a lowering entry
-(``rosetta.backends.driver``), so a backend's ``source.py`` sits beside its ``lowering.py`` and
-says in text what the lowering builds in objects. Everything here is text: no framework import.
+A backend's ``source.py`` holds ``RENDER``, a :class:`rosetta.backends.driver.LoweringTable`
+(the one table type) whose entries are ``entry(op, site, ctx) -> Snippet``: the lowering's own
+signature, walked by the one driver (``driver.lower``), so ``source.py`` sits beside
+``lowering.py`` and says in text what the lowering builds in objects. Everything here is text:
+no framework import. ``rosetta.codegen`` (above the backends) composes the files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import hashlib
+import keyword
 from dataclasses import dataclass, field
 from typing import Any
 
 from rosetta.backends.driver import Site
-from rosetta.errors import BackendError
 
 ALL = "ALL"  # a Weight part that means "the whole array" (``a[()]`` in the generated file)
 
@@ -71,10 +74,11 @@ def statements(parts: list[Snippet]) -> Snippet:
     return combine(parts, tuple(line for p in parts for line in p.forward))
 
 
-def add_branches(body: Snippet, shortcut: Snippet, ctx: RenderCtx, join: str) -> Snippet:
+def add_branches(body: Snippet, shortcut: Snippet, site: Site, join: str) -> Snippet:
     """A residual block in statement style: keep the input as ``{s}``, run the body on ``{x}``
-    and the shortcut on ``{s}``, then ``join`` (a template over ``{x}`` and ``{s}``)."""
-    s = "shortcut" if ctx.depth == 0 else f"shortcut{ctx.depth}"
+    and the shortcut on ``{s}``, then ``join`` (a template over ``{x}`` and ``{s}``). A nested
+    block's kept input gets its own name (``shortcut1``...)."""
+    s = "shortcut" if site.depth == 0 else f"shortcut{site.depth}"
     forward = (
         f"{s} = {{x}}  # the block's input, kept for the shortcut",
         *body.forward,
@@ -88,43 +92,32 @@ def add_branches(body: Snippet, shortcut: Snippet, ctx: RenderCtx, join: str) ->
 class RenderCtx:
     """State of one render, the text counterpart of a lowering's build context.
 
-    ``dtype`` is the framework dtype name in the file; ``pending_flatten`` holds the ``(C, H,
-    W)`` of an NHWC flatten whose next dense layer must permute its rows; ``depth`` counts open
-    residual blocks (the shortcut variable of a nested block gets its own name)."""
+    ``pending_flatten`` holds the ``(C, H, W)`` of an NHWC flatten whose next dense layer must
+    permute its rows; ``extra`` is a backend's own counters (JAX numbers its dropout keys)."""
 
     pending_flatten: tuple[int, ...] | None = None
-    depth: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-Render = Callable[[Any, Site, RenderCtx], Snippet]
-
-
-@dataclass(frozen=True)
-class RenderTable:
-    """A backend's source rendering: op entries keyed like its lowering ``TABLE``, and how to
-    chain snippets into a sequence and join a residual block's branches."""
-
-    backend: str
-    entries: Mapping[type, Render]
-    sequence: Callable[[list[Snippet], Site, RenderCtx], Snippet]
-    residual: Callable[[Snippet, Snippet, Site, RenderCtx], Snippet]
-
-    def entry(self, op: object) -> Render:
-        """The entry for ``op``, or one line naming the backend and the op."""
-        fn = self.entries.get(type(op))
-        if fn is None:
-            known = ", ".join(sorted(getattr(t, "OP", t.__name__) for t in self.entries))
-            name = getattr(op, "OP", type(op).__name__)
-            raise BackendError(
-                f"backend {self.backend!r} cannot render op {name!r} as source; it renders: {known}"
-            )
-        return fn
-
-
 def attr(name: str) -> str:
-    """A canonical op name as a Python identifier: ``layer1.0.conv1`` -> ``layer1_0_conv1``."""
-    return name.replace(".", "_")
+    """A canonical op name as a Python identifier: ``layer1.0.conv1`` -> ``layer1_0_conv1``.
+
+    Whatever ``name`` holds, the answer is an identifier (spec text never becomes code): every
+    character other than a letter, digit or ``_`` becomes ``_`` and, where that changed more
+    than the dots, a digest of the name keeps two such names apart."""
+    safe = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name)
+    if not safe or safe[0].isdigit():
+        safe = "_" + safe
+    if safe != name.replace(".", "_") or not safe.isidentifier() or keyword.iskeyword(safe):
+        safe = f"{safe[:40]}_{hashlib.sha256(name.encode('utf-8', 'replace')).hexdigest()[:8]}"
+    return safe
+
+
+def q(text: str) -> str:
+    """``text`` as a Python string literal, through the language's own quoting (``repr``),
+    written with double quotes where that needs no escape (the house style of the files)."""
+    r = repr(str(text))
+    return f'"{r[1:-1]}"' if r[0] == "'" and '"' not in text else r
 
 
 def fmt_shape(dims: tuple[int, ...], batch: str = "N") -> str:

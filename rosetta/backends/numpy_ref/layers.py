@@ -1,0 +1,251 @@
+"""The reference's layers: each op as ``layer(x, ctx) -> (y, back)`` over the kernels.
+
+A layer runs its op's forward (the kernels of ``conv.py``, ``nn.py``, ``rnn.py``) and returns a
+closure mapping the output gradient to the input gradient while adding the op's parameter
+gradients to ``ctx.grads``. A sequence records these closures on a tape and its backward plays
+the tape in reverse (micrograd's idea, one layer at a time); a residual block adds its two
+branches and sends the gradient down both.
+
+Written once, used twice: ``lowering.py`` makes these layers from the spec's ops, and the
+generated NumPy file (``rosetta code WORKLOAD --backend numpy_ref``) carries this module's
+definitions verbatim, so the file computes exactly what the reference computes. Hence the
+factories take plain values (names, numbers), not spec ops, and call the kernels by their own
+names (the generated file defines them at its top level).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rosetta.backends.numpy_ref.conv import (
+    conv2d_backward,
+    conv2d_forward,
+    global_avgpool_backward,
+    global_avgpool_forward,
+    maxpool2d_backward,
+    maxpool2d_forward,
+)
+from rosetta.backends.numpy_ref.nn import (
+    add_backward,
+    add_forward,
+    batchnorm_backward,
+    batchnorm_forward,
+    dense_backward,
+    dense_forward,
+    dropout_backward,
+    dropout_forward,
+    dropout_mask,
+    embedding_backward,
+    embedding_forward,
+    flatten_backward,
+    flatten_forward,
+    relu_backward,
+    relu_forward,
+)
+from rosetta.backends.numpy_ref.rnn import gru_backward, gru_forward
+
+Backward = Callable[[np.ndarray], "np.ndarray | None"]
+
+
+@dataclass
+class Ctx:
+    """What a layer needs besides its input: parameters, gradient sink, mode, dropout rng."""
+
+    params: dict[str, np.ndarray]
+    training: bool
+    rng: np.random.Generator | None
+    grads: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def acc(self, name: str, grad: np.ndarray) -> None:
+        """Add ``grad`` to the gradient of parameter ``name`` (a parameter may be used twice)."""
+        if name in self.grads:
+            self.grads[name] = self.grads[name] + grad
+        else:
+            self.grads[name] = grad
+
+
+Layer = Callable[[np.ndarray, Ctx], "tuple[np.ndarray, Backward]"]
+
+
+def conv2d(name: str, stride: tuple[int, int], padding: tuple[int, ...], bias: bool) -> Layer:
+    """Convolution with the parameters ``<name>.kernel`` (OIHW) and ``<name>.bias``."""
+
+    def conv2d_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        b = ctx.params[f"{name}.bias"] if bias else None
+        y, cache = conv2d_forward(x, ctx.params[f"{name}.kernel"], b, stride, padding)
+
+        def back(dy: np.ndarray) -> np.ndarray:
+            dx, dw, db = conv2d_backward(dy, cache)
+            ctx.acc(f"{name}.kernel", dw)
+            if bias:
+                ctx.acc(f"{name}.bias", db)
+            return dx
+
+        return y, back
+
+    return conv2d_layer
+
+
+def maxpool2d(kernel: tuple[int, int], stride: tuple[int, int], padding: tuple[int, ...]) -> Layer:
+    """Max pooling; padding never wins the max."""
+
+    def maxpool2d_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = maxpool2d_forward(x, kernel, stride, padding)
+        return y, lambda dy: maxpool2d_backward(dy, cache)
+
+    return maxpool2d_layer
+
+
+def relu() -> Layer:
+    """max(x, 0)."""
+
+    def relu_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = relu_forward(x)
+        return y, lambda dy: relu_backward(dy, cache)
+
+    return relu_layer
+
+
+def dropout(rate: float) -> Layer:
+    """Inverted dropout in training mode, the identity otherwise."""
+
+    def dropout_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        mask = dropout_mask(x.shape, rate, ctx.rng) if ctx.training and rate > 0 else None
+        y, cache = dropout_forward(x, rate, mask)
+        return y, lambda dy: dropout_backward(dy, cache)
+
+    return dropout_layer
+
+
+def flatten() -> Layer:
+    """(N, C, H, W) -> (N, C*H*W), channel-major."""
+
+    def flatten_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = flatten_forward(x)  # (N, C, H, W) -> (N, C*H*W), channel-major
+        return y, lambda dy: flatten_backward(dy, cache)
+
+    return flatten_layer
+
+
+def dense(name: str, bias: bool) -> Layer:
+    """``x @ <name>.kernel (IO) + <name>.bias``."""
+
+    def dense_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        b = ctx.params[f"{name}.bias"] if bias else None
+        y, cache = dense_forward(x, ctx.params[f"{name}.kernel"], b)
+
+        def back(dy: np.ndarray) -> np.ndarray:
+            dx, dw, db = dense_backward(dy, cache)
+            ctx.acc(f"{name}.kernel", dw)
+            if bias:
+                ctx.acc(f"{name}.bias", db)
+            return dx
+
+        return y, back
+
+    return dense_layer
+
+
+def batchnorm(name: str, eps: float) -> Layer:
+    """Inference-mode batch normalisation on the running statistics ``<name>.mean/var``."""
+
+    def batchnorm_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        p = ctx.params
+        y, cache = batchnorm_forward(
+            x, p[f"{name}.gamma"], p[f"{name}.beta"], p[f"{name}.mean"], p[f"{name}.var"], eps
+        )
+
+        def back(dy: np.ndarray) -> np.ndarray:
+            dx, dgamma, dbeta = batchnorm_backward(dy, cache)
+            ctx.acc(f"{name}.gamma", dgamma)
+            ctx.acc(f"{name}.beta", dbeta)
+            return dx
+
+        return y, back
+
+    return batchnorm_layer
+
+
+def global_avgpool() -> Layer:
+    """(N, C, H, W) -> (N, C): the mean over H, W."""
+
+    def global_avgpool_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = global_avgpool_forward(x)  # (N, C, H, W) -> (N, C)
+        return y, lambda dy: global_avgpool_backward(dy, cache)
+
+    return global_avgpool_layer
+
+
+def embedding(name: str) -> Layer:
+    """Token ids (N, T) -> rows of ``<name>.table``, (N, T, E)."""
+
+    def embedding_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = embedding_forward(x, ctx.params[f"{name}.table"])  # (N, T) -> (N, T, E)
+
+        def back(dy: np.ndarray) -> None:
+            ctx.acc(f"{name}.table", embedding_backward(dy, cache))
+            return None  # token ids have no gradient
+
+        return y, back
+
+    return embedding_layer
+
+
+GRU_ROLES = ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")
+
+
+def gru(name: str) -> Layer:
+    """The spec's GRU (z | r | h, reset_after), initial state zero, output the last step."""
+
+    def gru_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        weights = (ctx.params[f"{name}.{role}"] for role in GRU_ROLES)
+        y, cache = gru_forward(x, *weights)  # (N, T, E) -> (N, H), last step
+
+        def back(dy: np.ndarray) -> np.ndarray:
+            dx, *grads = gru_backward(dy, cache)
+            for role, g in zip(GRU_ROLES, grads, strict=True):
+                ctx.acc(f"{name}.{role}", g)
+            return dx
+
+        return y, back
+
+    return gru_layer
+
+
+def sequential(layers: list[Layer]) -> Layer:
+    """Layers in order; the backward plays their closures in reverse."""
+
+    def sequence_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        tape = []
+        for layer in layers:
+            x, back = layer(x, ctx)
+            tape.append(back)
+
+        def back(dy: np.ndarray) -> np.ndarray | None:
+            for b in reversed(tape):
+                dy = b(dy)
+            return dy
+
+        return x, back
+
+    return sequence_layer
+
+
+def residual(body: Layer, shortcut: Layer) -> Layer:
+    """``body(x) + shortcut(x)``; the output gradient flows into both branches."""
+
+    def residual_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        main, main_back = body(x, ctx)
+        side, side_back = shortcut(x, ctx)
+        y, cache = add_forward(main, side)
+
+        def back(dy: np.ndarray) -> np.ndarray:
+            d_main, d_side = add_backward(dy, cache)
+            return main_back(d_main) + side_back(d_side)
+
+        return y, back
+
+    return residual_layer
