@@ -144,7 +144,9 @@ def test_a_cut_without_its_digest_or_a_link_to_a_device_is_not_used(imdb_dir, tm
 
 
 @pytest.mark.slow  # two cells in fresh processes: 30-90 s on 2 busy cores
-def test_a_cache_replaced_between_rounds_is_flagged_and_not_used(tmp_path, small_data, monkeypatch):
+def test_a_cache_replaced_between_rounds_is_flagged_and_not_used(
+    tmp_path, small_data, monkeypatch, capsys
+):
     """Through ``rosetta bench``: round 0's backend flips the labels of the cached cut (same
     shapes) after the cell loaded it; round 1 must refuse that file, say so in one flag, and
     train on the data file's cut: the same digest and the same losses as round 0."""
