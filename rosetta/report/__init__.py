@@ -10,8 +10,9 @@ one of these functions runs, so ``rosetta list`` and the runner never load them)
   :class:`rosetta.errors.RosettaError` only when not one record can be read.
 - :func:`load_tables` ``(run_dirs) -> Tables``: the frames (``cells``: one row per record, i.e.
   per cell and round; ``groups``: one row per (run, workload, backend, point) over its rounds;
-  ``tidy``: one row per record and measure with its 95% interval; ``steps``: raw step times by
-  round; ``losses``: per-step losses) and the runs as read.
+  ``tidy``: one row per record and measure with its 95% interval; raw step times and losses
+  per cell, as frames on demand: ``steps``, ``losses``) and the runs as read; ``progress``
+  receives a line now and then on large runs.
 - :func:`export` ``(tables, path, fmt) -> Path``: the tidy frame as ``csv`` or ``parquet``.
 
 Modules: ``load`` (records from disk, defensively), ``order`` (the one order of workloads and

@@ -2,8 +2,9 @@
 
 ``cells`` (one row per cell) is what the tables read; ``tidy`` (one row per cell and measure,
 with the measure's 95% interval where it has one) is what ``rosetta report --export`` writes;
-``steps`` (every raw steady-state step time) and ``losses`` (every per-step training loss) are
-what the charts and the ratio intervals read. Fields a record lacks become NaN/None and are shown
+the raw series (every steady-state step time, ``samples``; every per-step training loss,
+``loss_series``) are kept per cell as arrays, which the charts and the ratio intervals read by
+cell; ``steps`` and ``losses`` lay them out as frames only when asked. Fields a record lacks become NaN/None and are shown
 as "-"; fields this module does not know are ignored.
 
 Efficiency: achieved GFLOP/s = samples/s x the spec's forward FLOPs per sample (at the record's
