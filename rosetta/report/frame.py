@@ -4,8 +4,8 @@
 with the measure's 95% interval where it has one) is what ``rosetta report --export`` writes;
 the raw series (every steady-state step time, ``samples``; every per-step training loss,
 ``loss_series``) are kept per cell as arrays, which the charts and the ratio intervals read by
-cell; ``steps`` and ``losses`` lay them out as frames only when asked. Fields a record lacks become NaN/None and are shown
-as "-"; fields this module does not know are ignored.
+cell; ``steps`` and ``losses`` lay them out as frames only when asked. Fields a record lacks
+become NaN/None and are shown as "-"; fields this module does not know are ignored.
 
 Efficiency: achieved GFLOP/s = samples/s x the spec's forward FLOPs per sample (at the record's
 ``manifest.input_shape``) x 3 for training (forward + backward, the backward counted as twice
