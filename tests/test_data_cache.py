@@ -177,3 +177,22 @@ def test_a_cache_replaced_between_rounds_is_flagged_and_not_used(
         assert r["manifest"]["data_checksum"] == f"{d.checksum.algorithm}:{d.checksum.digest}"
         assert r["manifest"]["data_cut_digest"] == truth != poisoned[0]
     assert r1["metrics"]["losses"] == r0["metrics"]["losses"]  # same data, same seed
+
+
+def test_cells_that_read_different_cuts_of_one_file_are_named(tmp_path):
+    from rosetta.report.load import load_run
+    from tests.report_fixtures import CELLS_A, write_run
+
+    run = write_run(tmp_path, "run-a", {k: v for k, v in CELLS_A.items() if k[0] == "gru"})
+    cut = "sha256:" + "c" * 64
+    for path in run.glob("*__gru.json"):
+        rec = json.loads(path.read_text())
+        if rec["status"] == "ok":
+            rec["manifest"]["data_cut_digest"] = (
+                "sha256:" + "d" * 64 if "torch" in path.name else cut
+            )
+            path.write_text(json.dumps(rec))
+    _, problems = load_run(run)
+    lines = [p for p in problems if "different cuts" in p]
+    assert len(lines) == 1 and "the cells of gru read different cuts of one data file" in lines[0]
+    assert "sha256:dddddddddddd: torch" in lines[0] and "numpy_ref, tensorflow" in lines[0]
