@@ -163,3 +163,28 @@ def test_data_replaced_between_cells_is_flagged_in_summary_and_report(tmp_path):
     assert "numpy_ref, tensorflow" in lines[0] and "sha256:bbbbbbbbbbbb: torch" in lines[0]
     _, problems = load_run(run)
     assert any("the data of gru changed during the run" in p for p in problems)
+
+
+# -- issue 33, item 10 -------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", ["-1", "2.5", str(2**63)])
+def test_data_synth_with_a_bad_seed_is_one_line(tmp_path, capsys, seed):
+    with pytest.raises(SystemExit) as info:
+        main(["data", "synth", "--dataset", "imdb", "--seed", seed, "--data-dir", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert info.value.code == 2 and len(err) == 1, err
+    assert err[0].startswith("rosetta: error: argument --seed: ") and "Traceback" not in err[0]
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_data_info_on_a_file_says_it_is_not_a_folder(tmp_path, capsys):
+    afile = tmp_path / "passwd"
+    afile.write_text("root:x:0:0::/root:/bin/sh\n")
+    code = main(["data", "info", "--data-dir", str(afile)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [
+        f"rosetta: error: --data-dir {afile} is not a folder (it is a file); name the folder "
+        "that holds the data sets (or leave --data-dir out for the default)"
+    ]
+    code = main(["data", "info", "--data-dir", str(tmp_path / "absent")])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0 and out[0] == f"data directory: {tmp_path / 'absent'} (does not exist)"

@@ -155,7 +155,7 @@ def test_machines_section_lists_both_machines_and_their_cells(runs, tmp_path):
     assert rows["node-b"]["gpu"] == "Test GPU 7" and rows["node-a"]["gpu"] == "-"
     assert len(rows["node-a"]["cells"]) == 3 + 2 + 3  # torch cnn, tf cnn, torch gru
     assert any(
-        c.startswith("tensorflow x cnn (") and "round 3" in c for c in rows["node-b"]["cells"]
+        c.startswith("tensorflow x cnn (") and "round 2" in c for c in rows["node-b"]["cells"]
     )
     html = write_report([runs["span"]], tmp_path / "span").read_text()
     assert 'id="machines"' in html and 'href="#machines"' in html

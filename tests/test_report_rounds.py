@@ -62,7 +62,7 @@ def test_headline_carries_its_stability_and_the_round_chart_shows(results, tmp_p
     assert ratios[("cnn", "tensorflow")][4:8][0] == "3"
     assert ratios[("cnn", "tensorflow")][7] == "held in 3 of 3 rounds"
     cond = [r[2] for r in page.tables["conditions-table"][1:] if r[1] == "cnn"]
-    assert "torch (round 2)" in cond and "torch (round 3)" in cond
+    assert "torch (round 1)" in cond and "torch (round 2)" in cond
     assert 'id="scaling"' not in html  # one point: no scaling section
 
 
@@ -120,8 +120,8 @@ def test_bimodal_steps_next_to_a_close_rival_are_flagged_noisy(tmp_path):
     html = write_report([run], tmp_path / "rep").read_text()
     assert "1 cell noisy enough to change a verdict" in html
     cond = {r[2]: r for r in Tables(html).tables["conditions-table"][1:] if r[1] == "cnn"}
-    assert cond["tensorflow (round 2)"][-1].startswith("noisy: spread could change a verdict")
-    assert cond["torch (round 2)"][-1] == "-"
+    assert cond["tensorflow (round 1)"][-1].startswith("noisy: spread could change a verdict")
+    assert cond["torch (round 1)"][-1] == "-"
     # the bench's closing line names exactly that cell; the untouched run names none
     from rosetta.cli.bench import noise_line
 

@@ -13,6 +13,20 @@ import time
 from rosetta.datasets import download, info, paths, registry
 from rosetta.datasets.accept import accept
 from rosetta.datasets.checksums import file_digest
+from rosetta.errors import DataError
+
+SEED_MAX = 2**63 - 1  # NumPy's generators take any non-negative integer; one bound, stated
+
+
+def _seed(text: str) -> int:
+    """``--seed``: a whole number from 0 to ``SEED_MAX`` (NumPy's generators refuse negatives)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"{value} is not a seed: use 0 to {SEED_MAX}")
+    return value
 
 
 def _choices() -> tuple[str, ...]:
@@ -72,6 +86,12 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     """Print what is present; exit status 1 if any present file fails verification."""
+    data_dir = paths.resolve_data_dir(args.data_dir)
+    if data_dir.exists() and not data_dir.is_dir():
+        raise DataError(
+            f"--data-dir {data_dir} is not a folder (it is a file); name the folder that holds the "
+            f"data sets (or leave --data-dir out for the default)"
+        )
     text, ok = info.format_report(args.data_dir)
     print(text)
     return 0 if ok else 1
@@ -96,7 +116,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = dsub.add_parser("synth", help="write synthetic datasets in the official formats")
     _common(p)
     p.add_argument("--dataset", choices=_choices(), default="all")
-    p.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    p.add_argument(
+        "--seed", type=_seed, default=0, help=f"generator seed, 0 to {SEED_MAX} (default 0)"
+    )
     for name in registry.file_datasets():
         entry = registry.get(name)
         for split, n in entry.official_sizes.items():

@@ -1,6 +1,7 @@
 """``rosetta report [RUN_ID ...]``: the HTML report of one run, or the comparison of several.
 
-Writes ``report/<name>/index.html`` (name: the run id, or ``A_vs_B`` for a comparison) and
+Writes ``report/<name>/index.html`` (name: the run folder's name, or ``A_vs_B`` for a
+comparison; never the ``run_id`` written inside a run, which a copied run shares) and
 prints its path; ``--export csv|parquet`` also writes the tidy frame beside it. Everything that
 could not be read (a missing run id, a truncated record, an unknown schema version) is printed
 as one line on stderr and listed in the page, and the rest of the report is still written. The
@@ -18,6 +19,7 @@ from rosetta.runner.rundir import default_report_dir, default_results_dir
 
 RESULTS_DIR = default_results_dir()  # ./results of the working directory, or $ROSETTA_RESULTS_DIR
 REPORT_DIR = default_report_dir()  # ./report, or $ROSETTA_REPORT_DIR
+LARGE = 1000  # records from which the report says what it is doing (on stderr)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -79,10 +81,16 @@ def run(args: argparse.Namespace) -> int:
     run_dirs, missing = find_runs(results_dir, list(args.runs))
     for line in missing:
         print(f"rosetta report: {plain(line)}", file=sys.stderr)
-    tables = load_tables(run_dirs)
+
+    def progress(line: str) -> None:  # large runs only: every thousand records or so
+        print(f"rosetta report: {line}", file=sys.stderr, flush=True)
+
+    tables = load_tables(run_dirs, progress)
     for line in tables.runs.problems:
         print(f"rosetta report: {plain(line)}", file=sys.stderr)
-    ids = [r.run_id for r in tables.runs.runs]
+    if len(tables.cells) >= LARGE:
+        progress(f"writing the page of {len(tables.cells):,} records")
+    ids = [r.run_id for r in tables.runs.runs]  # the run folders' names (rosetta.report.load)
     out_dir = (args.out_dir or default_report_dir()) / _checked_name(args.name or report_name(ids))
     if missing:  # show the missing run ids in the page too
         from dataclasses import replace

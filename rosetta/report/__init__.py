@@ -10,8 +10,9 @@ one of these functions runs, so ``rosetta list`` and the runner never load them)
   :class:`rosetta.errors.RosettaError` only when not one record can be read.
 - :func:`load_tables` ``(run_dirs) -> Tables``: the frames (``cells``: one row per record, i.e.
   per cell and round; ``groups``: one row per (run, workload, backend, point) over its rounds;
-  ``tidy``: one row per record and measure with its 95% interval; ``steps``: raw step times by
-  round; ``losses``: per-step losses) and the runs as read.
+  ``tidy``: one row per record and measure with its 95% interval; raw step times and losses
+  per cell, as frames on demand: ``steps``, ``losses``) and the runs as read; ``progress``
+  receives a line now and then on large runs.
 - :func:`export` ``(tables, path, fmt) -> Path``: the tidy frame as ``csv`` or ``parquet``.
 
 Modules: ``load`` (records from disk, defensively), ``order`` (the one order of workloads and
@@ -48,13 +49,24 @@ def require_libraries() -> None:
         raise RosettaError(f"the report needs {', '.join(missing)}: pip install 'rosetta[report]'")
 
 
-def load_tables(run_dirs: list[Path]) -> Tables:
-    """Read the run folders into the report's frames (see :class:`rosetta.report.frame.Tables`)."""
+def load_tables(run_dirs: list[Path], progress=None) -> Tables:
+    """Read the run folders into the report's frames (see :class:`rosetta.report.frame.Tables`).
+
+    ``progress(line)``, if given, receives a line now and then on large runs (records read,
+    records tabulated)."""
     require_libraries()
     from rosetta.report.frame import build_tables
     from rosetta.report.load import load_runs
 
-    return build_tables(load_runs([Path(d) for d in run_dirs]))
+    def read(run_dir, done: int, total: int) -> None:
+        progress(f"read {done:,} of {total:,} records of {Path(run_dir).name}")
+
+    def tabulated(done: int, total: int) -> None:
+        progress(f"tabulated {done:,} of {total:,} records")
+
+    on = progress is not None
+    runs = load_runs([Path(d) for d in run_dirs], read if on else None)
+    return build_tables(runs, tabulated if on else None)
 
 
 def write_report(run_dirs: list[Path], out_dir: Path) -> Path:

@@ -2,9 +2,10 @@
 
 ``cells`` (one row per cell) is what the tables read; ``tidy`` (one row per cell and measure,
 with the measure's 95% interval where it has one) is what ``rosetta report --export`` writes;
-``steps`` (every raw steady-state step time) and ``losses`` (every per-step training loss) are
-what the charts and the ratio intervals read. Fields a record lacks become NaN/None and are shown
-as "-"; fields this module does not know are ignored.
+the raw series (every steady-state step time, ``samples``; every per-step training loss,
+``loss_series``) are kept per cell as arrays, which the charts and the ratio intervals read by
+cell; ``steps`` and ``losses`` lay them out as frames only when asked. Fields a record lacks
+become NaN/None and are shown as "-"; fields this module does not know are ignored.
 
 Efficiency: achieved GFLOP/s = samples/s x the spec's forward FLOPs per sample (at the record's
 ``manifest.input_shape``) x 3 for training (forward + backward, the backward counted as twice
@@ -57,65 +58,106 @@ class Tables:
 
     A *cell* is one record: one (run, workload, backend, point, round). A *group* is the same
     (run, workload, backend, point) over its rounds (repeated measurements of one thing): the
-    tables and verdicts read groups, the per-record sections read cells."""
+    tables and verdicts read groups, the per-record sections read cells.
+
+    Raw series are kept per cell as NumPy arrays (``samples``: steady-state step times;
+    ``loss_series``: each group's first round's losses), not as one long frame: a run of
+    10,000 records holds hundreds of thousands of samples, and every lookup is by cell.
+    ``steps`` and ``losses`` build those frames on demand (the export, the tests)."""
 
     cells: pd.DataFrame  # one row per record (cell and round)
     tidy: pd.DataFrame  # one row per cell and measure: value, low, high, unit
-    steps: pd.DataFrame  # run_id, backend, workload, cell, round, i, seconds: raw steady steps
-    losses: pd.DataFrame  # run_id, backend, workload, cell, step, loss: first round's losses
     runs: Runs
+    samples: dict = dataclasses.field(default_factory=dict, repr=False)  # cell -> step times
+    loss_series: dict = dataclasses.field(default_factory=dict, repr=False)  # cell -> losses
     groups: pd.DataFrame | None = None  # one row per (run, workload, backend, point)
     cache: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def rounds(self, cell_ids: list[int]) -> dict[int, np.ndarray]:
         """Raw steady-state steps of the given cells (rows of ``cells``), by round."""
-        sel = self.steps[self.steps["cell"].isin(cell_ids)]
-        return {
-            int(r): g["seconds"].to_numpy(dtype=float) for r, g in sel.groupby("round", sort=True)
-        }
+        by: dict[int, list[np.ndarray]] = {}
+        for c in cell_ids:
+            s = self.samples.get(c)
+            if s is not None:
+                by.setdefault(int(self.cells.at[c, "round"]), []).append(s)
+        return {r: np.concatenate(v) if len(v) > 1 else v[0] for r, v in sorted(by.items())}
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        """run_id, backend, workload, cell, round, i, seconds: every raw steady step (built on
+        demand: the page itself reads ``samples`` by cell)."""
+        return self._series_frame(self.samples, "round", "i", "seconds", 0)
+
+    @property
+    def losses(self) -> pd.DataFrame:
+        """run_id, backend, workload, cell, step, loss: each group's first round's losses."""
+        return self.losses_of(list(self.loss_series))
+
+    def losses_of(self, cell_ids) -> pd.DataFrame:
+        """The losses frame of the given cells only (what a loss chart draws)."""
+        chosen = {c: self.loss_series[c] for c in cell_ids if c in self.loss_series}
+        return self._series_frame(chosen, None, "step", "loss", 1)
+
+    def _series_frame(self, series: dict, rnd, pos: str, value: str, first: int) -> pd.DataFrame:
+        key_cols = ["run_id", "backend", "workload"]
+        cols = [*key_cols, "cell", *([rnd] if rnd else []), pos, value]
+        if not series:
+            return pd.DataFrame(columns=cols)
+        ids = list(series)
+        lens = np.array([len(series[c]) for c in ids])
+        sel = self.cells.loc[ids]
+        frame = {k: np.repeat(sel[k].to_numpy(dtype=object), lens) for k in key_cols}
+        frame["cell"] = np.repeat(np.array(ids, dtype=np.int64), lens)
+        if rnd:
+            frame[rnd] = np.repeat(sel["round"].to_numpy(dtype=np.int64), lens)
+        frame[pos] = np.concatenate([np.arange(first, first + n) for n in lens])
+        frame[value] = np.concatenate([series[c] for c in ids]).astype(float)
+        return pd.DataFrame(frame, columns=cols)
 
 
-def build_tables(runs: Runs) -> Tables:
-    """Flatten every record of ``runs`` into the frames."""
-    rows = []
+def build_tables(runs: Runs, progress=None) -> Tables:
+    """Flatten every record of ``runs`` into the frames; ``progress(done, total)`` is called
+    every few thousand records (``rosetta report`` prints it on large runs)."""
+    rows, steps_of, losses_of = [], [], []
+    total = sum(len(run.records) for run in runs.runs)
     for run in runs.runs:
         for rec in run.records:
             row = cell_row(run, rec)
-            row["_steps"] = _floats(_get(rec, "clocks", "steady_raw_s"))
-            row["_losses"] = _floats(_get(rec, "metrics", "losses"))
             rows.append(row)
+            steps_of.append(_array(_get(rec, "clocks", "steady_raw_s")))
+            losses_of.append(_array(_get(rec, "metrics", "losses")))
+            if progress is not None and len(rows) % PROGRESS_EVERY == 0:
+                progress(len(rows), total)
     rank = {r: i for i, r in enumerate(dict.fromkeys(row["run_id"] for row in rows))}
-    rows.sort(key=lambda row: row_key(rank, row))
+    order = sorted(range(len(rows)), key=lambda i: row_key(rank, rows[i]))
+    rows = [rows[i] for i in order]
     _tags(rows)
-    steps, losses = [], []
-    for n, row in enumerate(rows):
-        key = (row["run_id"], row["backend"], row["workload"])
-        steps.extend((*key, n, row["round"], i, s) for i, s in enumerate(row.pop("_steps")))
-        if row["round"] == min(r["round"] for r in rows if _same_group(r, row)):
-            losses.extend((*key, n, i + 1, v) for i, v in enumerate(row.pop("_losses")))
-        else:  # one loss curve per group: its first round's
-            row.pop("_losses")
+    first_round: dict[tuple, int] = {}  # one loss curve per group: its first round's
+    for row in rows:
+        k = tuple(row[c] for c in GROUP_KEYS)
+        first_round[k] = min(first_round.get(k, row["round"]), row["round"])
+    samples, loss_series = {}, {}
+    for n, i in enumerate(order):
+        if steps_of[i].size:
+            samples[n] = steps_of[i]
+        if (
+            losses_of[i].size
+            and rows[n]["round"] == first_round[tuple(rows[n][c] for c in GROUP_KEYS)]
+        ):
+            loss_series[n] = losses_of[i]
     cells = pd.DataFrame(rows, columns=list(_EMPTY_ROW))
     for col in TEXT_COLUMNS:  # text stays text: "" where a record has none, never NaN
         cells[col] = cells[col].astype(object).where(cells[col].notna(), "")
-    key_cols = ["run_id", "backend", "workload"]
     t = Tables(
-        cells=cells,
-        tidy=tidy_frame(cells),
-        steps=pd.DataFrame(steps, columns=[*key_cols, "cell", "round", "i", "seconds"]),
-        losses=pd.DataFrame(losses, columns=[*key_cols, "cell", "step", "loss"]),
-        runs=runs,
+        cells=cells, tidy=tidy_frame(cells), runs=runs, samples=samples, loss_series=loss_series
     )
     from rosetta.report.groups import group_frame
 
     return dataclasses.replace(t, groups=group_frame(t))
 
 
+PROGRESS_EVERY = 2000  # records between two progress lines of a large report
 GROUP_KEYS = ["run_id", "workload", "backend", "batch_size", "precision", "threads", "machine"]
-
-
-def _same_group(a: dict, b: dict) -> bool:
-    return all(a[k] == b[k] for k in GROUP_KEYS)
 
 
 TEXT_COLUMNS = (
@@ -313,7 +355,7 @@ def _tags(rows: list[dict]) -> None:
                 f"b{r['batch_size']}" if varies["batch_size"] else "",
                 str(r["precision"]) if varies["precision"] else "",
                 f"t{r['threads']}" if varies["threads"] else "",
-                f"round {r['round'] + 1}" if rounds else "",
+                f"round {r['round']}" if rounds else "",  # as in its file name (__r1)
             ]
             r["tag"] = " ".join(p for p in parts if p)
 
@@ -401,9 +443,18 @@ def _num(v: object) -> float | None:
 
 
 def _floats(v: object) -> list[float]:
+    if isinstance(v, np.ndarray):  # a series compacted while loading (rosetta.report.load)
+        return [float(x) for x in v]
     if not isinstance(v, list):
         return []
     return [float(x) for x in v if isinstance(x, int | float) and not isinstance(x, bool)]
+
+
+def _array(v: object) -> np.ndarray:
+    """A recorded series as a float array (its numbers only: null, not finite, is left out)."""
+    if isinstance(v, np.ndarray):
+        return v.astype(float, copy=False)
+    return np.asarray(_floats(v), dtype=float)
 
 
 def _text(v: object) -> str:

@@ -55,7 +55,7 @@ def context(t: Tables, out_dir: Path) -> dict:
     first = cells.loc[[g[0] for g in heads["cells"]]]  # each headline group's first round
     first = first.assign(machine=list(heads["machine"]))  # the group's key: "" on one machine
     cold_charts = [c for w in workloads if (c := drawn(charts.cold_start_chart, w, first))]
-    losses = t.losses[t.losses["cell"].isin(first.index)]
+    losses = t.losses_of(list(first.index))  # the charted cells only
     loss_charts = [
         c
         for w in train

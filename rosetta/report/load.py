@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rosetta.errors import RosettaError
+from rosetta.runner import safefile
 from rosetta.runner.records import (
     MAX_RECORD_BYTES,
     data_changes,
     loads_strict,
     record_problem,
 )
-from rosetta.runner.rundir import RUN_ID
 
 # Schema 1 (the first runner) is a subset of 2: no notebook, load, flags or run.json.
 KNOWN_SCHEMAS = (1, 2)
@@ -106,11 +106,16 @@ def find_runs(results_dir: Path, run_ids: list[str] | None) -> tuple[list[Path],
     return found, problems
 
 
-def load_runs(run_dirs: list[Path]) -> Runs:
-    """Read every run folder; raise ``RosettaError`` only if not one record could be read."""
+def load_runs(run_dirs: list[Path], progress=None) -> Runs:
+    """Read every run folder; raise ``RosettaError`` only if not one record could be read.
+
+    Each run is named after its folder (never after the ``run_id`` written inside it: a copied
+    run keeps the id of its original); where two folders share a name (``a/r4`` and ``b/r4``),
+    the later ones are named with their parent folder too (``b-r4``)."""
     runs, problems = [], []
-    for d in run_dirs:
-        run, probs = load_run(Path(d))
+    names = run_names([Path(d) for d in run_dirs])
+    for d, name in zip(run_dirs, names, strict=True):
+        run, probs = load_run(Path(d), name=name, progress=progress)
         problems.extend(probs)
         if run is not None:
             runs.append(run)
@@ -120,8 +125,30 @@ def load_runs(run_dirs: list[Path]) -> Runs:
     return Runs(tuple(runs), tuple(problems))
 
 
-def load_run(run_dir: Path) -> tuple[Run | None, list[str]]:
-    """One run folder: (the run or None if it is not a folder, one line per problem)."""
+def run_names(run_dirs: list[Path]) -> list[str]:
+    """Each run folder's name (resolved: ``results/..`` is named after what it is), made unique
+    in the list by its parent folder's name, then by a number."""
+    out: list[str] = []
+    for d in run_dirs:
+        path = Path(d).resolve()
+        name = path.name or "run"
+        if name in out:
+            name = f"{path.parent.name}-{path.name}"
+        base, n = name, 2
+        while name in out:
+            name, n = f"{base}-{n}", n + 1
+        out.append(name)
+    return out
+
+
+PROGRESS_EVERY = 1000  # records read between two progress calls
+
+
+def load_run(run_dir: Path, name: str | None = None, progress=None) -> tuple[Run | None, list[str]]:
+    """One run folder: (the run or None if it is not a folder, one line per problem). The run
+    is named ``name`` (default: the folder's name); ``progress(read, total)`` is called every
+    ``PROGRESS_EVERY`` records. Records are kept with their long series (step times, losses)
+    as compact arrays."""
     if not run_dir.is_dir():
         return None, [f"{run_dir}: not a run folder (does not exist)"]
     problems: list[str] = []
@@ -133,21 +160,37 @@ def load_run(run_dir: Path) -> tuple[Run | None, list[str]]:
             problems.append(f"{run_file}: {err}; the run's peak GFLOP/s and settings are unknown")
             info = {}
     recs = []
-    for p in sorted(run_dir.glob("*__*.json")):
+    paths = sorted(run_dir.glob("*__*.json"))
+    for i, p in enumerate(paths, 1):
         rec, err = read_record(p)
         if err:
             problems.append(f"{p}: {err}; cell left out")
             rec = unreadable_record(p, err)
-        recs.append(rec)
+        recs.append(compact(rec))
+        if progress is not None and i % PROGRESS_EVERY == 0:
+            progress(run_dir, i, len(paths))
     if not any(r["status"] != UNREADABLE for r in recs):
         problems.append(f"{run_dir}: no readable records in this run folder")
     problems.extend(f"{run_dir}: {line}" for line in data_changes(recs))
-    rec_id = next((r["run_id"] for r in recs if isinstance(r.get("run_id"), str)), "")
-    run_id = next(
-        (i for i in (info.get("run_id"), rec_id) if isinstance(i, str) and RUN_ID.match(i)),
-        run_dir.name,
-    )  # a hostile run id ('..', a path) never names the report folder
+    run_id = name or run_dir.resolve().name  # the folder, never the id written inside it
     return Run(run_id, run_dir, info, tuple(recs)), problems
+
+
+SERIES = (("clocks", "steady_raw_s"), ("metrics", "losses"))  # the long lists of a record
+
+
+def compact(rec: dict) -> dict:
+    """``rec`` with its long series (every raw step time, every loss) as float arrays (their
+    numbers only): a tenth of the memory of a list of Python floats, for runs of 10,000
+    records. Everything else is left as read."""
+    import numpy as np
+
+    for outer, key in SERIES:
+        part = rec.get(outer)
+        if isinstance(part, dict) and isinstance(part.get(key), list):
+            vals = [x for x in part[key] if isinstance(x, int | float) and not isinstance(x, bool)]
+            rec[outer] = {**part, key: np.asarray(vals, dtype=float)}
+    return rec
 
 
 def unreadable_record(path: Path, reason: str) -> dict:
@@ -164,11 +207,12 @@ def unreadable_record(path: Path, reason: str) -> dict:
 
 
 def read_json(path: Path) -> tuple[dict, str]:
-    """(object, '') or ({}, one-line reason): a truncated file, invalid JSON, not an object."""
+    """(object, '') or ({}, one-line reason): a truncated file, invalid JSON, not an object,
+    not a regular file (read through :mod:`rosetta.runner.safefile`: no device or FIFO is read)."""
     try:
-        if path.stat().st_size > MAX_RECORD_BYTES:
-            return {}, f"larger than {MAX_RECORD_BYTES // 2**20} MB, not a record"
-        text = path.read_text()
+        text = safefile.read_text(path, MAX_RECORD_BYTES)
+    except safefile.NotARegularFile as exc:  # a device, a FIFO: never read, never waited on
+        return {}, f"{exc}, not a record"
     except OSError as exc:
         return {}, f"unreadable ({exc.strerror or exc})"
     except UnicodeDecodeError as exc:

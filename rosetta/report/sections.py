@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from rosetta.report.compare import compare_runs, ratios_to_fastest
@@ -145,7 +146,7 @@ def condition_rows(t: Tables) -> list[dict]:
     multi = multi_machine(t.cells)
     out = []
     for _, c in _sorted(t.cells[t.cells["status"] == "ok"]).iterrows():
-        steps = t.steps[t.steps["cell"] == c.name]["seconds"].to_numpy(dtype=float)
+        steps = t.samples.get(c.name, np.empty(0))
         flags = [f for f in c["flags"].split("; ") if f and not f.startswith(NOISE_FLAGS)]
         machine = c["machine"] if c["run_id"] in multi else ""
         key = (c["run_id"], c["workload"], c["backend"], c["point"], machine)
@@ -215,7 +216,7 @@ def _others(mine: pd.DataFrame, run_id: str, t: Tables) -> list[str]:
 
 
 def _machine_cell(c: pd.Series) -> str:
-    rnd = f", round {int(c['round']) + 1}" if not missing(c["round"]) else ""
+    rnd = f", round {int(c['round'])}" if not missing(c["round"]) else ""
     what = fmt_ms(c["steady_median"]) + " ms" if c["status"] == "ok" else c["status"]
     return f"{c['backend']} x {c['workload']} ({c['point']}{rnd}): {what}"
 

@@ -51,8 +51,23 @@ def robust_spread(steps: Sequence[float] | np.ndarray) -> float:
 
 
 def _boot_medians(t: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
-    """``resamples`` bootstrap medians of ``t``: shape (resamples,)."""
-    return np.median(rng.choice(t, size=(resamples, t.size)), axis=1)
+    """``resamples`` bootstrap medians of ``t``: shape (resamples,).
+
+    Exactly ``np.median(rng.choice(t, size=(resamples, t.size)), axis=1)`` (the same draws from
+    ``rng``, the same values), computed on the ranks of ``t``: small integers sort along a row
+    several times faster than floats are partitioned, and a report of 10,000 records draws
+    tens of thousands of these."""
+    t = np.asarray(t, dtype=float)
+    n = t.size
+    idx = rng.choice(n, size=(resamples, n))  # the indices rng.choice(t, ...) would draw
+    order = np.argsort(t, kind="stable")
+    rank = np.empty(n, dtype=np.int16 if n < 2**15 else np.int64)
+    rank[order] = np.arange(n)
+    mid = np.sort(rank[idx], axis=1)  # each resample's ranks in order
+    hi = t[order[mid[:, n // 2]]]
+    if n % 2:
+        return hi
+    return (t[order[mid[:, n // 2 - 1]]] + hi) / 2  # np.median's mean of the middle two
 
 
 def _over_rounds(pools: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -79,7 +79,7 @@ def _name(r: dict) -> str:
         parts.append(str(cfg["precision"]))
     rnd = pt.get("round", cfg.get("round")) or 0
     if rnd:
-        parts.append(f"r{rnd + 1}")
+        parts.append(f"r{rnd}")  # as in its file name and index key (__r1)
     return " ".join([r["backend"], *parts])
 
 

@@ -119,6 +119,7 @@ class Cell:
         request = cfg.runtime_request()  # bad values end here, before any work
         cache = Path(cfg.out).parent / DATA_CACHE if cfg.out else None  # the run's own
         self.data = load_cell_data(w, prof, cfg.data_dir, cache)
+        self.flags.extend(self.data.notes)  # a data-cache file refused (decoded again instead)
         self._check_data()
         self.params = canonical_weights(w, cfg.seed)
         t0 = clock.now_ns()
@@ -371,6 +372,7 @@ class Cell:
             threads=self.runtime.threads,
             data_source=self.data.source,
             data_checksum=self.data.checksum,
+            data_cut_digest=self.data.cut_digest,
             seed=cfg.seed,
             profile=cfg.profile,
             input_shape=list(self.workload.input.shape),

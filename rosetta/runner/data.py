@@ -7,11 +7,21 @@ verified cut there as a plain ``.npz`` (no pickles), and the next cell of the ru
 data set, options and cut reads that instead. The cache key includes the data file's path,
 size, modification time and inode and its sidecar's, so a file changed or replaced during the
 run is read, verified and decoded again. Cuts over ``CACHE_MAX_BYTES`` are not cached.
+
+The cache is verified, never trusted: the cell that writes a cut records the sha256 of the
+file's bytes (and the cut's own digest, :func:`cut_digest`) in a digest file beside it, and
+both files are written once (hard links: a later cell never replaces either). A cell that
+reads the cut hashes the bytes it read and compares; a cut that does not match (replaced,
+edited, truncated) or has no digest is not used: the cell names the cache file in a flag of its
+record and decodes the cut again from the verified data file. Every record names the data it
+used: the data file's checksum and the cut's digest (the same whether decoded or read from the
+cache, so cells of one run can be compared).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 from dataclasses import dataclass
@@ -22,6 +32,7 @@ import numpy as np
 from rosetta import datasets
 from rosetta.datasets import registry
 from rosetta.datasets.checksums import GENERATED
+from rosetta.runner import safefile
 from rosetta.spec.workload import Profile, Workload
 
 
@@ -35,6 +46,8 @@ class CellData:
     y_test: np.ndarray | None
     source: str  # "official" | "user-provided" | "synthetic" | "generated"
     checksum: str  # digest of the file the arrays came from ("" for generated images)
+    cut_digest: str = ""  # sha256 of the four arrays (cut_digest()); "" for generated images
+    notes: tuple[str, ...] = ()  # one line each for the cell's flags (a cache file refused)
 
 
 DATA_CACHE = ".data-cache"  # the cache's folder in a run's folder (rosetta bench removes it)
@@ -57,22 +70,33 @@ def load_cell_data(
     root = datasets.resolve_data_dir(data_dir)
     n_train, n_test = profile.train_samples, profile.test_samples
     cached = _cache_path(cache_dir, entry, root, dict(ds.options), n_train, n_test)
-    if cached is not None and cached.is_file():
-        hit = _read_cache(cached)
+    notes: tuple[str, ...] = ()
+    if cached is not None and os.path.lexists(cached):
+        hit, problem = _read_cache(cached)
         if hit is not None:
             return hit
+        notes = (
+            f"data cache {cached} {problem}: not used, the cut was decoded again from the "
+            f"verified data file",
+        )
     d = entry.load(root, dict(ds.options))
-    data = CellData(
-        d.x_train[:n_train],
-        d.y_train[:n_train],
-        d.x_test[:n_test],
-        d.y_test[:n_test],
-        d.source,
-        f"{d.checksum.algorithm}:{d.checksum.digest}",
-    )
-    if cached is not None:
+    arrays = (d.x_train[:n_train], d.y_train[:n_train], d.x_test[:n_test], d.y_test[:n_test])
+    checksum = f"{d.checksum.algorithm}:{d.checksum.digest}"
+    data = CellData(*arrays, d.source, checksum, cut_digest(*arrays), notes)
+    if cached is not None and not notes:  # a refused cache file stays as found (evidence)
         _write_cache(cached, data)
     return data
+
+
+def cut_digest(*arrays: np.ndarray) -> str:
+    """``sha256:<hex>`` of the arrays' dtypes, shapes and bytes, in order: the data a cell
+    trained and tested on, whatever the file or cache it came from."""
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(json.dumps([a.dtype.str, list(a.shape)]).encode())
+        h.update(a.reshape(-1).view(np.uint8))
+    return f"sha256:{h.hexdigest()}"
 
 
 def _cache_path(cache_dir, entry, root: Path, options: dict, n_train: int, n_test: int):
@@ -91,31 +115,66 @@ def _cache_path(cache_dir, entry, root: Path, options: dict, n_train: int, n_tes
     return Path(cache_dir) / f"{entry.name}-{key}.npz"
 
 
-def _read_cache(path: Path) -> CellData | None:
-    """The cached cut, or None when the file is unreadable (then the cell decodes again)."""
+_NPZ_SLACK = 2**20  # an .npz of a cut: its arrays plus headers, far under this much more
+_DIGEST_MAX = 4096  # a digest file: two digests in JSON
+
+
+def digest_path(path: Path) -> Path:
+    """The digest file of the cache file ``path`` (``<name>.npz.sha256.json``)."""
+    return path.with_name(path.name + ".sha256.json")
+
+
+def _read_cache(path: Path) -> tuple[CellData | None, str]:
+    """(the cached cut, '') when its bytes match the recorded digest, else (None, what is wrong:
+    a phrase completing "data cache <path> ...")."""
     try:
-        with np.load(path, allow_pickle=False) as z:
+        recorded = json.loads(safefile.read_text(digest_path(path), _DIGEST_MAX))
+        want, cut = recorded["file_sha256"], recorded["cut_digest"]
+    except FileNotFoundError:
+        return None, "has no recorded digest"
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"has an unreadable digest file ({type(exc).__name__})"
+    try:
+        raw = safefile.read_bytes(path, CACHE_MAX_BYTES + _NPZ_SLACK)
+    except (OSError, ValueError) as exc:
+        return None, f"is unreadable ({exc})"
+    got = hashlib.sha256(raw).hexdigest()
+    if got != want:
+        return None, f"does not match its recorded digest (sha256 {got[:16]}, recorded {want[:16]})"
+    try:
+        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
-            return CellData(*(z[k] for k in _ARRAYS), meta["source"], meta["checksum"])
-    except (OSError, ValueError, KeyError):
-        return None
+            arrays = [z[k] for k in _ARRAYS]
+        return CellData(*arrays, meta["source"], meta["checksum"], cut), ""
+    except (OSError, ValueError, KeyError) as exc:
+        return None, f"is unreadable ({type(exc).__name__})"
 
 
 def _write_cache(path: Path, data: CellData) -> None:
-    """Keep ``data`` at ``path`` (written aside, then renamed: cells running at once never read
-    half a file); a cache that cannot be written is no error, the next cell decodes again."""
+    """Keep ``data`` at ``path`` with its digest file, each written aside and then linked into
+    place once (cells running at once never read half a file, and none replaces a cut another
+    wrote); a cache that cannot be written is no error, the next cell decodes again."""
     arrays = {k: getattr(data, k) for k in _ARRAYS}
     if sum(a.nbytes for a in arrays.values()) > CACHE_MAX_BYTES:
         return
     meta = json.dumps({"source": data.source, "checksum": data.checksum})
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    dtmp = path.with_name(f".{path.name}.{os.getpid()}.sha256.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
-            np.savez(f, meta=np.array(meta), **arrays)
-        os.replace(tmp, path)
+        buf = io.BytesIO()
+        np.savez(buf, meta=np.array(meta), **arrays)
+        raw = buf.getvalue()
+        tmp.write_bytes(raw)
+        digest = {"file_sha256": hashlib.sha256(raw).hexdigest(), "cut_digest": data.cut_digest}
+        dtmp.write_text(json.dumps(digest))
+        os.link(dtmp, digest_path(path))  # the digest first: a cut is never there without it
+        os.link(tmp, path)
     except OSError:
+        pass  # FileExistsError included: another cell cached this cut first, its files stay
+    finally:
         tmp.unlink(missing_ok=True)
+        dtmp.unlink(missing_ok=True)
 
 
 def feature_images(workload: Workload, start: int, count: int) -> np.ndarray:

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from rosetta.errors import RosettaError
+from rosetta.runner import safefile
 
 SCHEMA_VERSION = 2
 STATUSES = ("ok", "failed", "timeout", "killed", "skipped", "interrupted")
@@ -256,9 +257,12 @@ def read_record(path: Path) -> dict:
     """One record; a truncated, non-JSON or foreign file is a one-line ``RosettaError``."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_RECORD_BYTES:
-            raise ValueError(f"larger than {MAX_RECORD_BYTES // 2**20} MB")
-        rec = loads_strict(path.read_text())
+        rec = loads_strict(safefile.read_text(path, MAX_RECORD_BYTES))
+    except safefile.NotARegularFile as exc:
+        raise RosettaError(
+            f"{path}: {exc}, not a record; remove it (a resume sets it aside and runs the cell "
+            f"again)"
+        ) from None
     except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError included
         raise RosettaError(
             f"{path}: unreadable record ({type(exc).__name__}: {exc}); move it aside, or rerun "
@@ -298,20 +302,41 @@ def read_records(run_dir: Path, errors: list[str] | None = None) -> list[dict]:
 
 
 def data_changes(recs: list[dict]) -> list[str]:
-    """One line per workload whose cells of one run read different data (two checksums: the
-    data was replaced between cells), naming the cells of each checksum."""
-    seen: dict[str, dict[str, list[str]]] = {}
+    """One line per workload whose cells of one run read different data: two checksums of the
+    data file (it was replaced between cells), or one data file and two cut digests (a cell
+    trained on other arrays than the file's cut), naming the cells of each digest."""
+    files: dict[str, dict[str, list[str]]] = {}
+    cuts: dict[tuple[str, str], dict[str, list[str]]] = {}
     for r in recs:
         man = r.get("manifest")
-        digest = man.get("data_checksum") if isinstance(man, dict) else None
+        man = man if isinstance(man, dict) else {}
+        digest, cut = man.get("data_checksum"), man.get("data_cut_digest")
+        name = f"{r.get('backend')}" + (f" r{_round(r)}" if _round(r) else "")
         if isinstance(digest, str) and digest:
-            seen.setdefault(str(r.get("workload")), {}).setdefault(digest, []).append(
-                str(r.get("backend"))
-            )
-    return [
+            files.setdefault(str(r.get("workload")), {}).setdefault(digest, []).append(name)
+            if isinstance(cut, str) and cut:
+                key = (str(r.get("workload")), digest)
+                cuts.setdefault(key, {}).setdefault(cut, []).append(name)
+    lines = [
         f"the data of {w} changed during the run: {len(by)} checksums ("
         + "; ".join(f"{d[:19]}: {', '.join(sorted(b))}" for d, b in sorted(by.items()))
         + "); compare these cells with care or rerun the run on one copy of the data"
-        for w, by in sorted(seen.items())
+        for w, by in sorted(files.items())
         if len(by) > 1
     ]
+    lines += [
+        f"the cells of {w} read different cuts of one data file: {len(by)} cut digests ("
+        + "; ".join(f"{d[:19]}: {', '.join(sorted(b))}" for d, b in sorted(by.items()))
+        + "); compare these cells with care or rerun them"
+        for (w, _), by in sorted(cuts.items())
+        if len(by) > 1
+    ]
+    return lines
+
+
+def _round(rec: dict) -> int:
+    """A record's round (0 where it names none)."""
+    for where in (rec.get("point"), rec.get("config")):
+        if isinstance(where, dict) and isinstance(where.get("round"), int):
+            return where["round"]
+    return 0
