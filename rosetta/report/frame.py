@@ -17,14 +17,15 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from rosetta.report.groups import group_frame
 from rosetta.report.load import Run, Runs, _get
 from rosetta.report.order import backend_order, row_key
+from rosetta.report.specfacts import spec_facts
 
 __all__ = ["Tables", "backend_order", "build_tables", "cell_row", "tidy_frame"]
 TRAIN_FLOP_FACTOR = 3  # training step = forward + backward, backward counted as 2x forward
@@ -151,8 +152,6 @@ def build_tables(runs: Runs, progress=None) -> Tables:
     t = Tables(
         cells=cells, tidy=tidy_frame(cells), runs=runs, samples=samples, loss_series=loss_series
     )
-    from rosetta.report.groups import group_frame
-
     return dataclasses.replace(t, groups=group_frame(t))
 
 
@@ -395,35 +394,10 @@ def tidy_frame(cells: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-@lru_cache(maxsize=64)
-def _spec_facts_cached(workload: str, profile: str, shape: tuple | None) -> tuple:
-    from rosetta.errors import RosettaError
-    from rosetta.spec import get_workload
-
-    try:
-        w = get_workload(workload)
-    except RosettaError:
-        return None, None, None
-    try:
-        batch = w.profile(profile).batch_size
-    except KeyError:
-        batch = None
-    try:
-        flops = w.flops_per_sample(shape) if shape else w.flops_per_sample()
-    except Exception:  # noqa: BLE001 - a shape the spec cannot take: no FLOP figure, no crash
-        flops = None
-    return w.task, batch, flops
-
-
-def profile_batch(workload: str, profile: str) -> int | None:
-    """The batch size the spec's profile uses (None where the spec or profile is unknown)."""
-    return _spec_facts_cached(str(workload), str(profile), None)[1]
-
-
 def _spec_facts(workload: str, profile: str, shape: object) -> tuple:
     """(task, batch size, forward FLOPs per sample) from the spec, None where unknown."""
     ok = isinstance(shape, list | tuple) and all(isinstance(d, int) for d in shape)
-    return _spec_facts_cached(workload, profile, tuple(shape) if ok else None)
+    return spec_facts(workload, profile, tuple(shape) if ok else None)
 
 
 def _notebook(run: Run, rec: dict) -> str | None:

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from rosetta.report.order import row_key
+from rosetta.report.specfacts import profile_batch
 from rosetta.report.stats import estimate, passed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -146,8 +147,6 @@ def _primary(frame: pd.DataFrame) -> list[bool]:
     """Per (run, workload), the point the headline shows: fp32, the profile's batch size, the
     most threads (each preferred in that order, where the run has it). A backend with no group
     at that point (a cell that failed before its point was known) shows its own best point."""
-    from rosetta.report.frame import profile_batch
-
     scored = []
     for _, r in frame.iterrows():
         want = profile_batch(r["workload"], r["profile"])
