@@ -15,7 +15,7 @@ import pytest
 from rosetta.cli import main
 from rosetta.errors import RosettaError
 from rosetta.runner.rundir import RunDir
-from tests.bench_helpers import fault_env
+from tests.bench_helpers import bench, fault_env
 
 CAUSES = {
     errno.ENOSPC: ("No space left on device", "free space"),
@@ -25,9 +25,7 @@ CAUSES = {
 
 
 def _bench(tmp_path, data, *args: str) -> int:
-    return main(["bench", "--profile", "ci", "--results-dir", str(tmp_path / "results"),
-                 "--data-dir", str(data), "--no-report", "--executor", "python",
-                 "--workloads", "gru", *args])  # fmt: skip
+    return bench(tmp_path, data, "--executor", "python", "--workloads", "gru", *args)
 
 
 def test_a_results_dir_symlink_loop_is_named_not_taken_for_an_existing_run(tmp_path, capsys):
