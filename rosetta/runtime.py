@@ -157,8 +157,9 @@ def child_env(threads: int | None, base: dict | None = None) -> dict:
     OpenMP pools sized to ``threads`` (all usable cores when ``None``), and the driver's own
     package root first on ``PYTHONPATH`` with ``PYTHONSAFEPATH=1`` (``python -m`` would
     otherwise put the working directory first), so that a cell imports the same ``rosetta`` as
-    the driver whatever its working directory holds. The one place where anything becomes an
-    environment variable of a cell; backends read the ``Runtime``."""
+    the driver whatever its working directory holds (``$ROSETTA_MODELS``, the spec folder, made
+    absolute for the same reason: a notebook's kernel runs in the run folder). The one place
+    where anything becomes an environment variable of a cell; backends read the ``Runtime``."""
     env = dict(os.environ if base is None else base)
     n = threads or usable_cores()
     env.update({k: str(n) for k in THREAD_VARS})
@@ -166,4 +167,6 @@ def child_env(threads: int | None, base: dict | None = None) -> dict:
     rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]
     env["PYTHONPATH"] = os.pathsep.join([root, *rest])
     env["PYTHONSAFEPATH"] = "1"
+    if env.get("ROSETTA_MODELS"):  # the driver's spec folder, whatever the cell's cwd
+        env["ROSETTA_MODELS"] = str(Path(env["ROSETTA_MODELS"]).expanduser().absolute())
     return env

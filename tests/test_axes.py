@@ -126,9 +126,7 @@ def test_profiles_name_their_rounds_and_the_sweep_grid():
             check_batch_size(w, w.profile(sweep.spec_profile), b)
 
 
-def test_the_sweep_grid_leaves_bf16_on_one_thread_out_unless_an_axis_is_given(
-    tmp_path, small_data
-):
+def test_the_sweep_grid_leaves_bf16_on_one_thread_out_unless_an_axis_is_given(tmp_path, small_data):
     from rosetta.runner.matrix import round_cells
     from rosetta.runner.plan import BenchOptions, Plan
 

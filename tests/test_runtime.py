@@ -43,6 +43,8 @@ def test_child_env_is_the_one_place_threads_become_variables():
     root = str(Path(rosetta.__file__).resolve().parent.parent)
     assert env["PYTHONPATH"].split(os.pathsep) == [root, "/elsewhere"]
     assert env["PYTHONSAFEPATH"] == "1"
+    models = child_env(None, base={"ROSETTA_MODELS": "specs"})["ROSETTA_MODELS"]
+    assert models == str(Path.cwd() / "specs")  # the driver's folder, not the cell's cwd
 
 
 def test_auto_on_a_cpu_only_machine_records_cpu_with_its_reason(small_data):

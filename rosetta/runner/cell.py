@@ -395,7 +395,6 @@ class Cell:
             **result,
         )
 
-
     def failure(self, error: str) -> dict:
         """The ``failed`` record of a cell that stopped after its runtime was resolved: the
         config, the machine and the runtime in effect (the resolved device), the error."""
