@@ -1,7 +1,8 @@
 """The runtime of one cell: resolved once, before anything is decided or built, then frozen.
 
-A cell *asks* for a device (``cpu``, ``cuda`` or ``auto``), a thread count (or all usable
-cores), a dtype, a numeric precision policy, TF32 on CUDA and a seed. Its backend *configures*
+A cell *asks* for a device (``cpu``, ``cuda`` or ``auto``), a thread count (``None``: every
+usable core, the one spelling of the command line's ``all`` past the command line), a dtype, a
+numeric precision policy, TF32 on CUDA, torch's compile switch and a seed. Its backend *configures*
 the process from that request (``module.configure(request)``): it sizes the framework's thread
 pools first (XLA and OpenMP read them when they start), then resolves the device, then applies
 the numeric policy, and returns the :class:`Runtime` that is **in effect**, every value read
@@ -10,6 +11,8 @@ value: the model (``module.build(workload, params, runtime)``), the steady-state
 the manifest's GPU facts, and the record.
 
 Environment variables for a cell's process are made in one place, :func:`child_env`.
+Whether a backend runs a precision on a device is decided in one place,
+``rosetta.backends.precision_unsupported``.
 Nothing here imports a framework.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 from rosetta.errors import BackendError
 
@@ -28,8 +32,16 @@ DTYPES = ("float32", "float64")
 PRECISIONS = ("fp32", "bf16", "fp16")
 #: policies only a CUDA device can run (no CPU framework computes fp16 at speed)
 CUDA_ONLY_PRECISIONS = ("fp16",)
+#: mixed-precision policies keep float32 master weights: they need dtype float32
+MIXED_PRECISIONS = ("bf16", "fp16")
 #: the variables that size the BLAS/OpenMP pools of a cell's process before NumPy loads
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+#: torch's compile switch (``Runtime.torch_compile``): ``default`` is the measured choice per
+#: (task, dtype) (:func:`torch_compile_in_effect`); ``on`` and ``off`` override it
+TORCH_COMPILE = ("default", "on", "off")
+#: what ``Runtime.request`` asks for when its caller names no compile setting; the test suite's
+#: fixture (``tests/conftest.py``) makes it ``off`` so that its many builds stay eager
+TORCH_COMPILE_DEFAULT = "default"
 
 
 def usable_cores() -> int:
@@ -42,17 +54,20 @@ def usable_cores() -> int:
 
 @dataclass(frozen=True)
 class Runtime:
-    """What one cell runs under. As a *request* ``device`` may be ``auto`` and ``threads`` 0
-    (all usable cores); as returned by ``configure`` every field is what is in effect."""
+    """What one cell runs under. As a *request* ``device`` may be ``auto`` and ``threads``
+    ``None`` (all usable cores); as returned by ``configure`` every field is what is in effect
+    (``torch_compile`` stays the policy: each build resolves it for its own task and dtype,
+    :func:`torch_compile_in_effect`, and its manifest says what it chose and why)."""
 
     backend: str
     device: str = "cpu"  # cpu | cuda once resolved (auto only in a request)
     device_reason: str = ""  # why this device: "asked for cpu", "auto: no CUDA GPU visible"
-    threads: int = 0  # intra-op threads in effect (0 in a request: all usable cores)
+    threads: int | None = None  # intra-op threads in effect (None in a request: all cores)
     dtype: str = "float32"  # parameter and compute dtype
     precision: str = "fp32"  # numeric policy (PRECISIONS)
     tf32: bool = False  # TF32 allowed for fp32 matmul/conv on CUDA (off: fp32 means fp32)
     seed: int = 0  # drives every random stream: weights, sample order, dropout
+    torch_compile: str = "default"  # torch.compile: default (per task, dtype) | on | off
 
     @classmethod
     def request(
@@ -65,8 +80,10 @@ class Runtime:
         precision: str = "fp32",
         tf32: bool = False,
         seed: int = 0,
+        torch_compile: str | None = None,
     ) -> Runtime:
-        """A validated request; bad values are one ``BackendError`` naming the valid ones."""
+        """A validated request; bad values are one ``BackendError`` naming the valid ones.
+        ``torch_compile=None`` asks for :data:`TORCH_COMPILE_DEFAULT`."""
         if device not in DEVICES:
             raise BackendError(f"unknown device {device!r}; valid: {', '.join(DEVICES)}")
         if dtype not in DTYPES:
@@ -76,19 +93,25 @@ class Runtime:
             raise BackendError(f"threads must be a positive integer, got {threads!r}")
         if tf32 and device == "cpu":
             raise BackendError("--tf32 applies to CUDA only; drop it or use --device cuda/auto")
+        compile_ = TORCH_COMPILE_DEFAULT if torch_compile is None else torch_compile
+        if compile_ not in TORCH_COMPILE:
+            raise BackendError(
+                f"unknown torch compile setting {compile_!r}; valid: {', '.join(TORCH_COMPILE)}"
+            )
         return cls(
             backend=backend,
             device=device,
-            threads=int(threads or 0),
+            threads=None if threads is None else int(threads),
             dtype=dtype,
             precision=precision,
             tf32=bool(tf32),
             seed=int(seed),
+            torch_compile=compile_,
         )
 
     @property
     def wanted_threads(self) -> int:
-        """The thread count a request asks for (all usable cores when it says 0)."""
+        """The thread count a request asks for (all usable cores when it says ``None``)."""
         return self.threads or usable_cores()
 
     def resolved(self, **in_effect) -> Runtime:
@@ -107,29 +130,43 @@ def check_precision(name: str) -> str:
     return name
 
 
-def precision_unsupported(
-    precision: str, backend: str, supported: tuple[str, ...], device: str
-) -> str:
-    """Why ``backend`` cannot run the known policy ``precision`` on ``device`` (a request:
-    ``cpu``, ``cuda`` or ``auto``), or ``""`` when it may. A cell that cannot is *skipped* with
-    this reason, not failed. Under ``auto`` a CUDA-only policy is decided once the device is
-    resolved (a CPU-only backend is refused here already)."""
-    check_precision(precision)
-    if precision not in supported:
-        return (
-            f"backend {backend!r} does not run precision {precision} "
-            f"(it supports {', '.join(supported)})"
-        )
-    if precision in CUDA_ONLY_PRECISIONS and device == "cpu":
-        return f"precision {precision} runs on CUDA only, and this cell asks for the CPU"
-    return ""
+def torch_compile_in_effect(setting: str, task: str, dtype: str) -> tuple[bool, str]:
+    """Whether a torch build compiles its timed program (``torch.compile``), and why: ``on`` and
+    ``off`` are the user's (``--torch-compile``); ``default`` compiles a forward-only (features)
+    float32 program only. Training gains nothing measured and pays minutes of inductor builds
+    (``rosetta/backends/torch/model.py``); float64 builds (the gate's reference-precision
+    check) run eager."""
+    if setting == "on":
+        return True, "asked for (torch_compile on)"
+    if setting == "off":
+        return False, "asked for (torch_compile off)"
+    if task == "train":
+        return False, "default: a training step runs eager (compiling gains nothing measured)"
+    if dtype == "float64":
+        return False, "default: a float64 build runs eager"
+    return True, "default: a forward-only float32 program compiles (inductor with freezing)"
+
+
+def package_root() -> Path:
+    """The folder holding the ``rosetta`` package this process imported."""
+    return Path(__file__).resolve().parent.parent
 
 
 def child_env(threads: int | None, base: dict | None = None) -> dict:
     """The environment of a cell's process: ``base`` (default ``os.environ``) with the BLAS and
-    OpenMP pools sized to ``threads`` (all usable cores when ``None``). The one place where a
-    thread setting becomes an environment variable; backends read the ``Runtime``."""
+    OpenMP pools sized to ``threads`` (all usable cores when ``None``), and the driver's own
+    package root first on ``PYTHONPATH`` with ``PYTHONSAFEPATH=1`` (``python -m`` would
+    otherwise put the working directory first), so that a cell imports the same ``rosetta`` as
+    the driver whatever its working directory holds (``$ROSETTA_MODELS``, the spec folder, made
+    absolute for the same reason: a notebook's kernel runs in the run folder). The one place
+    where anything becomes an environment variable of a cell; backends read the ``Runtime``."""
     env = dict(os.environ if base is None else base)
     n = threads or usable_cores()
     env.update({k: str(n) for k in THREAD_VARS})
+    root = str(package_root())
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]
+    env["PYTHONPATH"] = os.pathsep.join([root, *rest])
+    env["PYTHONSAFEPATH"] = "1"
+    if env.get("ROSETTA_MODELS"):  # the driver's spec folder, whatever the cell's cwd
+        env["ROSETTA_MODELS"] = str(Path(env["ROSETTA_MODELS"]).expanduser().absolute())
     return env

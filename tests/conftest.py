@@ -8,13 +8,19 @@ import sys
 
 import pytest
 
-# torch compiles forward-only workloads by default (inductor with freezing: 10-30 s per batch
-# shape of ResNet-50); the suite builds such models dozens of times, so it runs them eager
-# unless a test asks (tests/test_torch_compiled_features.py tests the default itself)
-os.environ.setdefault("ROSETTA_TORCH_COMPILE", "0")
-
 _CORES = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
 _XLA_FLAGS = os.environ.get("XLA_FLAGS")
+
+
+@pytest.fixture(autouse=True)
+def eager_torch(monkeypatch):
+    """torch compiles forward-only workloads by default (inductor with freezing: 10-30 s per
+    batch shape of ResNet-50); the suite builds such models dozens of times, so a runtime that
+    names no compile setting asks for eager here (``Runtime.request``'s default), unless a test
+    asks for ``torch_compile="default"`` or ``"on"`` (tests/test_torch_compiled_features.py)."""
+    import rosetta.runtime
+
+    monkeypatch.setattr(rosetta.runtime, "TORCH_COMPILE_DEFAULT", "off")
 
 
 @pytest.fixture(autouse=True)

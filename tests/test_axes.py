@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from rosetta.backends import precision_unsupported
 from rosetta.cli import main
 from rosetta.errors import RosettaError
 from rosetta.runner import quiet, records
@@ -16,7 +17,6 @@ from rosetta.runner.profiles import (
     check_batch_size,
     effective_profile,
 )
-from rosetta.runtime import precision_unsupported
 from rosetta.spec import get_workload
 from tests.bench_helpers import fault_env
 
@@ -59,15 +59,21 @@ def test_cell_key_is_the_old_name_at_the_default_point_and_names_only_what_is_of
     assert len(keys) == 3 * 2 * 3 * 2  # every point its own record
 
 
-def test_point_is_the_effective_batch_and_threads_in_effect():
+def test_point_is_the_effective_batch_and_the_report_reads_threads_in_effect():
+    from rosetta.report.frame import point_of
+
     cfg = CellConfig("numpy_ref", "gru", "ci", threads=None).as_dict()
     spec_batch = get_workload("gru").profile("ci").batch_size
-    assert records.point(cfg) == {"batch_size": spec_batch, "precision": "fp32", "threads": None,
-                                  "round": 0}  # fmt: skip
-    assert records.point(cfg, {"threads": 2})["threads"] == 2  # ok cells: what was in effect
+    assert records.point(cfg) == {"batch_size": spec_batch, "precision": "fp32", "round": 0}
     rec = records.make_record(backend="b", workload="gru", profile="ci", status="failed",
                               config={**cfg, "batch_size": 8, "round": 3})  # fmt: skip
-    assert rec["point"] == {"batch_size": 8, "precision": "fp32", "threads": None, "round": 3}
+    assert rec["point"] == {"batch_size": 8, "precision": "fp32", "round": 3}
+    # threads are stored once: the count in effect (an ok record's runtime), else the request
+    ok = {**rec, "manifest": {"runtime": {"threads": 2}}, "config": {**cfg, "threads": None}}
+    assert point_of(ok, None)["threads"] == 2
+    assert point_of({**rec, "config": {**cfg, "threads": 1}}, None)["threads"] == 1
+    old = {**rec, "point": {**rec["point"], "threads": 3}}  # a record of the old schema
+    assert point_of(old, None)["threads"] == 3
 
 
 def test_effective_profile_keeps_samples_and_images():
@@ -90,14 +96,21 @@ def test_effective_profile_keeps_samples_and_images():
 
 
 def test_precision_names_known_supported_and_device():
-    assert precision_unsupported("fp32", "numpy_ref", ("fp32",), "cpu") == ""
+    from types import SimpleNamespace
+
+    assert precision_unsupported("numpy_ref", "fp32", "cpu") == ""
     assert "does not run precision bf16 (it supports fp32)" in precision_unsupported(
-        "bf16", "numpy_ref", ("fp32",), "cpu"
+        "numpy_ref", "bf16", "cpu"
     )
-    assert "fp16 runs on CUDA only" in precision_unsupported("fp16", "x", ("fp32", "fp16"), "cpu")
-    assert precision_unsupported("fp16", "x", ("fp32", "fp16"), "cuda") == ""
+    why = precision_unsupported("chainer", "bf16", "cpu")
+    assert "Chainer computes in its arrays' dtype" in why  # the package's own reason
+    fp16 = SimpleNamespace(PRECISIONS=("fp32", "bf16", "fp16"))  # a backend that runs fp16
+    assert "fp16 runs on CUDA only" in precision_unsupported("x", "fp16", "cpu", package=fp16)
+    assert precision_unsupported("x", "fp16", "cuda", package=fp16) == ""
+    assert precision_unsupported("x", "fp16", "auto", package=fp16) == ""  # decided in the cell
+    assert "needs --dtype float32" in precision_unsupported("x", "bf16", "cpu", "float64", fp16)
     with pytest.raises(RosettaError, match="unknown precision 'fp8'; valid: fp32, bf16, fp16"):
-        precision_unsupported("fp8", "x", ("fp32",), "cpu")
+        precision_unsupported("numpy_ref", "fp8", "cpu")
     # a cell asked for bf16 on a backend without it refuses to build (never fp32 claiming bf16)
     with pytest.raises(RosettaError, match="does not run precision bf16"):
         CellConfig("numpy_ref", "gru", precision="bf16").runtime_request()
@@ -113,26 +126,25 @@ def test_profiles_name_their_rounds_and_the_sweep_grid():
             check_batch_size(w, w.profile(sweep.spec_profile), b)
 
 
-def test_the_sweep_grid_leaves_bf16_on_one_thread_out_unless_an_axis_is_given():
-    import argparse
-
-    from rosetta.cli.bench import _axes, _axes_text
-    from rosetta.runner.matrix import Plan, round_cells
+def test_the_sweep_grid_leaves_bf16_on_one_thread_out_unless_an_axis_is_given(tmp_path, small_data):
+    from rosetta.runner.matrix import round_cells
+    from rosetta.runner.plan import BenchOptions, Plan
 
     def points(**given) -> set:
-        args = dict(batch_sizes=None, precisions=None, threads=None, repeat=None, device="cpu",
-                    dtype="float32", tf32=False, seed=0)  # fmt: skip
-        axes = _axes(argparse.Namespace(**{**args, **given}), BENCH_PROFILES["sweep"], ["gru"])
-        plan = Plan(("torch", "jax"), ("gru",), CellConfig("", ""), **axes)
+        opts = BenchOptions(profile="sweep", backends="torch,jax", workloads="gru",
+                            data_dir=str(small_data), results_dir=str(tmp_path / "results"),
+                            no_report=True, device="cpu", **given)  # fmt: skip
+        plan = Plan.from_options(opts)
         cells = round_cells(plan)
         assert len({c.backend for c in cells}) == 2
-        return {(c.batch_size, c.precision, c.threads) for c in cells}, _axes_text(axes)
+        assert {c.data_dir for c in cells} == {str(small_data.absolute())}  # resolved once
+        return {(c.batch_size, c.precision, c.threads) for c in cells}, plan.axes_text()
 
     grid, text = points()
     assert grid == {(b, p, t) for b in (16, 64) for p, t in
                     (("fp32", 1), ("fp32", None), ("bf16", None))}  # fmt: skip
     assert text == "batch 16,64 x fp32,bf16 x threads 1,all (without bf16 threads 1) x 1 round"
-    product, text = points(threads=[1, None])  # an axis given: the whole product
+    product, text = points(threads="1,all")  # an axis given: the whole product
     assert len(product) == 8 and (16, "bf16", 1) in product and "without" not in text
 
 
@@ -176,6 +188,9 @@ def test_wait_quiet_waits_until_quiet_or_the_limit():
         (["--batch-sizes", "2.5"], "--batch-sizes '2.5': not an integer"),
         (["--batch-sizes", "100000"], "--batch-sizes 100000: larger than the data of profile"),
         (["--precisions", "fp32,fp8"], "unknown precision 'fp8'; valid: fp32, bf16, fp16"),
+        (["--batch-sizes", ""], "--batch-sizes '': no batch size given; give positive integers"),
+        (["--precisions", ""], "--precisions '': an empty name; give a comma list of fp32, bf16"),
+        (["--precisions", "fp32,"], "--precisions 'fp32,': an empty name"),
     ],
 )
 def test_bad_axes_are_one_line_and_run_nothing(tmp_path, capsys, args, message):
@@ -204,8 +219,9 @@ def test_a_ci_sweep_records_every_point_and_skips_bf16_with_its_reason(
     for b in (32, 64):
         ok = recs[f"numpy_ref__gru__b{b}"]
         assert ok["status"] == "ok" and ok["equivalence"]["equivalent"]
-        assert ok["point"] == {"batch_size": b, "precision": "fp32", "round": 0,
-                               "threads": ok["manifest"]["runtime"]["threads"]}  # fmt: skip
+        assert ok["point"] == {"batch_size": b, "precision": "fp32", "round": 0}
+        assert ok["manifest"]["runtime"]["threads"] >= 1  # the count in effect, stored once
+        assert "threads" not in ok["manifest"] and "device" not in ok["manifest"]
         assert ok["metrics"]["steps"] == prof.epochs * (prof.train_samples // b)  # samples kept
         flagged = [f for f in ok["flags"] if f.startswith(f"batch {b} ")]
         if b == prof.batch_size:
@@ -262,7 +278,7 @@ def test_retry_failed_reruns_only_the_failed_point(tmp_path, small_data, monkeyp
     assert bench(tmp_path, small_data, *args, "--run-id", "rp") == 1
     recs = run_files(tmp_path, "rp")
     assert recs["fault__gru__t1"]["status"] == "failed"
-    assert recs["fault__gru__t1"]["point"]["threads"] == 1  # the request, for a failed cell
+    assert recs["fault__gru__t1"]["config"]["threads"] == 1  # the request, for a failed cell
     assert recs["fault__gru__t2"]["status"] == "ok"
     kept = (tmp_path / "results" / "rp" / "fault__gru__t2.json").read_text()
     monkeypatch.setenv("ROSETTA_FAULT", "")

@@ -213,20 +213,6 @@ def test_summary_is_the_native_module():
     assert "Conv2d(3, 64, kernel_size=(7, 7)" in text and "Residual(" in text
 
 
-def test_compile_switch(monkeypatch):
-    train, features = get_workload("cnn"), get_workload("resnet50")
-    monkeypatch.delenv(torch_model.COMPILE_ENV, raising=False)
-    assert torch_model.compile_backend(None, train) is None  # the default: training eager
-    assert torch_model.compile_backend(None, features) == "inductor"  # forward-only compiles
-    monkeypatch.setenv(torch_model.COMPILE_ENV, "1")
-    assert torch_model.compile_backend(None, train) == "inductor"
-    assert torch_model.compile_backend(False, train) is None
-    assert torch_model.compile_backend("aot_eager", train) == "aot_eager"
-    monkeypatch.setenv(torch_model.COMPILE_ENV, "0")
-    assert torch_model.compile_backend(None, features) is None
-    assert torch_model.compile_backend(True, features) == "inductor"
-
-
 @pytest.mark.parametrize("n", [1, 2])
 def test_threads_are_read_back_from_torch(n):
     before = torch.get_num_threads()

@@ -1,4 +1,5 @@
-"""Issue 21, items 5, 6 and 10: option extremes refused with one line before anything runs, the
+"""Issue 21, items 5, 6 and 10, and issue 33, items 5 and 10: option extremes refused with one line
+naming the option and its valid values before anything runs (each through ``rosetta bench``), the
 whole selection pinned in ``run.json``, argparse errors in one line with a hint."""
 
 from __future__ import annotations
@@ -26,20 +27,41 @@ def _bench(tmp_path, *args: str) -> None:
     "args,message",
     [
         (["--threads", str(usable_cores() + 1)], "usable cores of this machine"),
-        (["--threads", "4096"], "must be an integer <= 1024, got 4096"),
-        (["--threads", "1e23"], "expected an integer, got '1e23'"),
-        (["--threads", "1" + "0" * 23], "must be an integer <= 1024"),
-        (["--seed", "1e30"], "expected an integer, got '1e30'"),
-        (["--seed", str(2**32)], "must be an integer <= 4294967295"),
-        (["--memory-limit-mb", str(2**40)], "must be an integer <= 134217728"),
-        (["--results-dir", ""], "argument --results-dir: an empty path"),
-        (["--report-dir", ""], "argument --report-dir: an empty path"),
+        (["--threads", "4096"], "--threads: must be an integer >= 1 and <= 1024, got 4096"),
+        (["--threads", "1e23"], "--threads: expected an integer, got '1e23'"),
+        (["--threads", "1" + "0" * 23], "must be an integer >= 1 and <= 1024"),
+        (["--seed", "1e30"], "--seed: expected an integer, got '1e30'"),
+        (["--seed", str(2**32)], "--seed: must be an integer >= 0 and <= 4294967295"),
+        (["--memory-limit-mb", str(2**40)], "must be an integer >= 64 and <= 134217728"),
+        (["--results-dir", ""], "--results-dir: an empty path"),
+        (["--report-dir", ""], "--report-dir: an empty path"),
         (["--nonsense"], "unrecognized arguments: --nonsense"),
-        (["--executor", "slurm"], "invalid choice: 'slurm'"),
+        (["--executor", "slurm"], "--executor 'slurm': valid: papermill, python, ray"),
+        # issue 33, item 10: bounds of their own, documented in the option's help and README
+        (["--wait-quiet", "1e9"], "--wait-quiet 1e9: out of bounds; give a number of seconds "
+         "from 0 to 3600"),
+        (["--timeout", "1e-300"], "--timeout 1e-300: out of bounds; give a number of seconds "
+         "from 1 to 604800"),
+        (["--sample-every", "1e23"], "--sample-every: expected an integer, got '1e23'; give an "
+         "integer >= 1 and <= 10000"),
+        (["--sample-every", "1" + "0" * 23], "--sample-every: must be an integer >= 1 and <= "
+         "10000"),
+        (["--batch-sizes", ""], "--batch-sizes '': no batch size given"),
+        (["--precisions", ""], "--precisions '': an empty name; give a comma list of fp32, bf16, "
+         "fp16"),
+        (["--torch-compile", "maybe"], "--torch-compile 'maybe': valid: default, on, off"),
+        (["--dtype", "float16"], "--dtype 'float16': valid: float32, float64"),
+        # issue 33, item 5: the run's size bounded up front, with a time estimate
+        (["--repeat", "100000"], "--repeat 100000: 100,000 cells, about 333.3 h at ~12 s a cell "
+         "(ci), over the bound of 100 rounds and 2,000 cells; valid: --repeat 1..100"),
+        (["--repeat", "100000000", "--allow-large-run"], "--repeat 100000000: 100,000,000 cells"
+         ", about 333,333.3 h at ~12 s a cell (ci), beyond the hard bound of 1,000,000 cells"),
+        # the override lifts the bound: the next check (the quiet wait) is the one that speaks
+        (["--repeat", "101", "--allow-large-run", "--wait-quiet", "-1"], "--wait-quiet -1: out"),
     ],
-)
+)  # fmt: skip
 def test_option_extremes_are_one_line(tmp_path, capsys, args, message):
-    _bench(tmp_path, "--backends", "numpy_ref", "--workloads", "gru", *args)
+    _bench(tmp_path, "--profile", "ci", "--backends", "numpy_ref", "--workloads", "gru", *args)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("rosetta: error: ") and message in err[0], err
     if err[0].startswith("rosetta: error: argument") or "unrecognized" in err[0]:
@@ -79,6 +101,45 @@ def test_a_missing_models_folder_is_one_line(tmp_path, monkeypatch, capsys):
     _bench(tmp_path, "--backends", "numpy_ref", "--workloads", "gru")
     err = capsys.readouterr().err.strip()
     assert "ROSETTA_MODELS" in err and "is not a folder" in err and "valid: " not in err
+
+
+def test_the_cell_count_bound_counts_every_axis(tmp_path, capsys):
+    _bench(tmp_path, "--profile", "ci", "--backends", "numpy_ref", "--workloads", "gru",
+           "--batch-sizes", ",".join(str(b) for b in range(1, 41)), "--repeat", "60")  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert "--repeat 60: 2,400 cells" in err and "valid: --repeat 1..50" in err, err
+
+
+def test_cuda_where_none_is_visible_is_refused_up_front(tmp_path, capsys, monkeypatch):
+    from rosetta.runner import guards
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # hides every GPU, on any machine
+    _bench(tmp_path, "--backends", "numpy_ref", "--workloads", "gru", "--device", "cuda")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["rosetta: error: --device cuda: no CUDA GPU here (CUDA_VISIBLE_DEVICES='' "
+                   "hides every GPU); valid here: cpu, auto"]  # fmt: skip
+    assert guards.cuda_visible()[0] is False
+
+
+def test_an_extra_backend_cannot_replace_a_built_in(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ROSETTA_EXTRA_BACKENDS", "numpy_ref=tests.fault_backend")
+    _bench(tmp_path, "--backends", "numpy_ref", "--workloads", "gru")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'numpy_ref' is a built-in backend and cannot be replaced" in err[0]
+    assert "built-in: numpy_ref, torch" in err[0]
+
+
+def test_an_extra_module_that_is_no_backend_is_not_ready(tmp_path, small_data, capsys, monkeypatch):
+    monkeypatch.setenv("ROSETTA_EXTRA_BACKENDS", "x=os")
+    assert main(["list"]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["x"]]
+    assert listed and "module os is not a rosetta backend" in listed[0], listed
+    code = main(["bench", "--profile", "ci", "--results-dir", str(tmp_path / "results"),
+                 "--data-dir", str(small_data), "--no-report", "--executor", "python",
+                 "--backends", "x", "--workloads", "gru", "--run-id", "x"])  # fmt: skip
+    rec = json.loads((tmp_path / "results" / "x" / "x__gru.json").read_text())
+    assert code == 0 and rec["status"] == "skipped"  # never run as if it were one
+    assert "module os is not a rosetta backend (it lacks NAME" in rec["error"]
 
 
 def test_threads_above_the_cores_need_oversubscribe_and_are_recorded(tmp_path):

@@ -4,8 +4,10 @@ effect: the device with its reason, and the thread count read back from inside e
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -31,16 +33,24 @@ def test_request_refuses_bad_values_in_one_line():
 
 
 def test_child_env_is_the_one_place_threads_become_variables():
-    env = child_env(3, base={"PATH": "/bin", "OMP_NUM_THREADS": "99"})
+    env = child_env(3, base={"PATH": "/bin", "OMP_NUM_THREADS": "99", "PYTHONPATH": "/elsewhere"})
     assert {k: env[k] for k in THREAD_VARS} == dict.fromkeys(THREAD_VARS, "3")
     assert env["PATH"] == "/bin"
     assert child_env(None, base={})["OMP_NUM_THREADS"] == str(usable_cores())
+    # the driver's own package first, and no working directory prepended (PYTHONSAFEPATH)
+    import rosetta
+
+    root = str(Path(rosetta.__file__).resolve().parent.parent)
+    assert env["PYTHONPATH"].split(os.pathsep) == [root, "/elsewhere"]
+    assert env["PYTHONSAFEPATH"] == "1"
+    models = child_env(None, base={"ROSETTA_MODELS": "specs"})["ROSETTA_MODELS"]
+    assert models == str(Path.cwd() / "specs")  # the driver's folder, not the cell's cwd
 
 
 def test_auto_on_a_cpu_only_machine_records_cpu_with_its_reason(small_data):
     rec = run_cell(CellConfig("numpy_ref", "gru", "ci", device="auto", data_dir=str(small_data)))
     rt = rec["manifest"]["runtime"]
-    assert (rt["device"], rec["manifest"]["device"]) == ("cpu", "cpu")
+    assert rt["device"] == "cpu" and "device" not in rec["manifest"]  # stored once
     assert rt["device_reason"] == "auto: it runs on the CPU only to numpy_ref"
     assert rec["clocks"]["sample_every"] == 1
     assert rec["config"]["device"] == "auto"  # the request stays in the config, as asked
@@ -50,20 +60,21 @@ def test_the_device_is_resolved_before_sample_every_and_the_manifest(small_data,
     # a backend that sees a (pretend) GPU: `auto` must become cuda *before* the cell decides
     # how often to sync (4 on CUDA) and which machine facts to collect (GPU facts on CUDA)
     fault_env(monkeypatch, "fakecuda")
-    cell = Cell(CellConfig("fault", "gru", "ci", device="auto", data_dir=str(small_data)))
-    with pytest.raises(Exception, match="after the runtime is resolved"):
-        cell.sample_every  # noqa: B018 - nothing is decided from the unresolved request
     asked = []
     monkeypatch.setattr(
         "rosetta.runner.manifest.gpu_info", lambda: asked.append("gpu") or {"gpus": []}
     )
-    cell.build()
+    cell = Cell(CellConfig("fault", "gru", "ci", device="auto", data_dir=str(small_data)))
+    # resolved first, when the cell is made: before data, build, sampling or any record
     assert (cell.runtime.device, cell.runtime.device_reason) == (
         "cuda",
         "auto: a CUDA GPU is visible",
     )
+    assert cell.data is None and cell.model is None
     assert cell.sample_every == 4
     assert "gpu" in cell.environment() and asked == ["gpu"]
+    failed = cell.failure("boom")  # a failure after this point names the resolved device
+    assert failed["manifest"]["runtime"]["device"] == "cuda" and failed["status"] == "failed"
 
 
 PROBE = {  # what each framework itself says about its threads, independent of the backend code

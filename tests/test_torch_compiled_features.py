@@ -1,8 +1,9 @@
 """torch's default for forward-only workloads: ``torch.compile`` (inductor) with freezing, a
 static graph per batch shape. The compiled program passes the gate in fp32 and bf16, new
 weights reach it (no frozen constant outlives them), training stays eager, and inductor's
-process-wide freezing setting is left as it was. The suite runs torch eager by default
-(``tests/conftest.py``); these tests lift that."""
+process-wide freezing setting is left as it was. The suite's runtimes ask for eager torch by
+default (``tests/conftest.py``'s ``eager_torch``); these tests ask for the runner's default
+through the Runtime (``torch_compile="default"``), as ``rosetta bench`` does."""
 
 from __future__ import annotations
 
@@ -14,18 +15,45 @@ import torch
 from torch._inductor import config as inductor_config
 
 from rosetta.backends import make
-from rosetta.backends.torch import model as torch_model
 from rosetta.runner.data import feature_images
 from rosetta.runner.gate import run_gate
 from rosetta.spec import canonical_weights, get_workload
 
 
 @pytest.fixture(autouse=True)
-def _default_compile(monkeypatch):
-    monkeypatch.delenv(torch_model.COMPILE_ENV, raising=False)  # the runner's default
+def _default_compile(eager_torch, monkeypatch):
+    import rosetta.runtime
+
+    monkeypatch.setattr(rosetta.runtime, "TORCH_COMPILE_DEFAULT", "default")  # the runner's
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
+
+
+def test_the_compiled_resnet50_program_bench_times_passes_the_gate():
+    """The program ``rosetta bench`` times for torch x resnet50 (the Runtime's default compile
+    setting: inductor with freezing), whole, at 32x32 and the gate's batch of 2."""
+    w = get_workload("resnet50").at_image_size(32)
+    params = canonical_weights(w)
+    model = make("torch", w, params, torch_compile="default")
+    assert model.compile_backend == "inductor" and model.freezing
+    assert model.manifest()["compile_reason"].startswith("default: a forward-only float32")
+    result = run_gate(model, w, params, feature_images(w, 0, 2), None, "float32")
+    assert result.equivalent, result.divergence
+    assert model.frozen_shapes == {(2, 3, 32, 32)}
+
+
+def test_the_runtime_switch_decides_and_the_manifest_says_why():
+    w = _stem()
+    params = canonical_weights(w)
+    off = make("torch", w, params, torch_compile="off")
+    assert off.compile_backend is None and off.manifest()["compile"] == "eager"
+    assert "torch_compile off" in off.manifest()["compile_reason"]
+    f64 = make("torch", w, params, dtype="float64", torch_compile="default")
+    assert f64.compile_backend is None and "float64" in f64.manifest()["compile_reason"]
+    on = make("torch", get_workload("cnn"), canonical_weights(get_workload("cnn")),
+              torch_compile="on", compile="aot_eager")  # fmt: skip
+    assert on.compile_backend == "aot_eager"  # the build option wins over the runtime
 
 
 def _stem():

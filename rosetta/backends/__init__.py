@@ -71,6 +71,11 @@ def _registry() -> dict[str, BackendInfo]:
         name, sep, module = item.strip().partition("=")
         if not sep or not name.isidentifier() or not module:
             raise BackendError(f"${EXTRA_ENV}: expected name=package.module, got {item!r}")
+        if name in REGISTRY:
+            raise BackendError(
+                f"${EXTRA_ENV}: {name!r} is a built-in backend and cannot be replaced; give "
+                f"yours another name (built-in: {', '.join(REGISTRY)})"
+            )
         out[name] = BackendInfo(name, f"{module} (extra)", (), "", module)
     return out
 
@@ -111,7 +116,60 @@ def status(name: str) -> BackendStatus:
             else "lowering not implemented in this version of rosetta"
         )
         return BackendStatus(name, False, tuple(versions), why)
+    if entry.module:  # a user's module: ready only if it is a backend (its contract names)
+        why = _not_a_backend(entry.module)
+        if why:
+            return BackendStatus(name, False, tuple(versions), why)
     return BackendStatus(name, True, tuple(versions), "")
+
+
+def _not_a_backend(module_name: str) -> str:
+    """Why the extra module ``module_name`` is not a rosetta backend, or ``""`` (it imports
+    and defines every contract name); importing it is what running it would do anyway."""
+    from rosetta.backends.base import CONTRACT
+
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - a user's module: any failure is a reason
+        return f"module {module_name} does not import ({type(exc).__name__}: {exc})"
+    missing = [n for n in CONTRACT if not hasattr(module, n)]
+    if missing:
+        return (
+            f"module {module_name} is not a rosetta backend (it lacks {', '.join(missing)}; "
+            "see rosetta/backends/base.py)"
+        )
+    return ""
+
+
+def precision_unsupported(
+    name: str,
+    precision: str,
+    device: str,
+    dtype: str = "float32",
+    package: ModuleType | None = None,
+) -> str:
+    """Why backend ``name`` cannot run the known policy ``precision`` on ``device`` (``cpu``,
+    ``cuda``, or ``auto`` before it is resolved) in ``dtype``, or ``""`` when it may: the one
+    place this is decided (the plan's skips, the cell's request and ``build`` ask here). It
+    reads the backend package's ``PRECISIONS`` and ``UNSUPPORTED_PRECISIONS``, importing no
+    framework (``package``: the backend package, when the caller holds it). A cell that cannot
+    is *skipped* with this reason, not failed."""
+    from rosetta.runtime import CUDA_ONLY_PRECISIONS, MIXED_PRECISIONS, check_precision
+
+    check_precision(precision)
+    package = package or importlib.import_module(info(name).module_name)
+    supported = tuple(getattr(package, "PRECISIONS", ("fp32",)))
+    if precision not in supported:
+        why = getattr(package, "UNSUPPORTED_PRECISIONS", {}).get(precision, "")
+        return (
+            f"backend {name!r} does not run precision {precision} "
+            f"(it supports {', '.join(supported)})" + (f": {why}" if why else "")
+        )
+    if precision in CUDA_ONLY_PRECISIONS and device == "cpu":
+        return f"precision {precision} runs on CUDA only, and this cell asks for the CPU"
+    if precision in MIXED_PRECISIONS and dtype != "float32":
+        return f"precision {precision} keeps float32 master weights; it needs --dtype float32"
+    return ""
 
 
 def load(name: str) -> ModuleType:
@@ -143,6 +201,7 @@ def make(
     threads: int | None = None,
     precision: str = "fp32",
     tf32: bool = False,
+    torch_compile: str | None = None,
     **options,
 ):
     """Configure ``backend`` for this process and build ``workload`` on it: the two contract
@@ -159,6 +218,7 @@ def make(
         precision=precision,
         tf32=tf32,
         seed=seed,
+        torch_compile=torch_compile,
     )
     return module.build(workload, params, module.configure(request), **options)
 

@@ -350,15 +350,13 @@ class BackendAPI:
     def build(self, workload, params: Params, runtime: Runtime, **options) -> Model:
         """``workload`` lowered to this framework, holding ``params`` (canonical)."""
         require_resolved(runtime)
+        from rosetta.backends import precision_unsupported
+
+        name = self.package.rsplit(".", 1)[-1]
         package = importlib.import_module(self.package)
-        supported = tuple(getattr(package, "PRECISIONS", ("fp32",)))
-        if runtime.precision not in supported:
-            why = getattr(package, "UNSUPPORTED_PRECISIONS", {}).get(runtime.precision, "")
-            raise BackendError(
-                f"backend {self.package.rsplit('.', 1)[-1]!r} does not run precision "
-                f"{runtime.precision} (it supports {', '.join(supported)})"
-                + (f": {why}" if why else "")
-            )
+        why = precision_unsupported(name, runtime.precision, runtime.device, runtime.dtype, package)
+        if why:
+            raise BackendError(why)
         return self._mod("model").build(workload, params, runtime, **options)
 
     def run_op(self, op: object, x: np.ndarray, runtime: Runtime, *, training: bool = False):

@@ -226,6 +226,7 @@ def cell_row(run: Run, rec: dict) -> dict:
     row = dict(_EMPTY_ROW)
     man = rec.get("manifest") if isinstance(rec.get("manifest"), dict) else {}
     cfg = rec.get("config") if isinstance(rec.get("config"), dict) else {}
+    rt = man.get("runtime") if isinstance(man.get("runtime"), dict) else {}
     workload, profile = str(rec["workload"]), str(rec.get("profile") or cfg.get("profile") or "")
     row.update(
         run_id=run.run_id,
@@ -235,8 +236,9 @@ def cell_row(run: Run, rec: dict) -> dict:
         status=str(rec["status"]),
         error=_text(rec.get("error")),
         data_source=_text(man.get("data_source")),
-        device=_text(man.get("device") or cfg.get("device")),
-        dtype=_text(man.get("dtype") or cfg.get("dtype")),
+        # the runtime in effect (older records also copied it to the manifest's top level)
+        device=_text(rt.get("device") or man.get("device") or cfg.get("device")),
+        dtype=_text(rt.get("dtype") or man.get("dtype") or cfg.get("dtype")),
         notebook=_notebook(run, rec),
         wall_s=_num(rec.get("wall_s")),
         peak_rss_mb=_num(rec.get("peak_rss_mb")),
@@ -314,14 +316,16 @@ def node_of(manifest: dict) -> dict:
 
 def point_of(rec: dict, profile_batch: int | None) -> dict:
     """The record's point (batch size, precision, threads) and round, from ``point`` (contract:
-    the effective values), else ``config``, else the runtime in effect; ``point`` is a label."""
+    the effective values), else ``config``, else the runtime in effect; ``point`` is a label.
+    Threads: the count in effect (``manifest.runtime.threads``, the one field an ok record
+    stores it in), else an older record's ``point.threads``, else the request."""
     pt = rec.get("point") if isinstance(rec.get("point"), dict) else {}
     cfg = rec.get("config") if isinstance(rec.get("config"), dict) else {}
     rt = _get(rec, "manifest", "runtime")
     rt = rt if isinstance(rt, dict) else {}
     batch = _int(pt.get("batch_size")) or _int(cfg.get("batch_size")) or profile_batch
     precision = pt.get("precision") or cfg.get("precision") or rt.get("precision") or "fp32"
-    threads = _int(pt.get("threads")) or _int(rt.get("threads")) or _int(cfg.get("threads"))
+    threads = _int(rt.get("threads")) or _int(pt.get("threads")) or _int(cfg.get("threads"))
     rnd = _int(pt.get("round"))
     rnd = rnd if rnd is not None else (_int(cfg.get("round")) or 0)
     label = ", ".join(

@@ -59,6 +59,10 @@ class Cell:
         self.config = config
         self.started = time.time()
         self.load_before = manifest.load_snapshot()
+        self.timing: dict[str, float] = {}
+        self.module = None
+        self.runtime: Runtime | None = None
+        self._resolve_runtime()  # first: the banner, the manifest, sampling and failures use it
         spec = get_workload(config.workload)
         self.spec_profile = spec.profile(config.profile)
         # the effective batch (config.batch_size, else the profile's) sizes the timed loop;
@@ -71,17 +75,28 @@ class Cell:
             self.flags.append(flag)
         self.data = None
         self.model = None
-        self.module = None
-        self.runtime: Runtime | None = None  # resolved in build(), before anything is built
         self.gate_result: GateResult | None = None
         self.result: dict | None = None
-        self.timing: dict[str, float] = {}
+
+    def _resolve_runtime(self) -> None:
+        """Import the backend (its cost is ``import_s``) and configure this process from the
+        config's request: threads, then the device (``auto`` resolved here, in the process that
+        runs the cell), then the numeric policy. Bad values end here, before any work."""
+        cfg = self.config
+        request = cfg.runtime_request()
+        t0 = clock.now_ns()
+        self.module = backends.load(cfg.backend)
+        ok, why = self.module.available()  # imports the framework
+        if not ok:
+            raise RosettaError(f"backend {cfg.backend!r} cannot run here: {why}")
+        self.timing["import_s"] = (clock.now_ns() - t0) / 1e9
+        self.runtime = self.module.configure(request)
 
     # -- step 1: what runs where ----------------------------------------------------------------
     def environment(self) -> dict:
         """The machine and software facts (the backend's own are added after ``build``); GPU
         facts where the resolved runtime runs on CUDA."""
-        return manifest.environment(self.runtime.device if self.runtime else "cpu")
+        return manifest.environment(self.runtime.device)
 
     @property
     def sample_every(self) -> int:
@@ -89,8 +104,6 @@ class Cell:
         (steps are synchronous) and 4 on CUDA, decided from the *resolved* device."""
         if self.config.sample_every:
             return self.config.sample_every
-        if self.runtime is None:
-            raise RosettaError("sample_every is decided after the runtime is resolved (build)")
         return 4 if self.runtime.device == "cuda" else 1
 
     def spec_table(self) -> list[tuple[str, str, str, str]]:
@@ -113,25 +126,18 @@ class Cell:
 
     # -- step 2: data, weights, the native model -------------------------------------------------
     def build(self):
-        """Load the data and canonical weights, import the backend, resolve the runtime (threads,
-        device, numeric policy: what is in effect) and build the model under it."""
+        """Load the data and canonical weights and build the model under the runtime in effect
+        (resolved when the cell was made). ``import_build_s`` is the import plus this build."""
         cfg, w, prof = self.config, self.workload, self.profile
-        request = cfg.runtime_request()  # bad values end here, before any work
         cache = Path(cfg.out).parent / DATA_CACHE if cfg.out else None  # the run's own
         self.data = load_cell_data(w, prof, cfg.data_dir, cache)
         self.flags.extend(self.data.notes)  # a data-cache file refused (decoded again instead)
         self._check_data()
         self.params = canonical_weights(w, cfg.seed)
         t0 = clock.now_ns()
-        self.module = backends.load(cfg.backend)
-        ok, why = self.module.available()  # imports the framework: its cost is import_s
-        if not ok:
-            raise RosettaError(f"backend {cfg.backend!r} cannot run here: {why}")
-        self.timing["import_s"] = (clock.now_ns() - t0) / 1e9
-        self.runtime = self.module.configure(request)
         self.model = self.module.build(w, self.params, self.runtime)
         self.model.sync()
-        self.timing["import_build_s"] = (clock.now_ns() - t0) / 1e9
+        self.timing["import_build_s"] = self.timing["import_s"] + (clock.now_ns() - t0) / 1e9
         return self.model
 
     def _check_data(self) -> None:
@@ -364,17 +370,11 @@ class Cell:
         env = self.environment()
         env.update(
             backend_versions=self.module.versions(),
-            fast_path=self.model.manifest(),
-            runtime=self.runtime.as_dict(),
-            precision=self.runtime.precision,
-            dtype=self.runtime.dtype,
-            device=self.runtime.device,
-            threads=self.runtime.threads,
+            fast_path=fast_path(self.model.manifest(), self.runtime, cfg.backend),
+            runtime=self.runtime.as_dict(),  # every runtime value in effect, stored once here
             data_source=self.data.source,
             data_checksum=self.data.checksum,
             data_cut_digest=self.data.cut_digest,
-            seed=cfg.seed,
-            profile=cfg.profile,
             input_shape=list(self.workload.input.shape),
         )
         peak_device = getattr(self.model, "peak_device_memory_bytes", lambda: None)()
@@ -396,6 +396,36 @@ class Cell:
             pid=os.getpid(),
             **result,
         )
+
+    def failure(self, error: str) -> dict:
+        """The ``failed`` record of a cell that stopped after its runtime was resolved: the
+        config, the machine and the runtime in effect (the resolved device), the error."""
+        cfg = self.config
+        env = self.environment()
+        env.update(runtime=self.runtime.as_dict(), data_source=cfg.data_source or "unknown")
+        return records.make_record(
+            backend=cfg.backend,
+            workload=cfg.workload,
+            profile=cfg.profile,
+            status="failed",
+            error=" ".join(error.split())[:500] or "failed",
+            run_id=cfg.run_id,
+            config=cfg.as_dict(),
+            manifest=env,
+        )
+
+
+def fast_path(model_manifest: dict, runtime: Runtime, backend: str) -> dict:
+    """The model's fast-path manifest as the record stores it: without the values it copies
+    from the runtime (threads, dtype, precision, TF32, a plain device) or the record's own
+    backend, which the record holds once (``manifest.runtime``, ``backend``); a key whose value
+    says more than the runtime (``cuda (<GPU name>)``) stays."""
+    rt = runtime.as_dict()
+    return {
+        k: v
+        for k, v in model_manifest.items()
+        if not (k in rt and v == rt[k]) and not (k == "backend" and v == backend)
+    }
 
 
 def noise_flag(steady: dict) -> str | None:
@@ -470,15 +500,24 @@ def run_cell(config: CellConfig, progress=None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rosetta.runner.cell --config JSON``: run one cell, write its record."""
+    """``python -m rosetta.runner.cell --config JSON``: run one cell, write its record. A cell
+    that fails after its runtime was resolved writes its own ``failed`` record, naming the
+    runtime in effect (the resolved device); earlier, the driver writes it."""
     p = argparse.ArgumentParser(prog="python -m rosetta.runner.cell")
     p.add_argument("--config", required=True, help="a CellConfig as JSON")
     args = p.parse_args(argv)
+    cell = None
     try:
         config = CellConfig.from_json(args.config)
-        record = run_cell(config)
+        cell = Cell(config)
+        cell.build()
+        cell.gate()
+        cell.run()
+        record = cell.record()
     except RosettaError as exc:
         print(f"rosetta: error: {exc}", file=sys.stderr)
+        if cell is not None and cell.config.out:
+            records.write_record(Path(cell.config.out), cell.failure(str(exc)))
         return 2
     records.write_record(Path(config.out), record)
     return 0

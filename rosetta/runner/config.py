@@ -39,9 +39,10 @@ class CellConfig:
     out: str = ""  # the record's path ("" = return it without writing)
     data_dir: str | None = None
     dtype: str = "float32"
-    device: str = "cpu"  # cpu | cuda | auto: a request, resolved once by the cell (Runtime)
+    device: str = "auto"  # cpu | cuda | auto: a request, resolved once by the cell (Runtime)
     seed: int = 0  # weights, sample order and dropout, in every backend
     threads: int | None = None  # None: all usable cores (the Runtime records the number)
+    torch_compile: str | None = None  # default (per task, dtype) | on | off; None: the Runtime's
     precision: str = "fp32"  # numeric policy (rosetta.runtime.PRECISIONS)
     tf32: bool = False  # allow TF32 on CUDA (recorded; refused on the CPU)
     sample_every: int | None = None  # steady state: time every n-th step (None: 1 CPU, 4 CUDA)
@@ -69,16 +70,11 @@ class CellConfig:
         return cls(**raw)
 
     def precision_unsupported(self) -> str:
-        """Why this cell's backend cannot run its precision on its device, or ``""``; reads the
-        backend package's ``PRECISIONS`` (no framework is imported)."""
-        import importlib
-
+        """Why this cell's backend cannot run its precision on its device, or ``""``
+        (``rosetta.backends.precision_unsupported``: the one place that decides)."""
         from rosetta import backends
-        from rosetta.runtime import precision_unsupported
 
-        module = importlib.import_module(backends.info(self.backend).module_name)
-        supported = tuple(getattr(module, "PRECISIONS", ("fp32",)))
-        return precision_unsupported(self.precision, self.backend, supported, self.device)
+        return backends.precision_unsupported(self.backend, self.precision, self.device, self.dtype)
 
     def runtime_request(self):
         """The ``Runtime`` this config asks for (validated: bad values are one line, and so is a
@@ -97,6 +93,7 @@ class CellConfig:
             precision=self.precision,
             tf32=self.tf32,
             seed=self.seed,
+            torch_compile=self.torch_compile,
         )
 
     def gate_identity(self) -> tuple:

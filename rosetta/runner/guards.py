@@ -1,10 +1,13 @@
 """Checks of ``rosetta bench`` options that need the machine: each refuses with one line before
-anything runs (threads beyond the cores, an address-space cap the OS cannot set, a report folder
-that is a file, an empty path)."""
+anything runs (threads beyond the cores, CUDA asked for where none is visible, an address-space
+cap the OS cannot set, a report folder that is a file, an empty path)."""
 
 from __future__ import annotations
 
+import os
 import resource
+import shutil
+import subprocess
 from pathlib import Path
 
 from rosetta.datasets.paths import probe_writable
@@ -16,13 +19,38 @@ MAX_ADDRESS_SPACE = 2**47
 MAX_THREADS = 1024  # even with --oversubscribe: more is a typo, not a benchmark
 
 
+def parse_threads(text: str, oversubscribe: bool) -> tuple[int | None, ...]:
+    """``--threads``: a comma list of counts from 1 to the usable cores (to ``MAX_THREADS`` with
+    ``--oversubscribe``), ``all`` meaning every usable core. The one place a thread option is
+    checked; ``all`` becomes ``None``, the one spelling of "all cores" from here on (the cell's
+    ``Runtime`` request asks for ``None`` and records the number in effect)."""
+    out: list[int | None] = []
+    cores = usable_cores()
+    valid = f"give counts 1..{cores} or 'all', e.g. --threads 1,all"
+    for item in (t.strip() for t in text.split(",")):
+        if item == "all":
+            out.append(None)
+            continue
+        try:
+            n = int(item)
+        except ValueError:
+            raise RosettaError(
+                f"--threads: expected an integer, got {item[:30]!r}; {valid}"
+            ) from None
+        if n < 1 or n > MAX_THREADS:
+            raise RosettaError(
+                f"--threads: must be an integer >= 1 and <= {MAX_THREADS}, got {item[:30]}; {valid}"
+            )
+        check_threads(n, oversubscribe)
+        out.append(n)
+    return tuple(dict.fromkeys(out))
+
+
 def check_threads(threads: int | None, oversubscribe: bool) -> None:
     """``--threads`` may not exceed the usable cores unless ``--oversubscribe`` says so."""
     if threads is None:
         return
     cores = usable_cores()
-    if threads > MAX_THREADS:
-        raise RosettaError(f"--threads {threads} is above {MAX_THREADS}; use at most {cores}")
     if threads > cores and not oversubscribe:
         raise RosettaError(
             f"--threads {threads} is more than the {cores} usable cores of this machine; "
@@ -104,3 +132,23 @@ def check_model_memory(workload, dtype: str) -> None:
             f"{need / 2**30:.1f} GiB in {dtype} (weights, gradients, optimiser state, the gate's "
             f"float64 copy), more than this machine's {total / 2**30:.1f} GiB; shrink the spec"
         )
+
+
+def cuda_visible() -> tuple[bool, str]:
+    """Whether this machine shows a CUDA GPU, asked without a framework (``nvidia-smi -L``,
+    ``CUDA_VISIBLE_DEVICES``), and what it saw: how ``--device cuda`` is refused up front and
+    how the start banner says what ``auto`` resolves to here."""
+    hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if hidden is not None and hidden.strip() in ("", "-1"):
+        return False, f"CUDA_VISIBLE_DEVICES={hidden.strip()!r} hides every GPU"
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return False, "no NVIDIA driver (nvidia-smi) on this machine"
+    try:
+        out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"nvidia-smi failed ({type(exc).__name__})"
+    gpus = [line for line in out.stdout.splitlines() if line.startswith("GPU ")]
+    if out.returncode != 0 or not gpus:
+        return False, "nvidia-smi lists no GPU"
+    return True, gpus[0].split(" (UUID")[0]

@@ -153,7 +153,8 @@ def gpu_info() -> dict:
 
 
 def node_facts(device: str = "cpu") -> dict:
-    """The machine a cell ran on: hostname, CPU model and cores, load, GPU (when a GPU cell runs).
+    """The machine a cell ran on: hostname, CPU model and cores, load, GPU (when a GPU cell runs,
+    or under an unresolved ``auto`` when the machine shows one).
 
     Stored as ``manifest.node`` in every record so a run spanning several machines can be
     reported per machine; the Ray executor extends it with its node id, IP and worker pid."""
@@ -163,8 +164,12 @@ def node_facts(device: str = "cpu") -> dict:
         "cpu_count": os.cpu_count(),
         "load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
-    if device != "cpu":
+    if device == "cuda":
         facts["gpu"] = gpu_info()
+    elif device == "auto":  # an unresolved request (a Ray node before its cell): a GPU if seen
+        gpu = gpu_info()
+        if gpu:
+            facts["gpu"] = gpu
     return facts
 
 

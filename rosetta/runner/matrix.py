@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from rosetta import backends
@@ -40,6 +40,7 @@ from rosetta.runner import records
 from rosetta.runner.config import CellConfig
 from rosetta.runner.data import DATA_CACHE
 from rosetta.runner.papercell import failure_record
+from rosetta.runner.plan import Plan
 from rosetta.runner.rundir import RunDir
 from rosetta.runner.signals import describe, ignore_signals, interrupt_on_signals
 from rosetta.runtime import child_env
@@ -48,27 +49,6 @@ EXECUTORS = {
     "papermill": "rosetta.runner.papercell",  # the notebook, in its own kernel
     "python": "rosetta.runner.cell",  # the same steps without a notebook
 }
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What one ``rosetta bench`` runs: the cells and how each is run."""
-
-    backends: tuple[str, ...]
-    workloads: tuple[str, ...]
-    template: CellConfig  # profile, dtype, device, seed, threads...; backend/workload filled in
-    timeout_s: float = 1800.0
-    retry_failed: bool = False
-    memory_limit_mb: int | None = None  # address-space limit of each cell's processes
-    executor: str = "papermill"
-    data_sources: dict | None = None  # workload -> official | user-provided | synthetic | ...
-    batch_sizes: tuple[int | None, ...] = (None,)  # axes: None = the profile's batch size
-    precisions: tuple[str, ...] = ("fp32",)
-    threads: tuple[int | None, ...] = (None,)  # None: all usable cores
-    repeat: int = 1  # rounds: every cell once per round, each in a fresh process
-    skip_points: tuple[dict, ...] = ()  # points of the product left out (a profile's grid)
-    gate_once: bool = True  # gate each function once per run (CellConfig.gate_identity)
-    ray: object | None = None  # a ray_executor.RayOptions: the cells run as tasks on a Ray cluster
 
 
 class Display:

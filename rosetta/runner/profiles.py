@@ -64,12 +64,15 @@ class BenchProfile:
     #: points of the axes' product this profile leaves out, while no axis is given on the command
     #: line (``rosetta.runner.matrix.skipped``); an axis given runs the whole product
     skip_points: tuple[dict, ...] = ()
+    #: rough seconds one cell takes on the 2-core machine (the budgets above / their cells): the
+    #: time estimate of the bound on the run's size (``rosetta.runner.plan``), not a promise
+    cell_s: float = 30.0
 
 
 BENCH_PROFILES: dict[str, BenchProfile] = {
-    "ci": BenchProfile("ci", "ci", repeat=1),
-    "smoke": BenchProfile("smoke", "smoke", repeat=2),
-    "full": BenchProfile("full", "full", repeat=1),
+    "ci": BenchProfile("ci", "ci", repeat=1, cell_s=12.0),
+    "smoke": BenchProfile("smoke", "smoke", repeat=2, cell_s=40.0),
+    "full": BenchProfile("full", "full", repeat=1, cell_s=1800.0),
     "sweep": BenchProfile(
         "sweep",
         "ci",
@@ -78,6 +81,7 @@ BENCH_PROFILES: dict[str, BenchProfile] = {
         precisions=("fp32", "bf16"),
         threads=(1, None),
         skip_points=({"precision": "bf16", "threads": 1},),  # bf16 at all cores only
+        cell_s=15.0,
     ),  # fmt: skip
 }
 

@@ -43,10 +43,11 @@ def make_record(*, backend: str, workload: str, profile: str, status: str, **fie
 
 
 def point(config: dict, runtime: dict | None = None) -> dict:
-    """Where on the measured surface a record sits: ``{batch_size, precision, threads, round}``.
+    """Where on the measured surface a record sits: ``{batch_size, precision, round}``.
 
-    ``batch_size`` is the effective one (the profile's when the config says ``None``);
-    ``threads`` is the count in effect (``runtime``, for an ok cell) or else the request
+    ``batch_size`` is the effective one (the profile's when the config says ``None``). The
+    thread count is not repeated here: an ok record holds the count in effect once, in
+    ``manifest.runtime.threads``, and every record its request in ``config.threads``
     (``None``: all usable cores). The report groups records by (workload, backend, batch_size,
     precision, threads) and treats rounds as repeated measurements of that group."""
     batch = config.get("batch_size")
@@ -57,11 +58,9 @@ def point(config: dict, runtime: dict | None = None) -> dict:
             batch = get_workload(config["workload"]).profile(config["profile"]).batch_size
         except Exception:  # noqa: BLE001 - an unknown workload's failure record still gets one
             batch = None
-    threads = (runtime or {}).get("threads") or config.get("threads")
     return {
         "batch_size": batch,
         "precision": config.get("precision", "fp32"),
-        "threads": threads,
         "round": int(config.get("round", 0)),
     }
 

@@ -37,10 +37,12 @@ development CPU, oneDNN/MKL, torch 2.13 CPU; rerun it before changing a choice):
   - gru train step: 0.923 [0.646, 1.316] (n=20; ``nn.GRU`` stays one op), 18.4 s / 21.0 s.
 
   Training gains nothing whose interval excludes 1 and pays minutes of inductor C++ builds.
-  ``$ROSETTA_TORCH_COMPILE=0`` (eager everywhere: the test suite's default, so that each of its
-  many builds does not compile) or ``=1`` (compile training too), or the build option
-  ``compile=True/False`` (``"aot_eager"`` or any ``torch.compile`` backend name or callable
-  picks that backend: the tests count compilations with one) override the default;
+  The switch is the runtime's ``torch_compile`` (``default`` | ``on`` | ``off``, set by the
+  runner from ``rosetta bench --torch-compile``; the default is a function of the task and the
+  dtype, ``rosetta.runtime.torch_compile_in_effect``, and the manifest records the choice and
+  why); the build option ``compile=True/False`` (``"aot_eager"`` or any ``torch.compile``
+  backend name or callable picks that backend: the tests count compilations with one) wins
+  over it, for benchmarks and tests;
 - cuDNN autotune and TF32 are process settings (``runtime.py``); features run under
   ``torch.inference_mode()``.
 
@@ -54,7 +56,6 @@ serves both (no retrace, no recompile; ``tests/test_backend_torch.py`` counts).
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable
 
 import numpy as np
@@ -69,13 +70,12 @@ from rosetta.backends.torch import optim, weights
 from rosetta.backends.torch import runtime as settings
 from rosetta.backends.torch.lowering import TABLE, Build, GatedDropout
 from rosetta.errors import BackendError
-from rosetta.runtime import Runtime
+from rosetta.runtime import Runtime, torch_compile_in_effect
 from rosetta.spec import ops
 from rosetta.spec.graph import walk
 from rosetta.spec.weights import check_weights
 from rosetta.spec.workload import Workload
 
-COMPILE_ENV = "ROSETTA_TORCH_COMPILE"
 LAYOUTS = ("NCHW", "NHWC")
 #: ops torch.autocast leaves in fp32 on the CPU although a user might expect bf16 (checked by
 #: tests/test_precision.py): the GRU runs ATen's fp32 kernel, the embedding is a gather
@@ -84,24 +84,22 @@ AUTOCAST_FP32_ON_CPU = (nn.GRU, nn.Embedding)
 CompileOption = bool | str | Callable | None
 
 
-def compile_default(workload: Workload) -> bool:
-    """Whether ``workload`` compiles when nothing asks otherwise: forward-only workloads do
-    (inductor with freezing, measured in the module docstring), training workloads do not."""
-    return workload.task != "train"
-
-
-def compile_backend(option: CompileOption, workload: Workload) -> str | Callable | None:
-    """The ``torch.compile`` backend to use, or None for eager: the build option if given (True:
-    inductor, False: eager, a string or callable: that backend), else ``$ROSETTA_TORCH_COMPILE``
-    (1/0), else :func:`compile_default`."""
+def compile_backend(
+    option: CompileOption, workload: Workload, runtime: Runtime
+) -> tuple[str | Callable | None, str]:
+    """The ``torch.compile`` backend to use (None: eager) and why: the build option if given
+    (True: inductor, False: eager, a string or callable: that backend), else the runtime's
+    ``torch_compile`` for this workload's task and the runtime's dtype
+    (:func:`rosetta.runtime.torch_compile_in_effect`)."""
     if option is None:
-        raw = os.environ.get(COMPILE_ENV, "").strip().lower()
-        option = compile_default(workload) if raw == "" else raw not in ("0", "false", "no")
+        option, why = torch_compile_in_effect(runtime.torch_compile, workload.task, runtime.dtype)
+    else:
+        why = "the build's compile option"
     if option is False:
-        return None
+        return None, why
     if option is True:
-        return "inductor"
-    return option
+        return "inductor", why
+    return option, why
 
 
 def memory_format(workload: Workload, device: str, override: str | None) -> str:
@@ -162,7 +160,7 @@ class TorchModel(Model):
         self.dropouts = [m for m in self.net.modules() if isinstance(m, GatedDropout)]
         self.dropout = True
         self.binds = weights.bindings(ctx.owners)
-        self.compile_backend = compile_backend(compile, workload)
+        self.compile_backend, self.compile_reason = compile_backend(compile, workload, runtime)
         # freezing: inductor's, for forward-only workloads only (their weights never change
         # while timed); each batch shape compiles its own static graph
         self.freezing = self.compile_backend == "inductor" and workload.task != "train"
@@ -335,6 +333,7 @@ class TorchModel(Model):
             "blas": settings.blas(),
             "precision_mode": precision_mode(self.runtime, self.net),
             "compile": compiled,
+            "compile_reason": self.compile_reason,
             "autotune": "cudnn.benchmark=True" if self.autotune else "n/a",
             "fused_rnn": _fused_rnn(cuda) if has_gru else "n/a",
             "loader": (
