@@ -13,7 +13,7 @@ import pytest
 from report_fixtures import CELLS_A, record, write_run
 
 from rosetta.cli import main
-from rosetta.report.safe import csv_cell, plain
+from rosetta.safetext import csv_cell, plain
 
 pytest.importorskip("pandas")
 pytest.importorskip("matplotlib")

@@ -6,8 +6,9 @@ module of its own: a submodule that imports names from its own package while tha
 the submodule is a cycle too.
 
 The layers, lowest first (a module may import its own layer and those below it):
-``rosetta`` (version), ``errors`` | ``spec``, ``datasets``, ``runtime`` | ``backends`` |
-``codegen`` (generated source, below the runner) | ``runner`` | ``report`` | ``cli``.
+``rosetta`` (version), ``errors``, ``safetext`` | ``spec``, ``datasets``, ``runtime`` |
+``backends`` | ``codegen`` (generated source, below the runner) | ``runner`` | ``report`` |
+``cli``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ PACKAGE = Path(rosetta.__file__).resolve().parent
 LAYERS = {
     "rosetta": 0,
     "rosetta.errors": 0,
+    "rosetta.safetext": 0,
     "rosetta.spec": 1,
     "rosetta.datasets": 1,
     "rosetta.runtime": 1,

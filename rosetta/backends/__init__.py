@@ -148,28 +148,13 @@ def precision_unsupported(
     dtype: str = "float32",
     package: ModuleType | None = None,
 ) -> str:
-    """Why backend ``name`` cannot run the known policy ``precision`` on ``device`` (``cpu``,
-    ``cuda``, or ``auto`` before it is resolved) in ``dtype``, or ``""`` when it may: the one
-    place this is decided (the plan's skips, the cell's request and ``build`` ask here). It
-    reads the backend package's ``PRECISIONS`` and ``UNSUPPORTED_PRECISIONS``, importing no
-    framework (``package``: the backend package, when the caller holds it). A cell that cannot
-    is *skipped* with this reason, not failed."""
-    from rosetta.runtime import CUDA_ONLY_PRECISIONS, MIXED_PRECISIONS, check_precision
+    """Why backend ``name`` cannot run ``precision`` on ``device`` in ``dtype``, or ``""``
+    (:func:`rosetta.backends.base.precision_unsupported`, the one place this is decided, given
+    the backend package, imported here without its framework when the caller does not hold it)."""
+    from rosetta.backends.base import precision_unsupported as decide
 
-    check_precision(precision)
     package = package or importlib.import_module(info(name).module_name)
-    supported = tuple(getattr(package, "PRECISIONS", ("fp32",)))
-    if precision not in supported:
-        why = getattr(package, "UNSUPPORTED_PRECISIONS", {}).get(precision, "")
-        return (
-            f"backend {name!r} does not run precision {precision} "
-            f"(it supports {', '.join(supported)})" + (f": {why}" if why else "")
-        )
-    if precision in CUDA_ONLY_PRECISIONS and device == "cpu":
-        return f"precision {precision} runs on CUDA only, and this cell asks for the CPU"
-    if precision in MIXED_PRECISIONS and dtype != "float32":
-        return f"precision {precision} keeps float32 master weights; it needs --dtype float32"
-    return ""
+    return decide(package, name, precision, device, dtype)
 
 
 def load(name: str) -> ModuleType:

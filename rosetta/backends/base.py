@@ -64,7 +64,7 @@ import numpy as np
 
 from rosetta.backends.driver import unsupported
 from rosetta.errors import BackendError
-from rosetta.runtime import Runtime
+from rosetta.runtime import CUDA_ONLY_PRECISIONS, MIXED_PRECISIONS, Runtime, check_precision
 from rosetta.spec import ops
 
 Params = dict[str, np.ndarray]
@@ -229,6 +229,29 @@ class Model(ABC):
         }
 
 
+def precision_unsupported(
+    package: ModuleType, name: str, precision: str, device: str, dtype: str = "float32"
+) -> str:
+    """Why backend ``name`` (its package ``package``) cannot run the known policy ``precision``
+    on ``device`` (``cpu``, ``cuda``, or ``auto`` before it is resolved) in ``dtype``, or ``""``
+    when it may: the one place this is decided (the plan's skips, the cell's request and
+    ``build`` ask here). It reads the package's ``PRECISIONS`` and ``UNSUPPORTED_PRECISIONS``,
+    importing no framework. A cell that cannot is *skipped* with this reason, not failed."""
+    check_precision(precision)
+    supported = tuple(getattr(package, "PRECISIONS", ("fp32",)))
+    if precision not in supported:
+        why = getattr(package, "UNSUPPORTED_PRECISIONS", {}).get(precision, "")
+        return (
+            f"backend {name!r} does not run precision {precision} "
+            f"(it supports {', '.join(supported)})" + (f": {why}" if why else "")
+        )
+    if precision in CUDA_ONLY_PRECISIONS and device == "cpu":
+        return f"precision {precision} runs on CUDA only, and this cell asks for the CPU"
+    if precision in MIXED_PRECISIONS and dtype != "float32":
+        return f"precision {precision} keeps float32 master weights; it needs --dtype float32"
+    return ""
+
+
 def check_contract(module: ModuleType) -> None:
     """Raise ``BackendError`` naming the first contract name ``module`` lacks."""
     for name in CONTRACT:
@@ -350,11 +373,9 @@ class BackendAPI:
     def build(self, workload, params: Params, runtime: Runtime, **options) -> Model:
         """``workload`` lowered to this framework, holding ``params`` (canonical)."""
         require_resolved(runtime)
-        from rosetta.backends import precision_unsupported
-
         name = self.package.rsplit(".", 1)[-1]
         package = importlib.import_module(self.package)
-        why = precision_unsupported(name, runtime.precision, runtime.device, runtime.dtype, package)
+        why = precision_unsupported(package, name, runtime.precision, runtime.device, runtime.dtype)
         if why:
             raise BackendError(why)
         return self._mod("model").build(workload, params, runtime, **options)

@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a reader that left shows up here, not at interpreter exit
         return status
     except RosettaError as exc:
-        from rosetta.report.safe import plain
+        from rosetta.safetext import plain
 
         print(f"rosetta: error: {plain(str(exc))}", file=sys.stderr)
         return 2

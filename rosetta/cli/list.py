@@ -12,8 +12,8 @@ import sys
 
 from rosetta import backends
 from rosetta.errors import RosettaError
-from rosetta.report.safe import plain
 from rosetta.runner.guards import check_model_memory
+from rosetta.safetext import plain
 from rosetta.spec import get_workload, load_workload, models_dir, workload_names
 from rosetta.spec.workload import Workload
 

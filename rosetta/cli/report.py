@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from rosetta.report import export, load_tables
     from rosetta.report.html import write_html
     from rosetta.report.load import find_runs
-    from rosetta.report.safe import plain
+    from rosetta.safetext import plain
 
     results_dir = args.results_dir or default_results_dir()
     run_dirs, missing = find_runs(results_dir, list(args.runs))

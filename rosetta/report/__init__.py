@@ -90,7 +90,7 @@ def export(tables: Tables, path: Path, fmt: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "csv":
-        from rosetta.report.safe import csv_cell
+        from rosetta.safetext import csv_cell
 
         tables.tidy.apply(lambda col: col.map(csv_cell)).to_csv(path, index=False)
         return path

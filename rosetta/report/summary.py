@@ -12,7 +12,7 @@ import csv
 from pathlib import Path
 
 from rosetta.report.order import row_key
-from rosetta.report.safe import csv_cell, plain
+from rosetta.safetext import csv_cell, plain
 
 SUMMARY_COLUMNS = ["workload", "backend", "status", "equivalent", "cold_start_s", "step_median_s",
                    "step_ci95_low_s", "step_ci95_high_s", "end_to_end_s", "test_accuracy",

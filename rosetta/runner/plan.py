@@ -308,7 +308,7 @@ def _loadable(names: list[str]) -> list[str]:
     """The workloads of ``--workloads all`` whose specs load; a broken spec is one warning line
     and does not stop the others (as in ``rosetta list``)."""
     from rosetta.errors import SpecError
-    from rosetta.report.safe import plain
+    from rosetta.safetext import plain
     from rosetta.spec import get_workload, models_dir
 
     good = []

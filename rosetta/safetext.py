@@ -9,7 +9,7 @@ printed. Two places need care:
 - printed text with terminal escape sequences (``ESC [ ...``) or other control characters can
   rewrite the screen or the window title; :func:`plain` removes them, keeping newlines and tabs.
 
-Both the summary table and the CSV (and the report's CSV export) call these.
+The summary table, the CSV, the report's CSV export and every command's printed errors call these.
 """
 
 from __future__ import annotations
