@@ -213,9 +213,18 @@ class Model(ABC):
 
     # -- helpers every backend inherits -----------------------------------------------------
     def predict_numpy(self, x: np.ndarray) -> np.ndarray:
-        """Evaluation-mode outputs for a canonical NumPy batch, through the native loader."""
+        """Evaluation-mode outputs for a canonical NumPy batch, through the native loader, in
+        the canonical layout (``output_to_canonical``)."""
         batch = next(iter(self.loader(x, None, np.arange(len(x)), len(x))))
-        return self.to_numpy(self.predict(batch))
+        return self.output_to_canonical(self.to_numpy(self.predict(batch)))
+
+    def output_to_canonical(self, out: np.ndarray) -> np.ndarray:
+        """The model's output (NumPy, native layout) in the canonical layout of the workload's
+        last op: what makes every *prefix* of a graph comparable with the reference (the
+        localiser builds one per op). A backend whose activations are not canonical (NHWC
+        images, an NHWC flatten's H, W, C rows, time-major sequences) overrides this, in its
+        ``model.py``; the default is for backends that compute in the canonical layout."""
+        return out
 
     def runtime_manifest(self) -> dict:
         """The manifest keys every backend takes from its runtime (typed, not prose)."""
@@ -227,6 +236,20 @@ class Model(ABC):
             "tf32": r.tf32,
             "threads": r.threads,
         }
+
+
+def hwc_flatten_at_output(workload, channels_last: bool) -> tuple[int, int, int] | None:
+    """``(C, H, W)`` when the workload's output is the flatten of a ``(C, H, W)`` activation
+    held channels-last (its rows then in H, W, C order, reaching the output through ReLU or
+    dropout unchanged), else ``None``: what ``output_to_canonical`` must undo."""
+    chw, shape = None, tuple(workload.input.shape)
+    for node in workload.graph:
+        if isinstance(node, ops.Flatten) and len(shape) == 3 and channels_last:
+            chw = shape
+        elif not isinstance(node, (ops.ReLU, ops.Dropout)):
+            chw = None
+        shape = node.out_shape(shape)
+    return chw
 
 
 def check_contract(module: ModuleType) -> None:

@@ -21,10 +21,13 @@ development CPU, oneDNN/MKL, torch 2.13 CPU; rerun it before changing a choice):
 
 - ``torch.compile``, keyed by what the workload does, never by its name: *a forward-only
   workload (features) runs* ``torch.compile`` *(inductor) with freezing*; *a training workload
-  runs eager*. Freezing folds the weights into the graph as constants (BatchNorm into the
-  convolutions), which is only sound where the weights never change during the timed run, so
-  it never applies to training, and ``set_params`` drops the compiled graphs
-  (``torch._dynamo.reset()``) so that no frozen constant outlives the weights it was made from.
+  runs eager*, and so do float64 (freezing's oneDNN convolutions have no float64 kernels) and
+  the localiser's prefix cuts (task ``probe``): a rule of (task, dtype), ``compile_default``,
+  recorded with its reason in the manifest (``compile_reason``). Freezing folds the weights
+  into the graph as constants (BatchNorm into the convolutions), which is only sound where the
+  weights never change during the timed run, so it never applies to training, and
+  ``set_params`` drops the compiled graphs (``torch._dynamo.reset()``) so that no frozen
+  constant outlives the weights it was made from.
   Every batch shape compiles its own static graph (``dynamic=False``: the program measured);
   the compile lands in the cold start (first step) and, for the gate's and the latency's batch
   shapes, in ``gate_s`` and outside every clock. Measured (compile / eager, steady step,
@@ -84,19 +87,47 @@ AUTOCAST_FP32_ON_CPU = (nn.GRU, nn.Embedding)
 CompileOption = bool | str | Callable | None
 
 
-def compile_default(workload: Workload) -> bool:
-    """Whether ``workload`` compiles when nothing asks otherwise: forward-only workloads do
-    (inductor with freezing, measured in the module docstring), training workloads do not."""
-    return workload.task != "train"
+def compile_default(task: str, dtype: str) -> bool:
+    """Whether a model of ``task`` in ``dtype`` compiles when nothing asks otherwise: only the
+    forward-only workload (``features``) in float32 (see :func:`compile_reason` for why)."""
+    return task == "features" and dtype != "float64"
 
 
-def compile_backend(option: CompileOption, workload: Workload) -> str | Callable | None:
+def compile_reason(option: CompileOption, task: str, dtype: str) -> str:
+    """Why the model runs eager or compiled (the manifest's ``compile_reason``): the build
+    option, ``$ROSETTA_TORCH_COMPILE``, or the default's rule of task and dtype:
+    forward-only float32 compiles (inductor with freezing, measured faster: module docstring);
+    training does not (measured: no gain); float64 does not (inductor's freezing lowers
+    convolutions to oneDNN's packed kernels, which have no float64 form: ``BackendCompilerFailed
+    ... Double``); nor does another forward-only task, such as the localiser's prefix cuts
+    (``probe``: one model per op, a diagnosis, never timed; compiling each would pay inductor
+    per prefix and run into dynamo's recompile limit)."""
+    if option is not None:
+        return "the build option"
+    raw = os.environ.get(COMPILE_ENV, "").strip()
+    if raw:
+        return f"${COMPILE_ENV}={raw}"
+    if task == "train":
+        return "default: training, where torch.compile measured no faster"
+    if task != "features":
+        return f"default: task {task!r} is a diagnostic cut of the graph, not the timed program"
+    if dtype == "float64":
+        return "default: float64, which inductor freezing's oneDNN convolutions do not run"
+    return "default: forward-only float32, where inductor with freezing measured faster"
+
+
+def compile_backend(
+    option: CompileOption, workload: Workload, dtype: str = "float32"
+) -> str | Callable | None:
     """The ``torch.compile`` backend to use, or None for eager: the build option if given (True:
     inductor, False: eager, a string or callable: that backend), else ``$ROSETTA_TORCH_COMPILE``
-    (1/0), else :func:`compile_default`."""
+    (1/0), else :func:`compile_default` of the workload's task and ``dtype``."""
     if option is None:
         raw = os.environ.get(COMPILE_ENV, "").strip().lower()
-        option = compile_default(workload) if raw == "" else raw not in ("0", "false", "no")
+        if raw == "":
+            option = compile_default(workload.task, dtype)
+        else:
+            option = raw not in ("0", "false", "no")
     if option is False:
         return None
     if option is True:
@@ -162,10 +193,16 @@ class TorchModel(Model):
         self.dropouts = [m for m in self.net.modules() if isinstance(m, GatedDropout)]
         self.dropout = True
         self.binds = weights.bindings(ctx.owners)
-        self.compile_backend = compile_backend(compile, workload)
+        self.compile_backend = compile_backend(compile, workload, runtime.dtype)
+        self.compile_reason = compile_reason(compile, workload.task, runtime.dtype)
         # freezing: inductor's, for forward-only workloads only (their weights never change
-        # while timed); each batch shape compiles its own static graph
-        self.freezing = self.compile_backend == "inductor" and workload.task != "train"
+        # while timed), never in float64 (no float64 kernels for its frozen convolutions); each
+        # batch shape compiles its own static graph
+        self.freezing = (
+            self.compile_backend == "inductor"
+            and workload.task != "train"
+            and runtime.dtype != "float64"
+        )
         self.frozen_shapes: set[tuple] = set()  # shapes compiled with frozen weights
         if self.compile_backend is None:
             self.forward = self.net
@@ -335,6 +372,7 @@ class TorchModel(Model):
             "blas": settings.blas(),
             "precision_mode": precision_mode(self.runtime, self.net),
             "compile": compiled,
+            "compile_reason": self.compile_reason,
             "autotune": "cudnn.benchmark=True" if self.autotune else "n/a",
             "fused_rnn": _fused_rnn(cuda) if has_gru else "n/a",
             "loader": (
