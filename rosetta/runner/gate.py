@@ -78,12 +78,13 @@ class GateResult:
         equivalent. ``where`` says why the place and the worst tensor differ, where they do."""
         for c in sorted(self.checks, key=_check_rank):  # the first failure in causal order
             if not c.ok:
-                at = self.where or (f"first at {c.first_failure}" if c.first_failure else "")
+                at, _, why = self.where.partition("; ")  # the place; what reconciles the rest
+                at = at or (f"first at {c.first_failure}" if c.first_failure else "")
                 line = f"{c.what} diverge{' ' + at if at else ''}: {c.violation:.3g}x the tolerance"
                 first = c.first_failure.split(" (")[0]
                 if c.worst and c.worst != first and (self.where or first):
                     line += f" (worst {c.worst})"
-                return line
+                return line + (f"; {why}" if why else "")
         return ""
 
     @classmethod
@@ -279,11 +280,12 @@ def _localise(build, workload, params, x, y, checks, gate_dtype: str) -> tuple[s
             f"{', '.join(misloaded)} (op {ops_}) read back before any step differ from the "
             "canonical weights loaded: a loading fault (set_params/get_params)"
         )
+    at_loaded = f"at op {localise.param_op(workload, misloaded[0])}" if misloaded else ""
     try:
         if not fwd_ok:
             errors = localise.forward_probe(build, workload, params, x, dtype, tol.forward)
             hit = localise.first_over(errors)
-            where = f"first at op {hit.label} (forward, {dtype})" if hit else ""
+            where = f"first at op {hit.label} (forward, {dtype})" if hit else at_loaded
             return _joined(where, loaded), tuple(errors)
         if not grads_ok and y is not None:
             errors = localise.gradient_probe(build, workload, params, x, y, dtype, tol.grads)
@@ -293,23 +295,34 @@ def _localise(build, workload, params, x, y, checks, gate_dtype: str) -> tuple[s
                 (c for c in sorted(checks, key=_check_rank) if not c.ok and c.what[:5] == "grads"),
                 None,
             )
-            op = localise.param_op(workload, grads.worst).split(" (")[0] if grads else ""
-            if hit and op and op not in hit.label.split(", "):
-                where += (
-                    f"; the worst gradient, {grads.worst}, lies further back: an error grows as "
-                    "it flows back from the loss"
-                )
-            return _joined(where, loaded), tuple(errors)
+            aside = _worst_aside(workload, grads.worst, hit.label) if hit and grads else ""
+            return _joined(where or at_loaded, aside, loaded), tuple(errors)
     except Exception as exc:  # noqa: BLE001 - localisation is a diagnosis, never a crash
         return _joined(f"(localisation failed: {type(exc).__name__}: {exc})", loaded), ()
     if kind == "params" and misloaded:
-        return f"at op {localise.param_op(workload, misloaded[0])}, not the optimiser: {loaded}", ()
+        return _joined(f"{at_loaded}, not the optimiser", loaded), ()
     if kind == "params":
         return (
             f"in the optimiser: forward and gradients agree, the {K_STEPS}-step change does not",
             (),
         )
     return loaded, ()
+
+
+def _worst_aside(workload: Workload, worst: str, segment: str) -> str:
+    """Why the gradient check's worst tensor lies outside the segment the probe named ('' when
+    it lies inside): further back, an error grows as it flows back from the loss; nearer the
+    loss, the difference comes with the activations reaching it (its own segment, fed the
+    reference's activation, reads within tolerance)."""
+    op = localise.param_op(workload, worst).split(" (")[0]
+    if not worst or op in segment.split(", "):
+        return ""
+    if int(op.split()[0]) < int(segment.split()[0]):
+        return f"the worst gradient, {worst}, lies further back: the error grows as it flows back"
+    return (
+        f"the worst gradient, {worst}, lies nearer the loss: fed the reference's activation its "
+        "own segment is within tolerance, so it comes with the activations reaching it"
+    )
 
 
 def _joined(*parts: str) -> str:
