@@ -149,3 +149,21 @@ def test_a_kernel_entry_off_in_the_timed_model_only_is_named_at_its_op_not_the_o
     line = result.divergence
     assert line.startswith("params diverge at op 6 conv2d conv3, not the optimiser"), line
     assert "conv3.kernel" in line and "in the optimiser" not in line
+
+
+def test_a_large_kernel_entry_off_tells_one_story(monkeypatch):
+    """+0.02 in one conv3 kernel entry: the first failing check (a forward) is named at conv3;
+    the parameter check names its worst tensor as its first failure (conv3.kernel, not
+    conv1.bias, which only fails downstream of it), and the loading fault is named at its op."""
+    monkeypatch.setattr(planted, "KERNEL_ENTRY_OFF", 0.02)
+    w = _workload("cnn")
+    params = canonical_weights(w, 0)
+    x, y = _batch(w)
+    build = planted.build("kernel_entry_off")
+    result = run_gate(build(w, params, "float32"), w, params, x, y, "float32", build=build)
+    line = result.divergence
+    assert line.startswith("forward") and "first at op 6 conv2d conv3 (forward" in line, line
+    assert "conv3.kernel (op 6 conv2d conv3) read back before any step differ" in line, line
+    params_check = next(c for c in result.checks if c.what == "params")
+    assert params_check.worst == "conv3.kernel"
+    assert params_check.first_failure.startswith("conv3.kernel ")

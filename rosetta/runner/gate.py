@@ -314,8 +314,8 @@ def _worst_aside(workload: Workload, worst: str, segment: str) -> str:
     it lies inside): further back, an error grows as it flows back from the loss; nearer the
     loss, the difference comes with the activations reaching it (its own segment, fed the
     reference's activation, reads within tolerance)."""
-    op = localise.param_op(workload, worst).split(" (")[0]
-    if not worst or op in segment.split(", "):
+    op = localise.param_op(workload, worst).split(" (")[0] if worst else ""
+    if not op[:1].isdigit() or not segment[:1].isdigit() or op in segment.split(", "):
         return ""
     if int(op.split()[0]) < int(segment.split()[0]):
         return f"the worst gradient, {worst}, lies further back: the error grows as it flows back"
