@@ -41,12 +41,14 @@ array to block on), and ``to_numpy(value)`` is the one explicit way back to NumP
 **The NumPy face** serves the equivalence gate and the tests, always in canonical names and
 layouts: ``set_params``/``get_params`` (which is exact: a round trip returns the same bits),
 ``loss_and_grads(x, y)`` and ``deterministic_steps(x, y, k)`` (k optimiser steps on one batch
-with dropout off), both with dropout off, and ``batch_to_numpy(batch)`` (a native batch back in
-canonical layout). ``set_params`` also resets the optimiser state: loading weights starts
+with dropout off), both with dropout off, ``batch_to_numpy(batch)`` (a native batch back in
+canonical layout) and ``predict_numpy(x)``, whose outputs ``output_to_canonical`` turns back to
+the canonical layout of the graph's last op (the identity for a full workload's logits or
+features; what makes each prefix the localiser cuts comparable). ``set_params`` also resets the optimiser state: loading weights starts
 training afresh. ``manifest()`` says which fast path ran (``MANIFEST_KEYS``).
 
-Layout conversions happen in ``weights.py`` (through ``set_params``/``get_params``) and the
-loader, nowhere else. An op a backend cannot lower raises ``rosetta.errors.BackendError`` naming
+Layout conversions happen in ``weights.py`` (through ``set_params``/``get_params``), the
+loader and ``Model.output_to_canonical`` (activations, in ``model.py``), nowhere else. An op a backend cannot lower raises ``rosetta.errors.BackendError`` naming
 the backend and the op (``driver.unsupported``).
 """
 
