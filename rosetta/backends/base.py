@@ -44,12 +44,14 @@ layouts: ``set_params``/``get_params`` (which is exact: a round trip returns the
 with dropout off), both with dropout off, ``batch_to_numpy(batch)`` (a native batch back in
 canonical layout) and ``predict_numpy(x)``, whose outputs ``output_to_canonical`` turns back to
 the canonical layout of the graph's last op (the identity for a full workload's logits or
-features; what makes each prefix the localiser cuts comparable). ``set_params`` also resets the optimiser state: loading weights starts
-training afresh. ``manifest()`` says which fast path ran (``MANIFEST_KEYS``).
+features; what makes each prefix the localiser cuts comparable). ``set_params`` also resets
+the optimiser state: loading weights starts training afresh. ``manifest()`` says which fast
+path ran (``MANIFEST_KEYS``).
 
 Layout conversions happen in ``weights.py`` (through ``set_params``/``get_params``), the
-loader and ``Model.output_to_canonical`` (activations, in ``model.py``), nowhere else. An op a backend cannot lower raises ``rosetta.errors.BackendError`` naming
-the backend and the op (``driver.unsupported``).
+loader and ``Model.output_to_canonical`` (activations, in ``model.py``), nowhere else. An op a
+backend cannot lower raises ``rosetta.errors.BackendError`` naming the backend and the op
+(``driver.unsupported``).
 """
 
 from __future__ import annotations
