@@ -162,7 +162,9 @@ class KerasModel(Model):
         if w.input.dtype == "int32":
             inputs = keras.Input(shape=shape, dtype="int32", name="tokens")  # (T,), batch-major
         else:
-            native = shape if self.fast.data_format == "channels_first" else (*shape[1:], shape[0])
+            native = shape  # (F,) or (T, E): a cut's activations (the localiser's suffixes)
+            if len(shape) == 3 and self.fast.data_format == "channels_last":
+                native = (*shape[1:], shape[0])  # (C, H, W) -> (H, W, C)
             inputs = keras.Input(
                 shape=native, dtype=self.dtype, name="images"
             )  # (H, W, C)|(C, H, W)
