@@ -134,16 +134,21 @@ def torch_compile_in_effect(setting: str, task: str, dtype: str) -> tuple[bool, 
     """Whether a torch build compiles its timed program (``torch.compile``), and why: ``on`` and
     ``off`` are the user's (``--torch-compile``); ``default`` compiles a forward-only (features)
     float32 program only. Training gains nothing measured and pays minutes of inductor builds
-    (``rosetta/backends/torch/model.py``); float64 builds (the gate's reference-precision
-    check) run eager."""
+    (``rosetta/backends/torch/model.py``). Whatever the setting, a float64 build runs eager
+    (inductor's freezing lowers convolutions to oneDNN's packed kernels, which have no float64
+    form: ``BackendCompilerFailed ... Double``), and so do the localiser's cuts of the graph
+    (task ``probe``: one model per op, a diagnosis never timed; compiling each would pay inductor
+    per prefix and run into dynamo's recompile limit)."""
+    if task == "probe":
+        return False, "a diagnostic cut of the graph (the localiser's), not the timed program"
+    if dtype == "float64":
+        return False, "float64, which inductor freezing's oneDNN convolutions do not run"
     if setting == "on":
         return True, "asked for (torch_compile on)"
     if setting == "off":
         return False, "asked for (torch_compile off)"
     if task == "train":
         return False, "default: a training step runs eager (compiling gains nothing measured)"
-    if dtype == "float64":
-        return False, "default: a float64 build runs eager"
     return True, "default: a forward-only float32 program compiles (inductor with freezing)"
 
 

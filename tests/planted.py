@@ -17,6 +17,7 @@ from rosetta.backends import numpy_ref, runtime_for
 from rosetta.backends.numpy_ref import nn, optim
 from rosetta.backends.numpy_ref.lowering import TABLE
 from rosetta.backends.numpy_ref.model import ReferenceModel
+from rosetta.spec import ops
 
 
 def _nhwc_rows(kernel: np.ndarray, chw: tuple[int, int, int]) -> np.ndarray:
@@ -81,6 +82,35 @@ def _relu_half_at_zero(op, site, build):
     return relu_layer
 
 
+#: the size of ``kernel_entry_off``'s one wrong entry (conv3.kernel[0, 0, 0, 0])
+KERNEL_ENTRY_OFF = 1e-4
+
+
+def load_fault(defect: str, workload, params: dict) -> dict:
+    """``params`` as a backend with ``defect`` at its ``set_params`` boundary would load them
+    (the layout and loading defects; the others are returned unchanged). Only tensors the
+    (possibly cut) workload holds are touched: a prefix or suffix without the faulty op is clean,
+    as it would be in a backend."""
+    p = dict(params)
+    if defect == "fc1_no_permutation" and "fc1.kernel" in params:
+        chw = _flatten_input(workload)
+        if chw is not None:  # a suffix cut at fc1 has no flatten before it: nothing to permute
+            p["fc1.kernel"] = _nhwc_rows(np.asarray(params["fc1.kernel"]), chw)
+    if defect == "gru_zr_swapped" and "gru.kernel" in params:
+        for k in ("gru.kernel", "gru.recurrent_kernel", "gru.bias_input", "gru.bias_recurrent"):
+            p[k] = _swap_zr(np.asarray(params[k]))
+    if defect == "bn_mean_var_swapped":
+        for k in params:
+            if k.endswith(".mean"):
+                base = k[: -len(".mean")]
+                p[k], p[base + ".var"] = params[base + ".var"], params[k]
+    if defect == "kernel_entry_off" and "conv3.kernel" in params:
+        k = np.array(params["conv3.kernel"], dtype=params["conv3.kernel"].dtype)
+        k[0, 0, 0, 0] += KERNEL_ENTRY_OFF
+        p["conv3.kernel"] = k
+    return p
+
+
 class Planted(ReferenceModel):
     """The reference with ``defect`` planted (see ``DEFECTS``)."""
 
@@ -88,23 +118,8 @@ class Planted(ReferenceModel):
     defect = ""
 
     def set_params(self, params):
-        p = dict(params)
         w = self.workload
-        if self.defect == "fc1_no_permutation" and "fc1.kernel" in params:
-            p["fc1.kernel"] = _nhwc_rows(np.asarray(params["fc1.kernel"]), _flatten_input(w))
-        if self.defect == "gru_zr_swapped" and "gru.kernel" in params:
-            for k in ("gru.kernel", "gru.recurrent_kernel", "gru.bias_input", "gru.bias_recurrent"):
-                p[k] = _swap_zr(np.asarray(params[k]))
-        if self.defect == "bn_mean_var_swapped":
-            for k in params:
-                if k.endswith(".mean"):
-                    base = k[: -len(".mean")]
-                    p[k], p[base + ".var"] = params[base + ".var"], params[k]
-        if self.defect == "kernel_entry_off" and "conv3.kernel" in params:
-            k = np.array(params["conv3.kernel"], dtype=np.float64)
-            k[0, 0, 0, 0] += 1e-4
-            p["conv3.kernel"] = k
-        super().set_params(p)
+        super().set_params(load_fault(self.defect, w, params))
         o = w.optimizer
         if o is None:
             return
@@ -118,13 +133,14 @@ class Planted(ReferenceModel):
             self.optimizer = optim.SGD(lr=o.lr, momentum=0.5, nesterov=o.nesterov)
 
 
-def _flatten_input(w) -> tuple[int, int, int]:
-    """The per-sample input (C, H, W) of the flatten before fc1."""
+def _flatten_input(w) -> tuple[int, int, int] | None:
+    """The per-sample input (C, H, W) of the flatten right before fc1 (None: fc1 has none)."""
     shape = prev = w.input.shape
+    last = None
     for node in w.graph:
         if getattr(node, "name", "") == "fc1":
-            return prev
-        prev, shape = shape, node.out_shape(shape)
+            return tuple(prev) if isinstance(last, ops.Flatten) and len(prev) == 3 else None
+        prev, shape, last = shape, node.out_shape(shape), node
     raise ValueError("no fc1")
 
 
@@ -141,13 +157,64 @@ DEFECTS = (
 )
 
 
+#: the defects planted in every real backend, at its ``set_params`` boundary (``into``)
+LOAD_DEFECTS = ("fc1_no_permutation", "gru_zr_swapped", "kernel_entry_off")
+
+
+def read_fault(defect: str, workload, params: dict) -> dict:
+    """What ``get_params`` of a backend with ``defect`` returns for the arrays it holds: a
+    layout mistake is made both ways (the same wrong conversion undone on the way back, so the
+    round trip is exact and only the computation shows it); a wrong entry is read back as held."""
+    p = dict(params)
+    if defect == "fc1_no_permutation" and "fc1.kernel" in params:
+        chw = _flatten_input(workload)
+        if chw is not None:
+            c, h, w = chw
+            # (H*W*C, O) -> (H, W, C, O) -> (C, H, W, O) -> (C*H*W, O): _nhwc_rows undone
+            k = np.asarray(params["fc1.kernel"])
+            p["fc1.kernel"] = k.reshape(h, w, c, -1).transpose(2, 0, 1, 3).reshape(c * h * w, -1)
+    if defect == "gru_zr_swapped" and "gru.kernel" in params:
+        for k in ("gru.kernel", "gru.recurrent_kernel", "gru.bias_input", "gru.bias_recurrent"):
+            p[k] = _swap_zr(np.asarray(params[k]))
+    return p
+
+
+def plant(model, defect: str, workload):
+    """``model`` (a real backend's, holding nothing yet) with the loading ``defect`` at its
+    ``set_params``/``get_params`` boundary, as instance attributes (nothing shared is patched;
+    ``unplant`` removes them)."""
+    assert defect in LOAD_DEFECTS, defect
+    clean_set, clean_get = model.set_params, model.get_params
+    model.set_params = lambda p: clean_set(load_fault(defect, workload, p))
+    model.get_params = lambda: read_fault(defect, workload, clean_get())
+    return model
+
+
+def unplant(model) -> None:
+    """Remove ``plant``'s attributes: the model's own loading boundary again."""
+    for name in ("set_params", "get_params"):
+        model.__dict__.pop(name, None)
+
+
+def into(backend: str, defect: str):
+    """``build(workload, params, dtype) -> Model`` of the real ``backend`` with the loading
+    ``defect`` planted (``plant``): fc1's rows in the wrong order, the z and r gate blocks
+    exchanged, one conv3 kernel entry off. Everything else is the backend's own."""
+    from rosetta.backends import make as make_model
+
+    def make(workload, params, dtype):
+        model = plant(make_model(backend, workload, params, dtype=dtype), defect, workload)
+        model.set_params(params)
+        return model
+
+    return make
+
+
 def build(defect: str):
     """``build(workload, params, dtype) -> Model`` of the reference with ``defect`` planted."""
     assert defect in DEFECTS, defect
     table = TABLE
     if defect == "relu_half_at_zero":
-        from rosetta.spec import ops
-
         table = dataclasses.replace(TABLE, entries={**TABLE.entries, ops.ReLU: _relu_half_at_zero})
     cls = type(f"Planted_{defect}", (Planted,), {"defect": defect, "table": table})
 

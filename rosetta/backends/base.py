@@ -41,13 +41,17 @@ array to block on), and ``to_numpy(value)`` is the one explicit way back to NumP
 **The NumPy face** serves the equivalence gate and the tests, always in canonical names and
 layouts: ``set_params``/``get_params`` (which is exact: a round trip returns the same bits),
 ``loss_and_grads(x, y)`` and ``deterministic_steps(x, y, k)`` (k optimiser steps on one batch
-with dropout off), both with dropout off, and ``batch_to_numpy(batch)`` (a native batch back in
-canonical layout). ``set_params`` also resets the optimiser state: loading weights starts
-training afresh. ``manifest()`` says which fast path ran (``MANIFEST_KEYS``).
+with dropout off), both with dropout off, ``batch_to_numpy(batch)`` (a native batch back in
+canonical layout) and ``predict_numpy(x)``, whose outputs ``output_to_canonical`` turns back to
+the canonical layout of the graph's last op (the identity for a full workload's logits or
+features; what makes each prefix the localiser cuts comparable). ``set_params`` also resets
+the optimiser state: loading weights starts training afresh. ``manifest()`` says which fast
+path ran (``MANIFEST_KEYS``).
 
-Layout conversions happen in ``weights.py`` (through ``set_params``/``get_params``) and the
-loader, nowhere else. An op a backend cannot lower raises ``rosetta.errors.BackendError`` naming
-the backend and the op (``driver.unsupported``).
+Layout conversions happen in ``weights.py`` (through ``set_params``/``get_params``), the
+loader and ``Model.output_to_canonical`` (activations, in ``model.py``), nowhere else. An op a
+backend cannot lower raises ``rosetta.errors.BackendError`` naming the backend and the op
+(``driver.unsupported``).
 """
 
 from __future__ import annotations
@@ -213,9 +217,18 @@ class Model(ABC):
 
     # -- helpers every backend inherits -----------------------------------------------------
     def predict_numpy(self, x: np.ndarray) -> np.ndarray:
-        """Evaluation-mode outputs for a canonical NumPy batch, through the native loader."""
+        """Evaluation-mode outputs for a canonical NumPy batch, through the native loader, in
+        the canonical layout (``output_to_canonical``)."""
         batch = next(iter(self.loader(x, None, np.arange(len(x)), len(x))))
-        return self.to_numpy(self.predict(batch))
+        return self.output_to_canonical(self.to_numpy(self.predict(batch)))
+
+    def output_to_canonical(self, out: np.ndarray) -> np.ndarray:
+        """The model's output (NumPy, native layout) in the canonical layout of the workload's
+        last op: what makes every *prefix* of a graph comparable with the reference (the
+        localiser builds one per op). A backend whose activations are not canonical (NHWC
+        images, an NHWC flatten's H, W, C rows, time-major sequences) overrides this, in its
+        ``model.py``; the default is for backends that compute in the canonical layout."""
+        return out
 
     def runtime_manifest(self) -> dict:
         """The manifest keys every backend takes from its runtime (typed, not prose)."""
@@ -250,6 +263,20 @@ def precision_unsupported(
     if precision in MIXED_PRECISIONS and dtype != "float32":
         return f"precision {precision} keeps float32 master weights; it needs --dtype float32"
     return ""
+
+
+def hwc_flatten_at_output(workload, channels_last: bool) -> tuple[int, int, int] | None:
+    """``(C, H, W)`` when the workload's output is the flatten of a ``(C, H, W)`` activation
+    held channels-last (its rows then in H, W, C order, reaching the output through ReLU or
+    dropout unchanged), else ``None``: what ``output_to_canonical`` must undo."""
+    chw, shape = None, tuple(workload.input.shape)
+    for node in workload.graph:
+        if isinstance(node, ops.Flatten) and len(shape) == 3 and channels_last:
+            chw = shape
+        elif not isinstance(node, (ops.ReLU, ops.Dropout)):
+            chw = None
+        shape = node.out_shape(shape)
+    return chw
 
 
 def check_contract(module: ModuleType) -> None:

@@ -36,13 +36,19 @@ K_STEPS = 3  # optimiser steps compared by the gate
 @dataclass(frozen=True)
 class Check:
     """One compared quantity: its worst violation (max |a - b| / bound; <= 1 passes), where it
-    was worst, and the first failing parameter (walking back from the loss for gradients)."""
+    was worst, and the first failing parameter: walking back from the loss for gradients (a
+    backward error starts nearest the loss), the worst one for the k-step change (which mixes
+    every step's gradients: no order there tells a cause). ``misloaded`` names the parameters
+    whose values, read back before any step, differ from the canonical weights loaded: a
+    ``set_params``/``get_params`` fault, which the k-step change (measured from the canonical
+    weights) shows as if the optimiser had moved them."""
 
     what: str  # "forward" | "loss" | "grads" | "params", "... (float64)" for the float64 gate
     violation: float
     worst: str = ""
     first_failure: str = ""
     per_param: dict = field(default_factory=dict, compare=False)
+    misloaded: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -67,11 +73,18 @@ class GateResult:
 
     @property
     def divergence(self) -> str:
-        """One line naming the first failing check and its place, or '' when equivalent."""
+        """One line naming the first failing check, its place (the localised op, or the first
+        failing tensor), and that check's worst tensor where it is another one; '' when
+        equivalent. ``where`` says why the place and the worst tensor differ, where they do."""
         for c in sorted(self.checks, key=_check_rank):  # the first failure in causal order
             if not c.ok:
-                at = self.where or (f"first at {c.first_failure}" if c.first_failure else "")
-                return f"{c.what} diverge{' ' + at if at else ''}: {c.violation:.3g}x the tolerance"
+                at, _, why = self.where.partition("; ")  # the place; what reconciles the rest
+                at = at or (f"first at {c.first_failure}" if c.first_failure else "")
+                line = f"{c.what} diverge{' ' + at if at else ''}: {c.violation:.3g}x the tolerance"
+                first = c.first_failure.split(" (")[0]
+                if c.worst and c.worst != first and (self.where or first):
+                    line += f" (worst {c.worst})"
+                return line + (f"; {why}" if why else "")
         return ""
 
     @classmethod
@@ -84,7 +97,10 @@ class GateResult:
             return float("inf") if x is None else float(x)
 
         checks = tuple(
-            Check(c["what"], v(c["violation"]), c.get("worst", ""), c.get("first_failure", ""))
+            Check(
+                c["what"], v(c["violation"]), c.get("worst", ""), c.get("first_failure", ""),
+                misloaded=tuple(c.get("misloaded", ())),
+            )  # fmt: skip
             for c in d["checks"]
         )
         ops = {
@@ -128,19 +144,27 @@ def _nan_inf(v: float) -> float:
 
 
 def compare_params(
-    tol: Tolerance, what: str, actual: Params, desired: Params, order: list[str]
+    tol: Tolerance,
+    what: str,
+    actual: Params,
+    desired: Params,
+    order: list[str] | None,
+    misloaded: tuple[str, ...] = (),
 ) -> Check:
-    """Compare named arrays in ``order``: worst violation, first failing name, every violation."""
+    """Compare named arrays: worst violation, first failing name (in ``order``; ``None``: the
+    worst failing one), every violation."""
     worst, worst_name, first, each = 0.0, "", "", {}
-    for name in order:
+    for name in order if order is not None else list(desired):
         a = actual.get(name)
         v = float("inf") if a is None else _nan_inf(tol.violation(a, desired[name]))
         each[name] = v
         if v > worst or not worst_name:
             worst, worst_name = v, name
-        if not v <= 1.0 and not first:
+        if not v <= 1.0 and not first and order is not None:
             first = f"{name} ({v:.3g}x)"
-    return Check(what, worst, worst_name, first, each)
+    if order is None and not worst <= 1.0:
+        first = f"{worst_name} ({worst:.3g}x)"
+    return Check(what, worst, worst_name, first, each, misloaded)
 
 
 def _checks(
@@ -154,6 +178,13 @@ def _checks(
     if workload.task != "train" or y is None:
         return checks
     order = [p.name for p in workload.param_specs if p.trainable]
+    p0 = {n: np.asarray(params[n], dtype=np.float64) for n in order}
+    # what the model holds before any step: a round trip is exact (the contract), so any
+    # difference is a loading fault, not something an optimiser did
+    start = model.get_params()
+    misloaded = tuple(
+        n for n in order if not np.array_equal(np.asarray(start.get(n), dtype=np.float64), p0[n])
+    )
     _, grads = model.loss_and_grads(x, y)
     losses, after = model.gated_steps(x, y, k)  # the timed program, dropout off inside it
     checks.append(
@@ -161,9 +192,11 @@ def _checks(
     )
     # walking back from the loss: the first failing gradient named is the one nearest the loss
     checks.append(compare_params(tol.grads, "grads" + suffix, grads, ref.grads, order[::-1]))
-    p0 = {n: np.asarray(params[n], dtype=np.float64) for n in order}
     change = {n: np.asarray(after[n], dtype=np.float64) - p0[n] for n in order if n in after}
-    checks.append(compare_params(tol.params, "params" + suffix, change, ref.change, order))
+    ordered = {n: ref.change[n] for n in order}
+    checks.append(
+        compare_params(tol.params, "params" + suffix, change, ordered, None, misloaded)
+    )
     return checks
 
 
@@ -231,28 +264,66 @@ def run_gate(
 
 
 def _localise(build, workload, params, x, y, checks, gate_dtype: str) -> tuple[str, tuple]:
-    """Name the place of the first failing check (see ``rosetta.runner.localise``)."""
+    """Name the place of the first failing check (see ``rosetta.runner.localise``), in words
+    that agree with the checks' worst tensors or say why they differ."""
     failed = next(c for c in sorted(checks, key=_check_rank) if not c.ok)
     dtype = "float64" if failed.what.endswith("(float64)") else gate_dtype
     kind = failed.what.split(" ")[0]
     tol = workload.tolerances[dtype]
     fwd_ok = all(c.ok for c in checks if c.what.split(" ")[0] == "forward")
     grads_ok = all(c.ok for c in checks if c.what.split(" ")[0] in ("grads", "loss"))
+    misloaded = list(dict.fromkeys(n for c in checks for n in c.misloaded))
+    loaded = ""
+    if misloaded:
+        ops_ = ", ".join(dict.fromkeys(localise.param_op(workload, n) for n in misloaded))
+        loaded = (
+            f"{', '.join(misloaded)} (op {ops_}) read back before any step differ from the "
+            "canonical weights loaded: a loading fault (set_params/get_params)"
+        )
+    at_loaded = f"at op {localise.param_op(workload, misloaded[0])}" if misloaded else ""
     try:
         if not fwd_ok:
             errors = localise.forward_probe(build, workload, params, x, dtype, tol.forward)
             hit = localise.first_over(errors)
-            return (f"first at op {hit.label} (forward, {dtype})" if hit else ""), tuple(errors)
+            where = f"first at op {hit.label} (forward, {dtype})" if hit else at_loaded
+            return _joined(where, loaded), tuple(errors)
         if not grads_ok and y is not None:
             errors = localise.gradient_probe(build, workload, params, x, y, dtype, tol.grads)
             hit = localise.first_over(errors)
             where = f"first at {hit.label} (walking back from the loss, {dtype})" if hit else ""
-            return where, tuple(errors)
+            grads = next(
+                (c for c in sorted(checks, key=_check_rank) if not c.ok and c.what[:5] == "grads"),
+                None,
+            )
+            aside = _worst_aside(workload, grads.worst, hit.label) if hit and grads else ""
+            return _joined(where or at_loaded, aside, loaded), tuple(errors)
     except Exception as exc:  # noqa: BLE001 - localisation is a diagnosis, never a crash
-        return f"(localisation failed: {type(exc).__name__}: {exc})", ()
+        return _joined(f"(localisation failed: {type(exc).__name__}: {exc})", loaded), ()
+    if kind == "params" and misloaded:
+        return _joined(f"{at_loaded}, not the optimiser", loaded), ()
     if kind == "params":
         return (
             f"in the optimiser: forward and gradients agree, the {K_STEPS}-step change does not",
             (),
         )
-    return "", ()
+    return loaded, ()
+
+
+def _worst_aside(workload: Workload, worst: str, segment: str) -> str:
+    """Why the gradient check's worst tensor lies outside the segment the probe named ('' when
+    it lies inside): further back, an error grows as it flows back from the loss; nearer the
+    loss, the difference comes with the activations reaching it (its own segment, fed the
+    reference's activation, reads within tolerance)."""
+    op = localise.param_op(workload, worst).split(" (")[0] if worst else ""
+    if not op[:1].isdigit() or not segment[:1].isdigit() or op in segment.split(", "):
+        return ""
+    if int(op.split()[0]) < int(segment.split()[0]):
+        return f"the worst gradient, {worst}, lies further back: the error grows as it flows back"
+    return (
+        f"the worst gradient, {worst}, lies nearer the loss: fed the reference's activation its "
+        "own segment is within tolerance, so it comes with the activations reaching it"
+    )
+
+
+def _joined(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)

@@ -13,8 +13,13 @@ beyond ``build`` and its two faces, so it works for every backend, in-tree or no
   the segment between its cut and the previous one: the op that owns the parameters and the
   parameter-free ops behind it (a ReLU's or a max-pool's backward shows up there).
 
-Outputs of a prefix come back in the backend's native layout; a 4-D output in NHWC order is
-turned to NCHW before comparing (its shape tells, since C differs from H and W in every spec).
+Every prefix is compared in the canonical layout, whatever the backend computes in: its
+``predict_numpy`` returns canonical arrays (each backend's ``Model.output_to_canonical`` undoes
+its own layout: NHWC images, an NHWC flatten's H, W, C rows, time-major sequences), so nothing
+here knows a backend's layout, and a clean build reads within tolerance at every op
+(``tests/conformance/test_localise.py``). A prefix is a workload of its own task, ``PROBE_TASK``:
+forward-only, and a diagnostic cut rather than the timed program, so a backend that compiles
+forward-only workloads (torch) builds it eagerly instead of compiling one graph per prefix.
 Each probe builds one model per prefix or suffix, so this runs when the gate fails, not on every
 cell; the drift of passing cells is shown per parameter (``drift_by_op``).
 """
@@ -29,6 +34,8 @@ import numpy as np
 from rosetta.spec.workload import InputSpec, Tolerance, Workload
 
 Build = Callable[[Workload, dict, str], object]  # (workload, params, dtype) -> Model
+#: the task of the localiser's prefix cuts: forward-only, never the timed program
+PROBE_TASK = "probe"
 
 
 @dataclass(frozen=True)
@@ -65,30 +72,24 @@ def _shapes(workload: Workload) -> list[tuple]:
     return shapes
 
 
-def canonical(out: np.ndarray, per_sample: tuple) -> np.ndarray:
-    """A prefix output in canonical layout: NHWC turned to NCHW where the shape says so."""
-    out = np.asarray(out)
-    if out.ndim == 4 and out.shape[1:] != tuple(per_sample):
-        c, h, w = per_sample
-        if out.shape[1:] == (h, w, c):
-            return out.transpose(0, 3, 1, 2)  # (N, H, W, C) -> (N, C, H, W)
-    return out
+def prefix(workload: Workload, k: int) -> Workload:
+    """The first ``k`` top-level ops of ``workload`` as a forward-only probe (``PROBE_TASK``)."""
+    return replace(workload, graph=workload.graph[:k], task=PROBE_TASK, loss=None, optimizer=None)
 
 
 def forward_probe(
     build: Build, workload: Workload, params: dict, x: np.ndarray, dtype: str, tol: Tolerance
 ) -> list[OpError]:
-    """The forward violation of every prefix of the graph, in graph order."""
+    """The forward violation of every prefix of the graph, in graph order (both sides in the
+    canonical layout; a shape mismatch reads as inf)."""
     from rosetta.backends import make, numpy_ref
 
     errors = []
     for k in range(1, len(workload.graph) + 1):
-        prefix = replace(workload, graph=workload.graph[:k], task="features", loss=None,
-                         optimizer=None)  # fmt: skip
-        sub = _params_of(prefix.graph, workload.input.shape, params)
-        ref = make(numpy_ref, prefix, sub, dtype="float64").predict_numpy(x)
-        got = canonical(build(prefix, sub, dtype).predict_numpy(x), prefix.output_shape)
-        v = tol.violation(got, ref)
+        cut = prefix(workload, k)
+        sub = _params_of(cut.graph, workload.input.shape, params)
+        ref = make(numpy_ref, cut, sub, dtype="float64").predict_numpy(x)
+        v = tol.violation(build(cut, sub, dtype).predict_numpy(x), ref)
         errors.append(OpError(op_label(k - 1, workload.graph[k - 1]), np.nan_to_num(v, nan=np.inf)))
     return errors
 
@@ -116,8 +117,7 @@ def gradient_probe(
         label = ", ".join(op_label(i, workload.graph[i]) for i in range(start, end))
         sub_w, xin = workload, x
         if start > 0:
-            head = replace(workload, graph=workload.graph[:start], task="features", loss=None,
-                           optimizer=None)  # fmt: skip
+            head = prefix(workload, start)
             head_params = _params_of(head.graph, workload.input.shape, params)
             xin = make(numpy_ref, head, head_params, dtype="float64").predict_numpy(x)
             xin = xin.astype(np.float32)  # what a loader takes; the suffix computes in `dtype`
@@ -133,6 +133,20 @@ def gradient_probe(
         worst = max((tol.violation(got.get(k), ref[k]) for k in ref), default=0.0)
         errors.append(OpError(label, float("inf") if np.isnan(worst) else worst))
     return errors
+
+
+def param_op(workload: Workload, name: str) -> str:
+    """The label of the top-level op that owns parameter ``name`` (``"6 conv2d conv3"``; a
+    residual block's own op named after it: ``"4 residual (layer1.0.conv1)"``)."""
+    from rosetta.spec.graph import collect_params
+
+    owner = name.rsplit(".", 1)[0]
+    shapes = _shapes(workload)
+    for i, node in enumerate(workload.graph):
+        if any(p.name == name for p in collect_params([node], shapes[i])):
+            label = op_label(i, node)
+            return label if getattr(node, "name", "") == owner else f"{label} ({owner})"
+    return owner
 
 
 def first_over(errors: list[OpError]) -> OpError | None:

@@ -45,5 +45,7 @@ def native_batches(
         xb = arrays[0].astype(x_dtype, copy=False)
         if tokens:
             xb = np.ascontiguousarray(xb.T)  # token ids (B, T) -> time-major (T, B)
+        elif xb.ndim == 3:  # a float sequence (B, T, E) (the localiser's cut) -> time-major
+            xb = np.ascontiguousarray(xb.transpose(1, 0, 2))
         out = (xb,) if y is None else (xb, arrays[1].astype(np.int32, copy=False))
         yield tuple(chainer.dataset.to_device(device, a) for a in out)

@@ -121,6 +121,11 @@ class ChainerModel(Model):
             arrays[0] = arrays[0].T  # time-major (T, N) -> canonical (N, T)
         return tuple(arrays)
 
+    def output_to_canonical(self, out: np.ndarray) -> np.ndarray:
+        """A time-major sequence (T, N, E) (the embedding's output, what ``F.n_step_gru``
+        reads) -> (N, T, E); images are NCHW and the GRU's state (N, H) canonical already."""
+        return np.ascontiguousarray(out.transpose(1, 0, 2)) if out.ndim == 3 else out
+
     def _need_training(self) -> None:
         if self.workload.task != "train" or self.optimizer is None:
             raise BackendError(

@@ -36,8 +36,12 @@ def host_batches(
         xb = np.take(x, idx, axis=0)
         if xb.ndim == 4:
             xb = image_to_native(xb.astype(dtype, copy=False), layout)
-        else:
+        elif np.issubdtype(xb.dtype, np.integer):
             xb = xb.astype(np.int32, copy=False)  # token ids (N, T)
+        elif xb.ndim == 3:  # a float sequence (the localiser's cut before the GRU): time-major
+            xb = np.ascontiguousarray(xb.astype(dtype, copy=False).transpose(1, 0, 2))
+        else:  # float features (N, F) (a cut before a dense layer)
+            xb = xb.astype(dtype, copy=False)
         yield (xb,) if y is None else (xb, np.take(y, idx, axis=0).astype(np.int32))
 
 

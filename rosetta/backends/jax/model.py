@@ -32,12 +32,17 @@ import numpy as np
 import optax
 
 from rosetta.backends import driver
-from rosetta.backends.base import Batch, Model, Params
+from rosetta.backends.base import Batch, Model, Params, hwc_flatten_at_output
 from rosetta.backends.jax import loader as loader_mod
 from rosetta.backends.jax import lowering, runtime
 from rosetta.backends.jax.optim import make_optimizer
 from rosetta.backends.jax.runtime import jax_device, precision_scope
-from rosetta.backends.jax.weights import ParamLayout, image_to_canonical, image_to_native
+from rosetta.backends.jax.weights import (
+    ParamLayout,
+    flat_to_canonical,
+    image_to_canonical,
+    image_to_native,
+)
 from rosetta.errors import BackendError
 from rosetta.runtime import Runtime
 from rosetta.spec import ops
@@ -243,6 +248,19 @@ class JaxModel(Model):
         x = np.asarray(batch[0])
         x = image_to_canonical(x, self.layout) if x.ndim == 4 else x
         return (x, *(np.asarray(a) for a in batch[1:]))
+
+    def output_to_canonical(self, out: np.ndarray) -> np.ndarray:
+        """NHWC images -> (N, C, H, W); an NHWC flatten's H, W, C rows -> C, H, W; a
+        time-major sequence (T, N, E) (the embedding's output, what the GRU scans) ->
+        (N, T, E). The GRU's state (N, H) is canonical."""
+        chw = hwc_flatten_at_output(self.workload, self.layout == "NHWC")
+        if chw is not None:
+            return flat_to_canonical(out, chw, self.layout)
+        if out.ndim == 4:
+            return image_to_canonical(out, self.layout)
+        if out.ndim == 3:
+            return np.ascontiguousarray(out.transpose(1, 0, 2))  # (T, N, E) -> (N, T, E)
+        return out
 
     def native_input(self, x: np.ndarray) -> np.ndarray:
         """Canonical inputs in this model's layout (host side; for benchmarks)."""

@@ -35,6 +35,7 @@ class TFLoader:
         xs = self._tensor("x", x)
         ys = None if y is None else self._tensor("y", np.asarray(y, dtype=np.int64))
         is_image = x.ndim == 4
+        is_float = not np.issubdtype(x.dtype, np.integer)  # images, or a cut's activations
 
         def take(idx):
             xb = tf.gather(xs, idx)
@@ -42,6 +43,8 @@ class TFLoader:
                 xb = tf.cast(xb, self.image_dtype)
                 if self.channels_last:
                     xb = tf.transpose(xb, (0, 2, 3, 1))  # (N, C, H, W) -> (N, H, W, C)
+            elif is_float:
+                xb = tf.cast(xb, self.image_dtype)  # the localiser's cut: (N, F) or (N, T, E)
             else:
                 xb = tf.cast(xb, tf.int32)  # token ids, as the model's input signature says
             return (xb,) if ys is None else (xb, tf.gather(ys, idx))

@@ -39,7 +39,7 @@ import numpy as np
 import tensorflow as tf
 
 from rosetta.backends import driver
-from rosetta.backends.base import Batch, Model, Params
+from rosetta.backends.base import Batch, Model, Params, hwc_flatten_at_output
 from rosetta.backends.tensorflow import optim, weights
 from rosetta.backends.tensorflow import runtime as tf_runtime
 from rosetta.backends.tensorflow.loader import TFLoader
@@ -162,7 +162,9 @@ class KerasModel(Model):
         if w.input.dtype == "int32":
             inputs = keras.Input(shape=shape, dtype="int32", name="tokens")  # (T,), batch-major
         else:
-            native = shape if self.fast.data_format == "channels_first" else (*shape[1:], shape[0])
+            native = shape  # (F,) or (T, E): a cut's activations (the localiser's suffixes)
+            if len(shape) == 3 and self.fast.data_format == "channels_last":
+                native = (*shape[1:], shape[0])  # (C, H, W) -> (H, W, C)
             inputs = keras.Input(
                 shape=native, dtype=self.dtype, name="images"
             )  # (H, W, C)|(C, H, W)
@@ -241,6 +243,15 @@ class KerasModel(Model):
 
     def batch_to_numpy(self, batch: Batch) -> tuple[np.ndarray, ...]:
         return self._loader.to_numpy(batch)
+
+    def output_to_canonical(self, out: np.ndarray) -> np.ndarray:
+        """channels_last images (N, H, W, C) -> (N, C, H, W); an NHWC flatten's H, W, C rows ->
+        the spec's C, H, W order. Sequences are batch-major (N, T, E) already."""
+        channels_last = self.fast.data_format == "channels_last"
+        chw = hwc_flatten_at_output(self.workload, channels_last)
+        if chw is not None:
+            return weights.flat_hwc_to_chw(out, chw)
+        return weights.images_to_canonical(out, self.fast.data_format)
 
     def _need_training(self) -> None:
         if self.optimizer is None:

@@ -21,10 +21,14 @@ development CPU, oneDNN/MKL, torch 2.13 CPU; rerun it before changing a choice):
 
 - ``torch.compile``, keyed by what the workload does, never by its name: *a forward-only
   workload (features) runs* ``torch.compile`` *(inductor) with freezing*; *a training workload
-  runs eager*. Freezing folds the weights into the graph as constants (BatchNorm into the
-  convolutions), which is only sound where the weights never change during the timed run, so
-  it never applies to training, and ``set_params`` drops the compiled graphs
-  (``torch._dynamo.reset()``) so that no frozen constant outlives the weights it was made from.
+  runs eager*, and so do float64 (freezing's oneDNN convolutions have no float64 kernels) and
+  the localiser's prefix cuts (task ``probe``): a rule of (task, dtype) in the Runtime
+  (``rosetta.runtime.torch_compile_in_effect``, ``--torch-compile`` overrides),
+  recorded with its reason in the manifest (``compile_reason``). Freezing folds the weights
+  into the graph as constants (BatchNorm into the convolutions), which is only sound where the
+  weights never change during the timed run, so it never applies to training, and
+  ``set_params`` drops the compiled graphs (``torch._dynamo.reset()``) so that no frozen
+  constant outlives the weights it was made from.
   Every batch shape compiles its own static graph (``dynamic=False``: the program measured);
   the compile lands in the cold start (first step) and, for the gate's and the latency's batch
   shapes, in ``gate_s`` and outside every clock. Measured (compile / eager, steady step,
@@ -162,8 +166,13 @@ class TorchModel(Model):
         self.binds = weights.bindings(ctx.owners)
         self.compile_backend, self.compile_reason = compile_backend(compile, workload, runtime)
         # freezing: inductor's, for forward-only workloads only (their weights never change
-        # while timed); each batch shape compiles its own static graph
-        self.freezing = self.compile_backend == "inductor" and workload.task != "train"
+        # while timed), never in float64 (no float64 kernels for its frozen convolutions); each
+        # batch shape compiles its own static graph
+        self.freezing = (
+            self.compile_backend == "inductor"
+            and workload.task != "train"
+            and runtime.dtype != "float64"
+        )
         self.frozen_shapes: set[tuple] = set()  # shapes compiled with frozen weights
         if self.compile_backend is None:
             self.forward = self.net
@@ -397,7 +406,7 @@ def build(
 ) -> TorchModel:
     """Lower ``workload`` to an ``nn.Module`` holding ``params`` (canonical), under ``runtime``.
 
-    Options (benchmarks only; the runner passes none): ``compile`` (default
-    ``$ROSETTA_TORCH_COMPILE``, else eager) wraps the module in ``torch.compile``; ``layout``
+    Options (benchmarks only; the runner passes none): ``compile`` (default: the Runtime's
+    ``torch_compile`` for the task and dtype) wraps the module in ``torch.compile``; ``layout``
     (``NCHW``/``NHWC``) overrides the memory format the graph rule picks."""
     return TorchModel(workload, params, runtime, compile=compile, layout=layout)

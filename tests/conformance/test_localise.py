@@ -1,0 +1,68 @@
+"""The localiser reads every backend in the canonical layout: a clean build of every backend x
+workload stays within the forward tolerance at **every** op of its graph (each prefix, as
+``rosetta.runner.localise.forward_probe`` builds and compares it), whatever layout the backend
+computes in (NHWC images, an NHWC flatten's H, W, C rows, time-major sequences and GRU
+states), and within the gradient tolerance at every segment walking back from the loss (each
+suffix fed the reference's activation: features before a dense layer, a sequence before the GRU,
+which each backend's loader takes in its own layout). A backend whose
+``Model.output_to_canonical`` (or loader) misses one of its layouts reads as thousands of times
+over tolerance (a shape mismatch as inf) at that op, and a gate failure would then be blamed on
+it instead of on the op at fault.
+
+float32 only: a layout is the same in float64, and float32's bounds are ~1e6 x tighter than
+what a permuted activation misses them by. ResNet-50 runs at the quick suite's small image size
+and is marked slow (one build per prefix: 37 of them).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rosetta.backends import make
+from rosetta.runner import localise
+from rosetta.spec import get_workload
+from tests.conformance.conftest import RESNET_SIZE, gate_batch, weights
+
+
+def _probe(backend, workload):
+    params = weights(workload)
+    x, _ = gate_batch(workload, n=2)
+
+    def build(w, p, dtype):
+        return make(backend, w, p, dtype=dtype)
+
+    tol = workload.tolerances["float32"].forward
+    return localise.forward_probe(build, workload, params, x, "float32", tol)
+
+
+def _assert_clean(backend, workload, errors):
+    assert len(errors) == len(workload.graph)  # every op was probed
+    over = [f"{e.label}: {e.violation:.3g}x" for e in errors if not e.violation <= 1.0]
+    assert not over, f"{backend.NAME} {workload.name}: a clean build reads over tolerance at {over}"
+
+
+@pytest.mark.parametrize("name", ["cnn", "gru"])
+def test_every_prefix_of_a_clean_build_is_within_tolerance(backend, name):
+    w = get_workload(name)
+    _assert_clean(backend, w, _probe(backend, w))
+
+
+@pytest.mark.parametrize("name", ["cnn", "gru"])
+def test_every_suffix_of_a_clean_build_is_probed_and_within_tolerance(backend, name):
+    w = get_workload(name)
+    params = weights(w)
+    x, y = gate_batch(w, n=4)
+
+    def build(wl, p, dtype):
+        return make(backend, wl, p, dtype=dtype)
+
+    tol = w.tolerances["float32"].grads
+    errors = localise.gradient_probe(build, w, params, x, y, "float32", tol)
+    bad = [f"{e.label}: {e.violation:.3g}x" for e in errors if not e.violation <= 1.0]
+    assert not bad, f"{backend.NAME} {name}: a clean build reads over tolerance (or unprobed) {bad}"
+
+
+@pytest.mark.slow
+def test_every_prefix_of_a_clean_resnet50_is_within_tolerance(backend):
+    w = get_workload("resnet50").at_image_size(RESNET_SIZE)
+    _assert_clean(backend, w, _probe(backend, w))
