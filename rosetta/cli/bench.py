@@ -260,6 +260,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=tuple(EXECUTORS),
         help="--executor ray: how each node runs its cell (default papermill)",
     )
+    p.add_argument(
+        "--ray-timeout",
+        type=_positive_float,
+        default=30.0,
+        metavar="SECONDS",
+        help="--executor ray: give up reaching the cluster after this long (default 30)",
+    )
     p.add_argument("--no-report", action="store_true", help="skip the HTML report at the end")
     p.set_defaults(func=run)
 
@@ -419,6 +426,10 @@ def _run(args: argparse.Namespace) -> int:
             + ", ".join(f"{k} {v['status']}" for k, v in bad.items())
         )
         return 1
+    unequal = [k for k, v in index.items() if v["status"] == "ok" and v.get("equivalent") is False]
+    if unequal:
+        print(f"{len(unequal)} of {len(index)} cells are NOT EQUIVALENT: {', '.join(unequal)}")
+        return 3
     return 0
 
 
@@ -434,7 +445,8 @@ def _ray_options(args: argparse.Namespace):
     ok, why = available()
     if not ok:
         raise RosettaError(f"--executor ray: Ray is {why}")
-    return RayOptions(address=args.ray_address, cells_per_node=args.cells_per_node)
+    return RayOptions(address=args.ray_address, cells_per_node=args.cells_per_node,
+                      timeout_s=args.ray_timeout)  # fmt: skip
 
 
 def _axes(args: argparse.Namespace, prof, workload_list: list[str]) -> dict:
