@@ -3,8 +3,9 @@
 Every option is validated before anything runs (one line each, exit status 2); the run folder is
 locked, its configuration pinned, each cell runs in its own process (a papermill execution of
 its backend's notebook), the progress shows live, and the run ends with the summary table, a CSV
-and the HTML report. The exit status is 0 only when every selected cell is ``ok`` (cells skipped
-because their framework is not installed aside), so CI can tell a broken run from a good one.
+and the HTML report. The exit status is 0 only when every selected cell is ``ok`` and equivalent
+(cells skipped because their framework is not installed aside), 1 when a cell did not succeed and
+3 when one is not equivalent, so CI can tell a broken run from a good one.
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ from rosetta.runner.data import DATA_CACHE
 from rosetta.runner.executors import EXECUTORS, CellProcess, Executor, Finished, LocalExecutor
 from rosetta.runner.manifest import environment
 from rosetta.runner.papercell import failure_record
+from rosetta.runner.ray_executor import RayExecutor
 from rosetta.runner.rundir import RunDir
 from rosetta.runner.signals import describe, ignore_signals, interrupt_on_signals
 
@@ -160,8 +161,6 @@ def make_executor(plan: Plan, display) -> Executor:
     """The executor ``plan`` asks for: local processes, or tasks on a Ray cluster."""
     how = CellProcess(plan.executor, plan.timeout_s, plan.memory_limit_mb)
     if plan.ray is not None:
-        from rosetta.runner.ray_executor import RayExecutor
-
         return RayExecutor(how, plan.ray, display)
     return LocalExecutor(how, display)
 
