@@ -193,16 +193,16 @@ def test_ctrl_c_on_the_driver_interrupts_and_resume_completes(
 def test_ray_gates_once_measures_latency_once_and_resolves_auto_on_the_node(
     cluster, tmp_path, small_data
 ):
-    args = ["--backends", "numpy_ref", "--workloads", "cnn", "--threads", "1,2", "--device",
-            "auto", *ray_args(cluster), "--run-id", "once"]  # fmt: skip
+    args = ["--backends", "numpy_ref", "--workloads", "cnn", "--batch-sizes", "16,32",
+            "--device", "auto", *ray_args(cluster), "--run-id", "once"]  # fmt: skip
     assert bench(tmp_path, small_data, *args) == 0
-    first, later = (cell_record(tmp_path, "once", "numpy_ref", f"cnn__t{t}") for t in (1, 2))
+    first, later = (cell_record(tmp_path, "once", "numpy_ref", f"cnn__b{b}") for b in (16, 32))
     # the first cell of the function ran before the other was submitted: its verdict is reused
     assert first["equivalence"]["reused_from"] == ""
-    assert later["equivalence"]["reused_from"] == "numpy_ref__cnn__t1"
+    assert later["equivalence"]["reused_from"] == "numpy_ref__cnn__b16"
     assert not any(f.startswith("gated in this cell") for f in later["flags"])
-    assert "latency" in first["metrics"]  # latency once per function and thread count
-    assert "latency" in later["metrics"] or later["config"]["latency"] is False
+    # latency once per function and thread count: the first batch size measures it
+    assert "latency" in first["metrics"] and "latency" not in later["metrics"]
     for rec in (first, later):  # auto, resolved by the cell on its node (numpy_ref: the CPU)
         assert rec["config"]["device"] == "auto"
         assert rec["manifest"]["device"] == rec["manifest"]["runtime"]["device"] == "cpu"

@@ -56,7 +56,7 @@ from rosetta.runner import records
 from rosetta.runner.config import CellConfig
 from rosetta.runner.executors import CellProcess, Finished, run_one
 from rosetta.runner.papercell import failure_record
-from rosetta.runner.signals import SIGNALS
+from rosetta.runner.signals import SIGNALS, Interrupted
 
 RESOURCE = "rosetta_cell"  # each node advertises 1 of it: its one measuring slot
 CANCEL_GRACE_S = 60.0  # after --timeout, the task has this long to kill its cell and answer
@@ -148,6 +148,14 @@ def connect(options: RayOptions) -> str:
                 ray.init(num_cpus=options.local_cpus, resources={RESOURCE: 1},
                          include_dashboard=False, log_to_driver=False,
                          logging_level="ERROR")  # fmt: skip
+    except KeyboardInterrupt:  # a signal while connecting: every cell gets its record
+        _shutdown()
+        raise
+    except SystemExit as exc:  # SIGTERM to Ray's handler, set while ray.init runs
+        _shutdown()
+        if exc.code != signal.SIGTERM:
+            raise
+        raise Interrupted("SIGTERM") from None
     except _TooLong:
         _shutdown()
         raise RosettaError(
