@@ -179,8 +179,8 @@ def test_ctrl_c_on_the_driver_interrupts_and_resume_completes(
     assert index["fault__gru"]["status"] == "interrupted"
     before = cell_record(tmp_path, run_id, "numpy_ref", "gru") if index[
         "numpy_ref__gru"]["status"] == "ok" else None  # fmt: skip
-    monkeypatch.setenv("ROSETTA_FAULT", "")  # fixed: resume completes it (locally, here)
-    args = ["--backends", "numpy_ref,fault", "--workloads", "gru", "--executor", "python"]
+    monkeypatch.setenv("ROSETTA_FAULT", "")  # fixed: resume completes it (on Ray: the run's pin)
+    args = ["--backends", "numpy_ref,fault", "--workloads", "gru", *ray_args(cluster)]
     assert bench(tmp_path, small_data, *args, "--resume", run_id) == 0
     assert cell_record(tmp_path, run_id, "fault", "gru")["status"] == "ok"
     if before is not None:  # a cell that finished before Ctrl-C is kept, not run twice
