@@ -28,6 +28,7 @@ measured once per function and thread count (``latency_cells``), on every execut
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -198,7 +199,6 @@ class _Matrix:
     def run(self) -> dict[str, dict]:
         run = self.run_dir
         try:
-            run.write_index(self.index)
             with ExitStack() as stack:
                 executor = stack.enter_context(make_executor(self.plan, _CellDisplay(self.display)))
                 try:
@@ -215,6 +215,10 @@ class _Matrix:
         except KeyboardInterrupt as exc:
             with ignore_signals():
                 self._record_not_started(describe(exc))
+                run.write_index(self.index)
+            raise
+        except RosettaError:  # no cluster, a full disk: the index still names every cell
+            with contextlib.suppress(RosettaError):
                 run.write_index(self.index)
             raise
         finally:
