@@ -4,6 +4,7 @@ verdict that failed, or that belongs to another function, is never reused."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 
@@ -78,16 +79,22 @@ def test_a_failed_or_foreign_verdict_is_not_reused_and_the_cell_gates_itself(tmp
     failed["equivalence"]["equivalent"] = False
     foreign = json.loads(json.dumps(source))
     foreign["config"]["seed"] = 5  # another seed: other weights, another function
+    forged = json.loads(json.dumps(source))  # rewritten after the run took its digest
+    forged["equivalence"]["checks"][0]["violation"] = 148.0
     cases = {
         "failed": (failed, "holds no passing gate"),
         "foreign": (foreign, "gated another function"),
         "missing": (None, "could not be read"),
+        "forged": (forged, "changed since the run read its verdict"),
     }
     for name, (rec, why) in cases.items():
         path = tmp_path / f"{name}.json"
         if rec is not None:
-            path.write_text(json.dumps(rec))
-        out = run_cell(replace(cfg, batch_size=64, gate_from=str(path)))
+            path.write_text(json.dumps(source if name == "forged" else rec))
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else ""
+        if name == "forged":
+            path.write_text(json.dumps(forged))
+        out = run_cell(replace(cfg, batch_size=64, gate_from=str(path), gate_sha256=digest))
         eq = out["equivalence"]
         assert eq["reused_from"] == "" and eq["equivalent"], name
         assert [c["what"] for c in eq["checks"]] == [
@@ -97,7 +104,8 @@ def test_a_failed_or_foreign_verdict_is_not_reused_and_the_cell_gates_itself(tmp
     # and a sound one is reused, checks and violations as recorded
     path = tmp_path / "sound.json"
     path.write_text(json.dumps(source))
-    out = run_cell(replace(cfg, batch_size=64, gate_from=str(path)))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    out = run_cell(replace(cfg, batch_size=64, gate_from=str(path), gate_sha256=digest))
     assert out["equivalence"]["reused_from"] == "numpy_ref__gru__t1"
     got = [c["violation"] for c in out["equivalence"]["checks"]]
     assert np.allclose(got, [c["violation"] for c in source["equivalence"]["checks"]])

@@ -82,10 +82,11 @@ def test_a_ray_run_records_like_a_local_run(cluster, tmp_path, small_data, capsy
     assert index["numpy_ref__gru"]["status"] == "ok"
 
 
-def test_ray_flags_need_the_ray_executor(tmp_path, small_data, capsys):
-    code = bench(tmp_path, small_data, "--cells-per-node", "2", "--executor", "python")
+@pytest.mark.parametrize("flag", [("--cells-per-node", "2"), ("--ray-timeout", "5")])
+def test_ray_flags_need_the_ray_executor(tmp_path, small_data, capsys, flag):
+    code = bench(tmp_path, small_data, *flag, "--executor", "python")
     err = capsys.readouterr().err.strip()
-    assert code == 2 and err.endswith("--ray-address and --cells-per-node need --executor ray")
+    assert code == 2 and err.endswith("--cells-per-node and --ray-timeout need --executor ray")
 
 
 @pytest.mark.slow
@@ -179,14 +180,94 @@ def test_ctrl_c_on_the_driver_interrupts_and_resume_completes(
     assert index["fault__gru"]["status"] == "interrupted"
     before = cell_record(tmp_path, run_id, "numpy_ref", "gru") if index[
         "numpy_ref__gru"]["status"] == "ok" else None  # fmt: skip
-    monkeypatch.setenv("ROSETTA_FAULT", "")  # fixed: resume completes it (locally, here)
-    args = ["--backends", "numpy_ref,fault", "--workloads", "gru", "--executor", "python"]
+    monkeypatch.setenv("ROSETTA_FAULT", "")  # fixed: resume completes it (on Ray: the run's pin)
+    args = ["--backends", "numpy_ref,fault", "--workloads", "gru", *ray_args(cluster)]
     assert bench(tmp_path, small_data, *args, "--resume", run_id) == 0
     assert cell_record(tmp_path, run_id, "fault", "gru")["status"] == "ok"
     if before is not None:  # a cell that finished before Ctrl-C is kept, not run twice
         assert cell_record(tmp_path, run_id, "numpy_ref", "gru") == before
     attempts = tmp_path / "results" / run_id / "attempts"
     assert [p.name.split(".")[1] for p in attempts.glob("fault__gru.*.json")] == ["interrupted"]
+
+
+@pytest.mark.slow
+def test_ray_gates_once_measures_latency_once_and_resolves_auto_on_the_node(
+    cluster, tmp_path, small_data
+):
+    args = ["--backends", "numpy_ref", "--workloads", "cnn", "--batch-sizes", "16,32",
+            "--device", "auto", *ray_args(cluster), "--run-id", "once"]  # fmt: skip
+    assert bench(tmp_path, small_data, *args) == 0
+    first, later = (cell_record(tmp_path, "once", "numpy_ref", f"cnn__b{b}") for b in (16, 32))
+    # the first cell of the function ran before the other was submitted: its verdict is reused
+    assert first["equivalence"]["reused_from"] == ""
+    assert later["equivalence"]["reused_from"] == "numpy_ref__cnn__b16"
+    assert not any(f.startswith("gated in this cell") for f in later["flags"])
+    # latency once per function and thread count: the first batch size measures it
+    assert "latency" in first["metrics"] and "latency" not in later["metrics"]
+    for rec in (first, later):  # auto, resolved by the cell on its node (numpy_ref: the CPU)
+        assert rec["config"]["device"] == "auto"
+        assert rec["manifest"]["device"] == rec["manifest"]["runtime"]["device"] == "cpu"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_to_a_ray_run_leaves_a_record_for_every_cell(
+    cluster, tmp_path, small_data, monkeypatch, sig
+):
+    fault_env(monkeypatch, "hang")
+    run_id = f"rs-{sig.name}-{os.getpid()}"
+    # fault t1 hangs on a node; fault t2 waits for t1's verdict (never submitted); numpy_ref runs
+    cmd = [sys.executable, "-m", "rosetta.cli", "bench", "--profile", "ci", "--backends",
+           "fault,numpy_ref", "--workloads", "gru", "--threads", "1,2", "--run-id", run_id,
+           "--no-report", "--results-dir", str(tmp_path / "results"), "--data-dir",
+           str(small_data), *ray_args(cluster)]  # fmt: skip
+    driver = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not _cell_pids(run_id, "fault") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _cell_pids(run_id, "fault"), "the fault cell never started"
+        driver.send_signal(sig)
+        _, err = driver.communicate(timeout=120)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    named = "Ctrl-C" if sig == signal.SIGINT else sig.name
+    lines = err.strip().splitlines()
+    assert driver.returncode == 2 and len(lines) == 1, err  # one line: no Ray stack dump
+    assert f"interrupted ({named})" in lines[0] and f"--resume {run_id}" in lines[0]
+    run = tmp_path / "results" / run_id
+    index = json.loads((run / "index.json").read_text())["cells"]
+    assert len(index) == 4
+    for key, entry in index.items():  # every cell has its record, named by the right signal
+        rec = json.loads((run / f"{key}.json").read_text())
+        assert rec["status"] == entry["status"], key
+        if rec["status"] == "interrupted":
+            assert named in rec["error"] and (sig == signal.SIGINT or "Ctrl-C" not in rec["error"])
+    running = json.loads((run / "fault__gru__t1.json").read_text())
+    assert running["status"] == "interrupted" and "while running on" in running["error"]
+    queued = json.loads((run / "fault__gru__t2.json").read_text())
+    assert queued["status"] == "interrupted" and queued["error"].startswith("not started")
+    _assert_gone(run_id)
+
+
+def test_an_unreachable_ray_address_fails_in_bounded_time_with_one_line(
+    tmp_path, small_data, capsys
+):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    code = bench(tmp_path, small_data, "--backends", "numpy_ref", "--workloads", "gru",
+                 "--executor", "ray", "--ray-address", f"127.0.0.1:{port}", "--ray-timeout", "5",
+                 "--run-id", "gone")  # fmt: skip
+    took = time.monotonic() - t0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and f"cannot reach Ray at 127.0.0.1:{port}" in err[0], err
+    assert "--ray-timeout" in err[0] and took < 60, took
+    index = json.loads((tmp_path / "results" / "gone" / "index.json").read_text())["cells"]
+    assert index == {"numpy_ref__gru": {"status": "not run", "error": ""}}  # resumable
 
 
 def _cell_pids(run_id: str, backend: str = "") -> list[int]:

@@ -4,8 +4,9 @@ This module parses the options, hands them as typed to ``Plan.from_options`` (ev
 one line each, exit status 2: ``rosetta.runner.plan``), runs the plan (``rosetta.runner.launch``:
 the run folder locked with its configuration pinned, each cell in its own process, the progress
 live) and prints the summary table, the CSV and the HTML report. The exit status is 0 only when
-every selected cell is ``ok`` (cells skipped because their framework is not installed aside), so
-CI can tell a broken run from a good one.
+every selected cell is ``ok`` and equivalent (cells skipped because their framework is not
+installed aside), 1 when a cell did not succeed and 3 when one is not equivalent, so CI can tell
+a broken run from a good one (2: a refused option or an interrupted run).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from rosetta.report.summary import summary, write_csv
 from rosetta.runner import records
 from rosetta.runner.plan import (
     MAX_CELLS,
+    MAX_RAY_TIMEOUT_S,
     MAX_REPEAT,
     MAX_SAMPLE_EVERY,
     MAX_TIMEOUT_S,
@@ -80,6 +82,8 @@ OPTIONS: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
      "fair timing; more is flagged as noisy)"),
     (("--ray-cell-executor",), "papermill", "--executor ray: papermill (default) | python, how "
      "each node runs its cell"),
+    (("--ray-timeout",), "30", f"--executor ray: seconds to reach the cluster before giving up, "
+     f"1 to {MAX_RAY_TIMEOUT_S:g} (default 30)"),
 )  # fmt: skip
 FLAGS = (
     ("--retry-failed", "when resuming, also rerun failed, timed-out and killed cells"),
@@ -141,6 +145,10 @@ def _finish(plan: Plan, index: dict[str, dict]) -> int:
             + ", ".join(f"{k} {v['status']}" for k, v in bad.items())
         )
         return 1
+    unequal = [k for k, v in index.items() if v["status"] == "ok" and v.get("equivalent") is False]
+    if unequal:
+        print(f"{len(unequal)} of {len(index)} cells are NOT EQUIVALENT: {', '.join(unequal)}")
+        return 3
     return 0
 
 

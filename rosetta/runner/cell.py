@@ -26,6 +26,7 @@ notebook and writes its record (the papermill path is ``rosetta.runner.papercell
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import resource
 import sys
@@ -204,7 +205,10 @@ class Cell:
         if not cfg.gate_from:
             return None, ""
         try:
-            rec = records.read_record(Path(cfg.gate_from))
+            raw = Path(cfg.gate_from).read_bytes()  # the verdict is bound to the bytes it read
+            if hashlib.sha256(raw).hexdigest() != cfg.gate_sha256:
+                return None, f"{cfg.gate_from} changed since the run read its verdict (sha256)"
+            rec = records.loads_strict(raw.decode())
             source = CellConfig(**rec["config"])
             eq = rec["equivalence"]
             if rec["status"] != "ok" or not eq.get("equivalent"):

@@ -21,6 +21,7 @@ _NOT_GATED = frozenset(
         "out",
         "run_id",
         "gate_from",
+        "gate_sha256",
         "sample_every",
         "data_source",
         "latency",
@@ -51,6 +52,7 @@ class CellConfig:
     round: int = 0  # repetition round, 0-based (each round runs every cell once)
     latency: bool = True  # measure batch-1 latency in round 0 (bench: once per function, threads)
     gate_from: str = ""  # a record of this run whose passing gate this cell reuses ("": gate here)
+    gate_sha256: str = ""  # that record's sha256 when the run read it: any other bytes gate here
 
     def to_json(self) -> str:
         """The config as one JSON string (what the child receives)."""

@@ -1,37 +1,41 @@
 """The matrix: every (workload, backend) cell in its own process, each leaving exactly one record.
 
-Each cell is a child process (``rosetta.runner.papercell``: a papermill execution of the backend's
-notebook; or ``rosetta.runner.cell`` without a notebook) in its own session, so that a timeout
-kills the cell's whole process tree, and with ``PR_SET_PDEATHSIG`` so that a killed ``rosetta
-bench`` takes its cell along. A cell that crashes, hangs past its timeout, is killed by the OS,
-or whose backend is not installed still gets a record (``failed``, ``timeout``, ``killed``,
-``skipped``) with a one-line reason; Ctrl-C, SIGTERM and SIGHUP record the running cell and every
-cell not yet started as ``interrupted`` and write the index. Resuming
-runs only what is missing (and ``interrupted`` cells); ``retry_failed`` also reruns failed,
-timed-out and killed cells, whose old records move to ``attempts/``.
+The matrix owns the run: the cells and their order (``round_orders``, stored in ``run.json``),
+what is kept or skipped, which gate verdict a cell may reuse, which cell measures batch-1 latency,
+the index and every record. An executor (:mod:`rosetta.runner.executors`: a local process, the
+papermill kernel, or :mod:`rosetta.runner.ray_executor`) only transports a cell and returns its
+record. A cell that crashes, hangs past its timeout, is killed by the OS, or whose backend is not
+installed still gets a record (``failed``, ``timeout``, ``killed``, ``skipped``) with a one-line
+reason; Ctrl-C, SIGTERM and SIGHUP record the running cells (``interrupted`` by what stopped
+them) and every cell not yet started (one pass, one manifest) and write the index.
+
+Resuming runs only what is missing (and ``interrupted`` cells); ``retry_failed`` also reruns
+failed, timed-out and killed cells, whose old records move to ``attempts/``. A kept record must be
+the cell's own: its key and configuration match the run's pins, or it moves to ``attempts/`` and
+the cell runs again.
 
 The gate runs once per function and run: a cell whose ``CellConfig.gate_identity`` already
 passed in this run (another batch size, thread count or round of the same backend, workload,
 dtype and precision) reuses that verdict, and its record names the cell it came from
 (``equivalence.reused_from``); ``Plan.gate_once=False`` (``--gate-every-point``) gates every cell.
-Batch-1 latency is measured likewise once per function and thread count (``latency_cells``).
-The Ray executor gates and measures latency in every cell (its cells run at once, on several
-machines).
+The verdict is bound to its source: the driver reads the source record once, keeps its sha256 in
+the index (``sha256``), and hands the cell the path *and* the digest; a source whose bytes no
+longer match (rewritten mid-run or before ``--resume``) is not reused: the cell gates itself and
+says so in a flag. While the first cell of a function runs, the other cells of that function
+wait (an executor with several slots runs other functions meanwhile). Batch-1 latency is
+measured once per function and thread count (``latency_cells``), on every executor.
 """
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
+import hashlib
 import os
 import random
-import resource
 import shutil
-import signal
-import subprocess
 import sys
-import tempfile
-import time
-from dataclasses import replace
+from contextlib import ExitStack
+from dataclasses import fields, replace
 from pathlib import Path
 
 from rosetta import backends
@@ -39,16 +43,24 @@ from rosetta.errors import RosettaError
 from rosetta.runner import records
 from rosetta.runner.config import CellConfig
 from rosetta.runner.data import DATA_CACHE
+from rosetta.runner.executors import EXECUTORS, CellProcess, Executor, Finished, LocalExecutor
+from rosetta.runner.manifest import environment
 from rosetta.runner.papercell import failure_record
 from rosetta.runner.plan import Plan
+from rosetta.runner.ray_executor import RayExecutor
 from rosetta.runner.rundir import RunDir
 from rosetta.runner.signals import describe, ignore_signals, interrupt_on_signals
-from rosetta.runtime import child_env
 
-EXECUTORS = {
-    "papermill": "rosetta.runner.papercell",  # the notebook, in its own kernel
-    "python": "rosetta.runner.cell",  # the same steps without a notebook
-}
+__all__ = ["EXECUTORS", "Display", "Plan", "cell_label", "latency_cells", "round_cells",
+           "round_orders", "run_matrix"]  # fmt: skip
+
+POLL_S = 0.5
+#: configuration fields a kept record must share with the cell it is kept for (the rest is
+#: bookkeeping: where the record goes, which verdict it reused, whether it timed latency)
+KEPT_FIELDS = ("backend", "workload", "profile", "run_id", "data_dir", "dtype", "device", "seed",
+               "threads", "precision", "tf32", "sample_every", "batch_size", "round",
+               "torch_compile")  # fmt: skip
+_CONFIG_DEFAULTS = {f.name: f.default for f in fields(CellConfig)}
 
 
 class Display:
@@ -62,11 +74,6 @@ class Display:
 
     def done(self, label: str, status: str, detail: str) -> None:  # a cell ended (or was kept)
         print(f"  {label}: {status}" + (f" ({detail})" if detail else ""), flush=True)
-
-
-def cell_command(config: CellConfig, executor: str = "papermill") -> list[str]:
-    """The command that runs one cell in a fresh Python process."""
-    return [sys.executable, "-m", EXECUTORS[executor], "--config", config.to_json()]
 
 
 def round_cells(plan: Plan, round_: int = 0) -> list[CellConfig]:
@@ -130,45 +137,229 @@ def run_matrix(
     order recorded in ``run.json`` (``round_orders``); returns ``{cell key: index entry}``.
     ``before_first()`` is called once, just before the first cell that really runs (the quiet
     machine check), and not at all when every cell is already recorded."""
-    display = display or Display()
-    if plan.ray is not None:  # the one dispatch point to another executor
-        from rosetta.runner.ray_executor import run_matrix_ray
-
-        return run_matrix_ray(plan, run, display, plan.ray)
-    pending = [before_first] if before_first else []
-    orders = run.config.get("round_orders")
-    if not orders:
-        orders = round_orders(plan)
-        run.add_to_run_file(round_orders=orders)
-    by_key = {records.cell_key(c): c for r in range(plan.repeat) for c in round_cells(plan, r)}
-    index: dict[str, dict] = {k: {"status": "not run", "error": ""} for o in orders for k in o}
-    gated: dict[tuple, str] = {}  # gate identity -> the record that passed its gate
-    timed_latency = latency_cells(orders, by_key)
-    try:
-        with interrupt_on_signals():
-            for key in (k for order in orders for k in order):
-                config = replace(_cell_config(run, by_key[key]), latency=key in timed_latency)
-                if plan.gate_once:
-                    config = replace(config, gate_from=gated.get(config.gate_identity(), ""))
-                env = child_env(config.threads)
-                index[key] = _one_cell(plan, run, config, env, display, pending)
-                run.write_index(index)
-                ident = config.gate_identity()
-                if plan.gate_once and index[key]["status"] == "ok" and ident not in gated:
-                    if _passed_gate(config.out):  # the first passing gate of this function
-                        gated[ident] = config.out
-    except KeyboardInterrupt as exc:
-        with ignore_signals():  # a second signal must not cut the records short
-            _record_not_started(run, index, by_key, describe(exc))
-            run.write_index(index)
-        raise
-    finally:
-        shutil.rmtree(run.path / DATA_CACHE, ignore_errors=True)  # decoded data: run-long
-    run.write_index(index)
-    return index
+    return _Matrix(plan, run, display or Display(), before_first).run()
 
 
-def _cell_config(run: RunDir, config: CellConfig) -> CellConfig:
+def make_executor(plan: Plan, display) -> Executor:
+    """The executor ``plan`` asks for: local processes, or tasks on a Ray cluster."""
+    how = CellProcess(plan.executor, plan.timeout_s, plan.memory_limit_mb)
+    if plan.ray is not None:
+        return RayExecutor(how, plan.ray, display)
+    return LocalExecutor(how, display)
+
+
+class _CellDisplay:
+    """The executor's view of the display: cells by config, not by label."""
+
+    def __init__(self, display: Display):
+        self.display = display
+
+    def start(self, config: CellConfig) -> None:
+        self.display.start(cell_label(config))
+
+    def tick(self, config: CellConfig, elapsed_s: float) -> None:
+        self.display.tick(cell_label(config), elapsed_s)
+
+
+class _Matrix:
+    """One ``run_matrix`` call: its queue, the cells in flight, the verdicts, the index."""
+
+    def __init__(self, plan: Plan, run: RunDir, display: Display, before_first):
+        self.plan, self.run_dir, self.display = plan, run, display
+        self.hooks = [before_first] if before_first else []
+        self.orders = run.round_orders(round_orders(plan))
+        cells = (c for r in range(plan.repeat) for c in round_cells(plan, r))
+        self.by_key = {records.cell_key(c): c for c in cells}
+        self.keys = [k for order in self.orders for k in order]
+        self.before = run.read_index()  # the digests of the records as an earlier bench read them
+        self.index: dict[str, dict] = {k: {"status": "not run", "error": ""} for k in self.keys}
+        self.latency = latency_cells(self.orders, self.by_key)
+        self.sources: dict[tuple, tuple[str, str]] = {}  # gate identity -> (record, its sha256)
+        self.held: dict[tuple, str] = {}  # gate identity -> its first cell, in flight
+        self.in_flight: dict[str, CellConfig] = {}
+
+    def run(self) -> dict[str, dict]:
+        run = self.run_dir
+        try:
+            with ExitStack() as stack:
+                executor = stack.enter_context(make_executor(self.plan, _CellDisplay(self.display)))
+                try:
+                    with interrupt_on_signals():  # after the executor: Ray installs its own
+                        self._loop(executor)
+                except KeyboardInterrupt as exc:
+                    with ignore_signals():  # a second signal must not cut the records short
+                        finished, unstarted = executor.interrupt(describe(exc))
+                        for done in finished:
+                            self._finish(done)
+                        for config in unstarted:
+                            self.in_flight.pop(records.cell_key(config), None)
+                    raise
+        except KeyboardInterrupt as exc:
+            with ignore_signals():
+                self._record_not_started(describe(exc))
+                run.write_index(self.index)
+            raise
+        except RosettaError:  # no cluster, a full disk: the index still names every cell
+            with contextlib.suppress(RosettaError):
+                run.write_index(self.index)
+            raise
+        finally:
+            shutil.rmtree(run.path / DATA_CACHE, ignore_errors=True)  # decoded data: run-long
+        run.write_index(self.index)
+        return self.index
+
+    def _loop(self, executor: Executor) -> None:
+        queue = list(self.keys)
+        while queue or self.in_flight:
+            queue = self._dispatch(queue, executor)
+            if self.in_flight:
+                for done in executor.wait(POLL_S):
+                    self._finish(done)
+
+    def _dispatch(self, queue: list[str], executor: Executor) -> list[str]:
+        """Settle or submit the cells of ``queue`` that may go now, in order; the rest stays.
+        A cell waits while the first cell of its function is in flight (it may reuse that
+        verdict); a cell to run waits for a free slot, and so does every cell after it."""
+        left = []
+        for i, key in enumerate(queue):
+            if executor.slots is not None and len(self.in_flight) >= executor.slots:
+                return left + queue[i:]  # kept cells too wait their turn: the order is the run's
+            config = self._config(key)
+            ident = config.gate_identity()
+            if self.plan.gate_once and ident in self.held:
+                left.append(key)
+                continue
+            entry = self._settle(config)
+            if entry is not None:
+                self._learn(key, config, entry)
+                continue
+            while self.hooks:  # the hooks due before the first cell that runs
+                self.hooks.pop()()
+            executor.submit(config)
+            self.in_flight[key] = config
+            if self.plan.gate_once and ident not in self.sources:
+                self.held[ident] = key
+        return left
+
+    def _config(self, key: str) -> CellConfig:
+        """The cell ``key`` as it runs now: its record path, its latency duty, its gate source."""
+        config = replace(cell_config(self.run_dir, self.by_key[key]), latency=key in self.latency)
+        source = self.sources.get(config.gate_identity()) if self.plan.gate_once else None
+        if source:
+            config = replace(config, gate_from=source[0], gate_sha256=source[1])
+        return config
+
+    def _settle(self, config: CellConfig) -> dict | None:
+        """The index entry of a cell that does not run (kept, or skipped here), else ``None``."""
+        label, path = cell_label(config), Path(config.out)
+        st = backends.status(config.backend)
+        why_not = st.reason if not st.usable else config.precision_unsupported()
+        if path.exists():
+            kept = self._existing(config, not why_not)
+            if kept is not None:
+                self.display.done(label, kept["status"], "already recorded, kept")
+                return kept
+        if why_not:
+            records.write_record(path, failure_record(config, "skipped", why_not))
+            self.display.done(label, "skipped", why_not)
+            return {"status": "skipped", "error": why_not, "sha256": _digest(path)}
+        return None
+
+    def _existing(self, config: CellConfig, usable: bool) -> dict | None:
+        """The index entry of a kept record, or ``None`` after setting it aside to run again."""
+        run, path, key = self.run_dir, Path(config.out), records.cell_key(config)
+        try:
+            rec = records.read_record(path)
+        except RosettaError as exc:
+            run.set_aside(path, "corrupt")
+            print(f"  note: {exc}; moved to attempts/, running the cell again", file=sys.stderr)
+            return None
+        foreign = _not_this_cell(rec, config)
+        if foreign:
+            run.set_aside(path, "mismatch")
+            print(f"  note: {path} is not this run's {key} ({foreign}); moved to attempts/, "
+                  "running the cell again", file=sys.stderr)  # fmt: skip
+            return None
+        status = rec["status"]
+        rerun = status == "interrupted" or (status in records.RETRYABLE and self.plan.retry_failed)
+        rerun = rerun or (status == "skipped" and usable)  # installed since: measure it now
+        if rerun:
+            run.set_aside(path, status)
+            return None
+        # the digest the run took when it first read the record (none known: not a gate source)
+        sha = self.before.get(key, {}).get("sha256", "")
+        return _entry(rec, sha if isinstance(sha, str) else "")
+
+    def _finish(self, done: Finished) -> None:
+        """A cell ended: its record written (if its process wrote none), read, digested, shown."""
+        config = done.config
+        key, path = records.cell_key(config), Path(config.out)
+        self.in_flight.pop(key, None)
+        if not path.exists():
+            records.write_record(path, done.record)
+        sha = _digest(path)
+        try:
+            rec = records.read_record(path)
+        except RosettaError as exc:  # a broken record: failed here, set aside on resume
+            rec = failure_record(config, "failed", str(exc))
+        entry = _entry(rec, sha)
+        status, error = entry["status"], entry["error"]
+        detail = error
+        if status == "ok":
+            c = rec["clocks"]
+            eq = "equivalent" if entry["equivalent"] else "NOT EQUIVALENT"
+            if rec["equivalence"].get("reused_from"):
+                eq += f" (gate of {rec['equivalence']['reused_from']})"
+            detail = f"{eq}, step {c['steady']['median']:.3f} s, {rec.get('wall_s', 0):.0f} s wall"
+        if done.where:
+            detail = f"on {done.where}" + (f": {detail}" if detail else "")
+        self.display.done(cell_label(config), status, detail)
+        self._learn(key, config, entry)
+
+    def _learn(self, key: str, config: CellConfig, entry: dict) -> None:
+        """Index a settled cell; a passing gate read with its digest becomes its function's
+        source; the function's other cells may go."""
+        self.index[key] = entry
+        self.run_dir.write_index(self.index)
+        ident = config.gate_identity()
+        if self.held.get(ident) == key:
+            del self.held[ident]
+        if (self.plan.gate_once and ident not in self.sources and entry.get("equivalent")
+                and entry.get("sha256")):  # fmt: skip
+            self.sources[ident] = (config.out, entry["sha256"])
+
+    def _record_not_started(self, why: str) -> None:
+        """After an interruption every cell that never started gets an ``interrupted`` record (a
+        resume runs it), so that no cell of the run exists only in ``index.json``: one pass, one
+        manifest shared by every record, one directory sync at the end (a manifest and an fsync
+        per record made 300 cells take 17 s). A record lost to a crash just after is a cell
+        without a record: a resume runs it all the same."""
+        env = environment("cpu")
+        resume = f"--resume {self.run_dir.run_id} runs it"
+        error = f"not started: the run was interrupted ({why}); {resume}"
+        wrote = False
+        for key, entry in self.index.items():
+            if entry["status"] != "not run" or key not in self.by_key:
+                continue
+            config = cell_config(self.run_dir, self.by_key[key])
+            path = Path(config.out)
+            if path.exists():  # a cell that was running: its record says why
+                try:
+                    rec = records.read_record(path)
+                    entry.update(status=rec["status"], error=rec.get("error", ""))
+                    continue
+                except RosettaError:
+                    pass
+            entry.update(status="interrupted", error=error)
+            if not path.exists():
+                rec = failure_record(config, "interrupted", error, environment=env)
+                _write_unsynced(path, records.dumps(rec))
+                wrote = True
+        if wrote:
+            _sync_dir(self.run_dir.path)
+
+
+def cell_config(run: RunDir, config: CellConfig) -> CellConfig:
     """A cell of the plan with its run and record path filled in."""
     return replace(
         config,
@@ -192,175 +383,59 @@ def latency_cells(orders: list[list[str]], by_key: dict[str, CellConfig]) -> set
     return chosen
 
 
-def _passed_gate(path: str) -> bool:
-    """Whether the record at ``path`` passed the gate (later cells of its function reuse it)."""
+def _entry(rec: dict, sha256: str) -> dict:
+    """A record's index entry: status, error, flags, verdict, and its digest as the run read it."""
+    entry = {"status": rec["status"], "error": rec.get("error", ""), "flags": rec.get("flags", []),
+             "sha256": sha256}  # fmt: skip
+    if rec["status"] == "ok":
+        entry["equivalent"] = bool(rec["equivalence"]["equivalent"])
+    return entry
+
+
+def _digest(path: Path) -> str:
     try:
-        rec = records.read_record(Path(path))
-    except RosettaError:
-        return False
-    return bool(rec.get("equivalence", {}).get("equivalent"))
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
-def _record_not_started(
-    run: RunDir, index: dict[str, dict], by_key: dict[str, CellConfig], why: str
-) -> None:
-    """After an interruption every cell that never started gets an ``interrupted`` record (a
-    resume runs it), so that no cell of the run exists only in ``index.json``."""
-    for key, entry in index.items():
-        if entry["status"] != "not run" or key not in by_key:
-            continue
-        config = _cell_config(run, by_key[key])
-        if Path(config.out).exists():  # the cell that was running: its record says why
-            try:
-                rec = records.read_record(Path(config.out))
-                entry.update(status=rec["status"], error=rec.get("error", ""))
-                continue
-            except RosettaError:
-                pass
-        error = f"not started: the run was interrupted ({why}); --resume {run.run_id} runs it"
-        entry.update(status="interrupted", error=error)
-        if not Path(config.out).exists():
-            records.write_record(Path(config.out), failure_record(config, "interrupted", error))
+def _not_this_cell(rec: dict, config: CellConfig) -> str:
+    """Why a kept record was not made for the cell ``config`` of this run ("" when it was)."""
+    made = rec.get("config")
+    if not isinstance(made, dict):
+        return "it carries no cell configuration"
+    want = config.as_dict()
+    for field in ("backend", "workload", "profile"):
+        if rec.get(field) != want[field]:
+            return f"it names {field} {str(rec.get(field))[:40]!r}, not {want[field]!r}"
+    for field in KEPT_FIELDS:  # a field newer than the record: the default it ran under
+        have = made.get(field, _CONFIG_DEFAULTS.get(field))
+        if have != want[field]:
+            return f"it was made with {field}={str(have)[:40]!r}, not {want[field]!r}"
+    return ""
 
 
-def _one_cell(
-    plan: Plan, run: RunDir, config: CellConfig, env: dict, display: Display, pending=()
-) -> dict:
-    label = cell_label(config)
-    path = Path(config.out)
-    st = backends.status(config.backend)
-    why_not = st.reason if not st.usable else config.precision_unsupported()
-    if path.exists():
-        kept = _existing(plan, run, path, not why_not)
-        if kept is not None:
-            display.done(label, kept["status"], "already recorded, kept")
-            return kept
-    if why_not:
-        records.write_record(path, failure_record(config, "skipped", why_not))
-        display.done(label, "skipped", why_not)
-        return {"status": "skipped", "error": why_not}
-    while pending:  # the hooks due before the first cell that runs
-        pending.pop()()
-    display.start(label)
-    status, error = _execute(plan, config, env, display, label)
-    if not path.exists():  # the child left no record: write the one that says why
-        records.write_record(path, failure_record(config, status, error))
-    rec = records.read_record(path)
-    status, error = rec["status"], rec.get("error", "")
-    detail = error
-    if status == "ok":
-        c = rec["clocks"]
-        eq = "equivalent" if rec["equivalence"]["equivalent"] else "NOT EQUIVALENT"
-        if rec["equivalence"].get("reused_from"):
-            eq += f" (gate of {rec['equivalence']['reused_from']})"
-        detail = f"{eq}, step {c['steady']['median']:.3f} s, {rec.get('wall_s', 0):.0f} s wall"
-    display.done(label, status, detail)
-    return {"status": status, "error": error, "flags": rec.get("flags", [])}
-
-
-def _existing(plan: Plan, run: RunDir, path: Path, usable: bool) -> dict | None:
-    """The index entry of a kept record, or ``None`` after setting it aside to run again."""
+def _write_unsynced(path: Path, text: str) -> None:
+    """Write a new record without an fsync of its own (the caller syncs the folder once);
+    atomic and append-only all the same (a temporary file, then a hard link)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        rec = records.read_record(path)
-    except RosettaError as exc:
-        run.set_aside(path, "corrupt")
-        print(f"  note: {exc}; moved to attempts/, running the cell again", file=sys.stderr)
-        return None
-    status = rec["status"]
-    rerun = status == "interrupted" or (status in records.RETRYABLE and plan.retry_failed)
-    rerun = rerun or (status == "skipped" and usable)  # installed since: measure it now
-    if rerun:
-        run.set_aside(path, status)
-        return None
-    return {"status": status, "error": rec.get("error", ""), "flags": rec.get("flags", [])}
-
-
-def _execute(
-    plan: Plan, config: CellConfig, env: dict, display: Display, label: str
-) -> tuple[str, str]:
-    """Run the cell's process; returns (status, reason) for the case it left no record."""
-    with tempfile.TemporaryFile(mode="w+") as err:
-        proc = subprocess.Popen(
-            cell_command(config, plan.executor),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            start_new_session=True,
-            preexec_fn=_child_setup(plan.memory_limit_mb),
-        )
-        t0 = time.monotonic()
-        try:
-            while True:
-                try:
-                    proc.wait(timeout=0.5)
-                    break
-                except subprocess.TimeoutExpired:
-                    elapsed = time.monotonic() - t0
-                    display.tick(label, elapsed)
-                    if elapsed > plan.timeout_s:
-                        kill_tree(proc)
-                        return "timeout", (
-                            f"cell exceeded its {plan.timeout_s:g} s timeout and was killed "
-                            f"(raise --timeout); the partial notebook is kept"
-                        )
-        except KeyboardInterrupt as exc:
-            kill_tree(proc)
-            if not Path(config.out).exists():
-                why = f"interrupted by {describe(exc)}; the partial notebook is kept"
-                rec = failure_record(config, "interrupted", why)
-                records.write_record(Path(config.out), rec)
-            raise
-        err.seek(0)
-        tail = _last_line(err.read())
-    if proc.returncode < 0:
-        sig = signal.Signals(-proc.returncode).name
-        return "killed", f"the cell's process was killed by {sig} (crash or out of memory)"
-    return "failed", tail or f"the cell's process exited with status {proc.returncode}"
-
-
-def kill_tree(proc: subprocess.Popen) -> None:
-    """Kill a cell's process and everything it started (kernels included)."""
-    try:
-        import psutil
-
-        children = psutil.Process(proc.pid).children(recursive=True)
-    except Exception:  # noqa: BLE001 - psutil missing or the process already gone
-        children = []
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+        tmp.write_text(text)
+        os.link(tmp, path)
+    except FileExistsError:
         pass
-    for child in children:
+    except OSError as exc:
+        raise records.disk_error(path, exc) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _sync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
         try:
-            child.kill()
-        except Exception:  # noqa: BLE001 - already gone
-            pass
-    proc.wait()
-
-
-def _child_setup(memory_limit_mb: int | None):
-    """A ``preexec_fn``: die with the parent (Linux), and cap the address space if asked."""
-
-    def setup() -> None:
-        if sys.platform.startswith("linux"):
-            try:
-                libc = ctypes.CDLL("libc.so.6", use_errno=True)
-                libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-            except OSError:
-                pass
-        if memory_limit_mb:
-            limit = int(memory_limit_mb) * 2**20
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    return setup
-
-
-def _last_line(text: str) -> str:
-    noise = ("Kernel is running over TCP", "WARNING | ")
-    lines = [
-        line.strip()
-        for line in text.strip().splitlines()
-        if line.strip() and not any(n in line for n in noise)
-    ]
-    return lines[-1].removeprefix("rosetta: error: ") if lines else ""
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass

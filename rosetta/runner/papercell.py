@@ -30,10 +30,14 @@ from rosetta.runner.config import CellConfig
 from rosetta.runner.notebook import make_notebook, notebook_source, staged
 
 
-def failure_record(config: CellConfig, status: str, error: str, **extra) -> dict:
+def failure_record(
+    config: CellConfig, status: str, error: str, *, environment: dict | None = None, **extra
+) -> dict:
     """A non-ok record that still carries the config, the environment manifest and the data
-    source the cell was to run on (``config.data_source``, verified by bench)."""
-    env = manifest.environment("cpu")  # the runtime died with the cell: no GPU facts claimed
+    source the cell was to run on (``config.data_source``, verified by bench). ``environment``:
+    a manifest already read (many records at once share one; reading it costs milliseconds)."""
+    # the runtime died with the cell: no GPU facts claimed
+    env = dict(environment) if environment is not None else manifest.environment("cpu")
     env["data_source"] = config.data_source or "unknown"
     return records.make_record(
         backend=config.backend,

@@ -35,6 +35,7 @@ MAX_REPEAT = 100  # rounds (issue 33: --repeat 100000 spent 9 minutes writing re
 MAX_CELLS = 2000  # cells of one run, rounds included (smoke: 30, sweep: 90)
 HARD_MAX_CELLS = 1_000_000  # even with --allow-large-run
 MAX_WAIT_QUIET_S = 3600.0
+MAX_RAY_TIMEOUT_S = 3600.0  # --ray-timeout: reaching a cluster
 MIN_TIMEOUT_S, MAX_TIMEOUT_S = 1.0, 7 * 24 * 3600.0
 MAX_SAMPLE_EVERY = 10_000
 MAX_SEED = 2**32 - 1
@@ -74,6 +75,7 @@ class BenchOptions:
     ray_address: str | None = None
     cells_per_node: str = "1"
     ray_cell_executor: str = "papermill"
+    ray_timeout: str = "30"
     torch_compile: str = "default"
 
     @classmethod
@@ -459,16 +461,19 @@ def _ray_options(opts: BenchOptions, executor: str):
     """The Ray options of ``--executor ray`` (``None`` for a local run); Ray-only flags given
     without it are one line."""
     per_node = _integer("--cells-per-node", opts.cells_per_node, 1, MAX_CELLS_PER_NODE)
+    timeout = _seconds("--ray-timeout", opts.ray_timeout, 1.0, MAX_RAY_TIMEOUT_S)
     if executor != "ray":
-        if opts.ray_address or per_node != 1:
-            raise RosettaError("--ray-address and --cells-per-node need --executor ray")
+        if opts.ray_address or per_node != 1 or opts.ray_timeout != BenchOptions.ray_timeout:
+            raise RosettaError(
+                "--ray-address, --cells-per-node and --ray-timeout need --executor ray"
+            )
         return None
     from rosetta.runner.ray_executor import RayOptions, available
 
     ok, why = available()
     if not ok:
         raise RosettaError(f"--executor ray: Ray is {why}")
-    return RayOptions(address=opts.ray_address, cells_per_node=per_node)
+    return RayOptions(address=opts.ray_address, cells_per_node=per_node, timeout_s=timeout)
 
 
 def _ensure_data(workload_list: list[str], data_dir: str | None) -> tuple[str, dict[str, str]]:

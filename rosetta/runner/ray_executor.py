@@ -1,30 +1,39 @@
-"""The matrix on a Ray cluster: each cell is a Ray task that runs the cell exactly as locally.
+"""The matrix's cells on a Ray cluster: an executor that transports each cell as a Ray task.
 
 The driver (``rosetta bench --executor ray``) stays the one process that owns the run folder, its
-lock, ``run.json``, ``index.json`` and every record. Each cell becomes one Ray task which, on
-whatever node Ray picks, verifies the cell's data set through the dataset registry (a missing or
+lock, ``run.json``, ``index.json`` and every record; the matrix (:mod:`rosetta.runner.matrix`)
+decides what runs, keeps, skips, which verdict a cell reuses and which cell times latency, as for
+every executor. :class:`RayExecutor` only submits each cell as one Ray task which, on whatever
+node Ray picks, verifies the cell's data set through the dataset registry (a missing or
 different data set is a ``failed`` cell naming the node, never a synthetic fallback), then runs
-the cell's usual fresh process (``rosetta.runner.matrix.cell_command``: papermill kernel or the
-python path) with the local executor's own code (``matrix._execute``: own session, timeout that
-kills the process tree, address-space limit, death with its parent), writing into a temporary
-folder of its own. The record (a dict) and the executed notebook (bytes) come back by value and
-the driver writes them atomically into the run folder: no shared filesystem is assumed.
+the cell's usual fresh process with the local executor's own code
+(:class:`rosetta.runner.executors.Running`: own session, timeout that kills the process tree,
+address-space limit, death with its parent), writing into a temporary folder of its own. The
+record (a dict) and the executed notebook (bytes) come back by value and the driver writes them
+into the run folder: no shared filesystem is assumed. A cell that reuses a verdict gets its
+source record's bytes by value too (checked against the digest the driver read).
 
 **One cell per node, by a custom resource.** Every node advertises ``{"rosetta_cell": 1}`` once
 (``ray start --resources '{"rosetta_cell": 1}'``; the local instance gets it from ``ray.init``)
 and every cell task asks for ``1 / cells_per_node`` of it, with ``num_cpus=0``. A resource says
 exactly what it means ("a node's measuring slot"), holds across heterogeneous nodes whatever
-their core count, and needs no bookkeeping in the driver; a placement group (``STRICT_SPREAD``)
-would reserve whole nodes for the run's lifetime and still let two of its bundles' tasks share a
-node once the group has fewer nodes than cells. ``--cells-per-node N`` asks for ``1/N`` of the
-slot, so N cells share a node; each such record is flagged. GPU cells (``--device cuda``, or
-``auto`` on a cluster that has GPUs) also ask for ``num_gpus=1``.
+their core count, and needs no bookkeeping in the driver. ``--cells-per-node N`` asks for ``1/N``
+of the slot, so N cells share a node; each such record is flagged.
+
+**Devices.** ``--device cuda`` cells ask Ray for a GPU. ``auto`` is resolved on the node that
+runs the cell, by the cell itself as locally: the task asks for no GPU and leaves the node's GPUs
+visible to it (the slot gives the cell the node), so the cell's backend finds CUDA there or not;
+the record names the device in effect (``manifest.device``; a cell that died before resolving
+it: the node's answer, a GPU it can see and a backend that runs CUDA).
 
 **Faults.** A worker process (or its node) that dies mid-cell is ``killed``, naming the node;
 a cell past ``--timeout`` is killed on its node (``timeout``), and the driver force-cancels a
-task still alive a grace period later; Ctrl-C cancels every outstanding task (the running
-cells' processes are killed and recorded ``interrupted``; ``--resume`` completes them, on Ray
-or locally). Tasks are never retried by Ray (``max_retries=0``), so no cell is recorded twice.
+task still alive a grace period later. Ctrl-C, SIGTERM and SIGHUP cancel every outstanding task:
+the cells that had started are recorded ``interrupted`` by that signal, the others go back to
+the matrix, which records them with every cell not yet submitted. Ray installs its own SIGTERM
+handler in ``ray.init`` (it prints a stack dump and exits): the handlers in place before are put
+back at once. An unreachable cluster fails within ``--ray-timeout`` seconds with one line. Tasks
+are never retried by Ray (``max_retries=0``), so no cell is recorded twice.
 
 The driver's ``ROSETTA_*`` environment variables travel with each task (extra backends, spec
 folder, data folder), so the nodes run the same configuration.
@@ -32,23 +41,27 @@ folder, data folder), so the nodes run the same configuration.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-import sys
+import signal
+import socket
 import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rosetta import backends
 from rosetta.errors import RosettaError
 from rosetta.runner import records
 from rosetta.runner.config import CellConfig
+from rosetta.runner.executors import CellProcess, Finished, run_one
 from rosetta.runner.papercell import failure_record
+from rosetta.runner.signals import SIGNALS, Interrupted
 
 RESOURCE = "rosetta_cell"  # each node advertises 1 of it: its one measuring slot
 CANCEL_GRACE_S = 60.0  # after --timeout, the task has this long to kill its cell and answer
 INTERRUPT_GRACE_S = 5.0  # after Ctrl-C, cells have this long to stop before a forced cancel
+CONNECT_TIMEOUT_S = 30.0  # --ray-timeout's default
 POLL_S = 0.5
 
 
@@ -59,6 +72,7 @@ class RayOptions:
     address: str | None = None  # None: $RAY_ADDRESS, else a local Ray instance started here
     cells_per_node: int = 1  # >1 lets cells share a node (recorded as a flag: noisy timings)
     local_cpus: int | None = None  # cores of a local instance (None: Ray counts them)
+    timeout_s: float = CONNECT_TIMEOUT_S  # reaching the cluster takes at most this long
 
 
 def available() -> tuple[bool, str]:
@@ -75,46 +89,116 @@ def available() -> tuple[bool, str]:
         return False, "not installed; pip install 'rosetta[ray]'"
 
 
-def connect(options: RayOptions) -> str:
-    """Connect to the cluster (or start a local one); returns a one-line description of it.
+class _TooLong(Exception):
+    pass
 
-    Raises ``RosettaError`` (one line) when Ray is missing, the address cannot be reached or the
-    cluster advertises no ``rosetta_cell`` slot."""
+
+@contextlib.contextmanager
+def _deadline(seconds: float):
+    """Raise :class:`_TooLong` in this (main) thread after ``seconds`` (SIGALRM)."""
+
+    def expire(signum, frame):
+        raise _TooLong
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _probe(address: str, timeout_s: float) -> str:
+    """Why ``address`` (``host:port`` or ``ray://host:port``) takes no TCP connection within
+    ``timeout_s``, or ``""`` when it does (or is no host:port: Ray resolves it)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return ""
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return ""
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc.strerror or exc}"
+
+
+def connect(options: RayOptions) -> str:
+    """Connect to the cluster (or start a local one) within ``options.timeout_s``; returns a
+    one-line description of it. The signal handlers in place before are put back afterwards (Ray
+    installs its own). Raises ``RosettaError`` (one line) when Ray is missing, the address cannot
+    be reached in time or the cluster advertises no ``rosetta_cell`` slot."""
     ok, why = available()
     if not ok:
         raise RosettaError(f"--executor ray: Ray is {why}")
+    handlers = {s: signal.getsignal(s) for s in SIGNALS}
+    address = options.address or os.environ.get("RAY_ADDRESS") or None
+    where = address or "a local instance"
+    fix = f"start it with `ray start --head`, or raise --ray-timeout ({options.timeout_s:g} s)"
+    t0 = time.monotonic()
+    problem = _probe(address, options.timeout_s) if address else ""
+    if problem:
+        raise RosettaError(f"--executor ray: cannot reach Ray at {where} ({problem}); {fix}")
     import ray
 
-    address = options.address or os.environ.get("RAY_ADDRESS") or None
     try:
-        if address:
-            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-        else:
-            ray.init(
-                num_cpus=options.local_cpus,
-                resources={RESOURCE: 1},
-                include_dashboard=False,
-                log_to_driver=False,
-                logging_level="ERROR",
-            )
+        with _deadline(max(options.timeout_s - (time.monotonic() - t0), 0.1)):
+            if address:
+                ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+            else:
+                ray.init(num_cpus=options.local_cpus, resources={RESOURCE: 1},
+                         include_dashboard=False, log_to_driver=False,
+                         logging_level="ERROR")  # fmt: skip
+    except KeyboardInterrupt:  # a signal while connecting: every cell gets its record
+        _shutdown()
+        raise
+    except SystemExit as exc:  # SIGTERM to Ray's handler, set while ray.init runs
+        _shutdown()
+        if exc.code != signal.SIGTERM:
+            raise
+        raise Interrupted("SIGTERM") from None
+    except _TooLong:
+        _shutdown()
+        raise RosettaError(
+            f"--executor ray: no answer from Ray at {where} within {options.timeout_s:g} s; {fix}"
+        ) from None
     except Exception as exc:  # noqa: BLE001 - Ray raises many types; all mean "no cluster"
-        where = address or "a local instance"
+        _shutdown()
         raise RosettaError(
             f"--executor ray: cannot reach Ray at {where} ({type(exc).__name__}: "
-            f"{' '.join(str(exc).split())[:200]}); start it with `ray start --head`"
+            f"{' '.join(str(exc).split())[:200]}); {fix}"
         ) from None
+    finally:
+        _restore(handlers)  # Ray's SIGTERM handler prints a stack dump: ours record the cells
     total = ray.cluster_resources()
     if total.get(RESOURCE, 0) < 1:
-        ray.shutdown()
+        _shutdown()
         raise RosettaError(
-            f"the Ray cluster at {address} advertises no {RESOURCE!r} slot; start every node "
+            f"the Ray cluster at {where} advertises no {RESOURCE!r} slot; start every node "
             f"with: ray start ... --resources '{{\"{RESOURCE}\": 1}}'"
         )
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     return (
-        f"Ray {ray.__version__} at {address or 'a local instance'}: {len(nodes)} node(s), "
+        f"Ray {ray.__version__} at {where}: {len(nodes)} node(s), "
         f"{total.get(RESOURCE, 0):g} cell slot(s), {total.get('GPU', 0):g} GPU(s)"
     )
+
+
+def _restore(handlers: dict) -> None:
+    for s, h in handlers.items():
+        signal.signal(s, h if h is not None else signal.SIG_DFL)
+
+
+def _shutdown() -> None:
+    import ray
+
+    handlers = {s: signal.getsignal(s) for s in SIGNALS}
+    try:
+        with _deadline(10.0):
+            ray.shutdown()
+    except Exception:  # noqa: BLE001 - a half-made connection: nothing more to release
+        pass
+    finally:
+        _restore(handlers)
 
 
 # -- on the worker ---------------------------------------------------------------------------------
@@ -163,12 +247,30 @@ def check_worker_data(config: CellConfig) -> str:
     return ""
 
 
-def run_cell_on_node(plan, config: CellConfig, board, cells_per_node: int) -> tuple[dict, bytes]:
+def node_device(config: CellConfig) -> str:
+    """The device a cell resolves to on this node, for a record the cell could not write:
+    ``auto`` is CUDA where this node shows a GPU and the backend runs CUDA."""
+    if config.device != "auto":
+        return config.device
+    from rosetta import backends
+    from rosetta.runner import manifest
+
+    try:
+        import importlib
+
+        devices = importlib.import_module(backends.info(config.backend).module_name).DEVICES
+    except Exception:  # noqa: BLE001 - an unknown backend runs nowhere on CUDA
+        devices = ("cpu",)
+    return "cuda" if "cuda" in devices and manifest.gpu_info().get("gpus") else "cpu"
+
+
+def run_cell_on_node(
+    how: CellProcess, config: CellConfig, board, cells_per_node: int, gate_source: bytes
+) -> tuple[dict, bytes]:
     """The Ray task's body: run one cell in a fresh process on this node; returns the record and
     the executed notebook (``b""`` when there is none), both by value."""
     import ray
 
-    from rosetta.runner.matrix import Display, _execute
     from rosetta.runtime import child_env
 
     facts = node_facts(config.device)
@@ -176,20 +278,23 @@ def run_cell_on_node(plan, config: CellConfig, board, cells_per_node: int) -> tu
     tmp = Path(tempfile.mkdtemp(prefix="rosetta-cell-"))
     try:
         local = replace(config, out=str(tmp / Path(config.out).name))
+        if config.gate_from:  # the verdict's source, by value, under the digest the driver read
+            source = tmp / f"gate-source-{Path(config.gate_from).name}"
+            source.write_bytes(gate_source)
+            local = replace(local, gate_from=str(source))
         why = check_worker_data(config)
         if why:
             rec = failure_record(config, "failed", why)
         else:
-            status, error = _execute(plan, local, child_env(config.threads), Display(), "")
-            path = Path(local.out)
-            rec = records.read_record(path) if path.exists() else None
-            rec = rec or failure_record(config, status, error)
+            rec = run_one(how, local, child_env(config.threads))
         notebook = tmp / Path(config.out).with_suffix(".ipynb").name
         nb = notebook.read_bytes() if notebook.exists() else b""
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     rec["config"] = config.as_dict()  # the driver's paths, not this node's temporary ones
-    rec.setdefault("manifest", {})["node"] = facts
+    man = rec.setdefault("manifest", {})
+    man["node"] = facts
+    man.setdefault("device", node_device(config))  # an ok cell names what it resolved itself
     if rec["status"] != "ok":
         rec["error"] = f"{rec.get('error', '')} (node {facts['hostname']})"
     if cells_per_node > 1:
@@ -218,190 +323,141 @@ def _key(config: CellConfig) -> str:
     return records.cell_key(config)
 
 
-def _configs(plan, run) -> list[CellConfig]:
-    """Every cell of ``plan`` (every point and round) as its config, in the round orders of
-    ``run.json``: the same cells as locally, submitted in the order they would run."""
-    from rosetta.runner.matrix import _cell_config, round_cells, round_orders
+class RayExecutor:
+    """Cells as Ray tasks, as many at once as the cluster's cell slots take (the matrix submits
+    every cell it may; Ray queues them)."""
 
-    orders = run.config.get("round_orders")
-    if not orders:
-        orders = round_orders(plan)
-        run.add_to_run_file(round_orders=orders)
-    by_key = {records.cell_key(c): c for r in range(plan.repeat) for c in round_cells(plan, r)}
-    return [_cell_config(run, by_key[k]) for order in orders for k in order]
+    slots = None
 
+    def __init__(self, how: CellProcess, options: RayOptions, display=None):
+        self.how, self.options, self.display = how, options, display
+        self.pending: dict = {}  # ObjectRef -> config
+        self.started: dict[str, tuple[dict, float]] = {}
+        self.owned = False
+        self.board = self.task = None
 
-def run_matrix_ray(plan, run, display, options: RayOptions) -> dict[str, dict]:
-    """``run_matrix`` on Ray: every cell of ``plan`` not yet recorded in ``run``, as Ray tasks;
-    returns ``{cell: index entry}``. The driver writes every record and notebook."""
-    import ray
+    def __enter__(self) -> RayExecutor:
+        import ray
 
-    owned = not ray.is_initialized()  # a caller's connection (a benchmark) is reused and kept
-    if owned:
-        print(connect(options), flush=True)
-    try:
-        return _drive(plan, run, display, options)
-    finally:
-        if owned:
-            ray.shutdown()
+        self.owned = not ray.is_initialized()  # a caller's connection (a benchmark) is kept
+        if self.owned:
+            print(connect(self.options), flush=True)
+        self.board = ray.remote(num_cpus=0)(_Board).remote()
+        self.task = ray.remote(run_cell_on_node)
+        self.env = {k: v for k, v in os.environ.items() if k.startswith("ROSETTA_")}
+        return self
 
+    def __exit__(self, *exc) -> None:
+        import ray
 
-def _drive(plan, run, display, options: RayOptions) -> dict[str, dict]:
-    import ray
+        for ref in self.pending:  # an error in the matrix: nothing left running
+            ray.cancel(ref, force=True)
+        with contextlib.suppress(Exception):
+            ray.kill(self.board)
+        if self.owned:
+            _shutdown()
 
-    from rosetta.runner.matrix import _existing
-
-    index = {_key(c): {"status": "not run", "error": ""} for c in _configs(plan, run)}
-    todo: list[CellConfig] = []
-    for config in _configs(plan, run):
-        key, path, label = _key(config), Path(config.out), _label(config)
-        st = backends.status(config.backend)
-        why_not = st.reason if not st.usable else config.precision_unsupported()
-        if path.exists():
-            kept = _existing(plan, run, path, not why_not)
-            if kept is not None:
-                display.done(label, kept["status"], "already recorded, kept")
-                index[key] = kept
-                continue
-        if why_not:  # the driver's install decides, as locally
-            records.write_record(path, failure_record(config, "skipped", why_not))
-            display.done(label, "skipped", why_not)
-            index[key] = {"status": "skipped", "error": why_not}
-            continue
-        todo.append(config)
-    run.write_index(index)
-    if not todo:
-        return index
-    board = ray.remote(num_cpus=0)(_Board).remote()
-    task = ray.remote(run_cell_on_node)
-    has_gpu = ray.cluster_resources().get("GPU", 0) > 0
-    env = {k: v for k, v in os.environ.items() if k.startswith("ROSETTA_")}
-    pending: dict = {}  # ObjectRef -> config
-    for config in todo:
-        gpus = 1 if config.device == "cuda" or (config.device == "auto" and has_gpu) else 0
-        ref = task.options(
+    def submit(self, config: CellConfig) -> None:
+        env = dict(self.env)
+        gpus = 1 if config.device == "cuda" else 0
+        if config.device == "auto":  # resolved on the node: its GPUs stay visible to the cell
+            env["RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES"] = "1"
+        source = Path(config.gate_from).read_bytes() if config.gate_from else b""
+        ref = self.task.options(
             num_cpus=0,
             num_gpus=gpus,
-            resources={RESOURCE: 1.0 / options.cells_per_node},
+            resources={RESOURCE: 1.0 / self.options.cells_per_node},
             max_retries=0,
             runtime_env={"env_vars": env},
-        ).remote(plan, config, board, options.cells_per_node)
-        pending[ref] = config
-    started: dict[str, tuple[dict, float]] = {}
-    try:
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
-            # who runs where, read before collecting: a task that died names its node
-            started = _poll(board, started, pending, display, plan.timeout_s)
-            for ref in done:
-                config = pending.pop(ref)
-                index[_key(config)] = _collect(ref, config, started, display)
-                run.write_index(index)
-    except KeyboardInterrupt:
-        _interrupt(pending, started, index, display, board)
-        run.write_index(index)
-        raise
-    finally:
-        ray.kill(board)
-    run.write_index(index)
-    return index
+        ).remote(self.how, config, self.board, self.options.cells_per_node, source)
+        self.pending[ref] = config
 
+    def wait(self, timeout_s: float) -> list[Finished]:
+        import ray
 
-def _label(config: CellConfig) -> str:
-    return f"{config.backend} x {config.workload}"
+        done, _ = ray.wait(list(self.pending), num_returns=1, timeout=timeout_s)
+        if done:  # and whatever else is ready by now
+            done, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0)
+        self._poll()  # who runs where, read before collecting: a task that died names its node
+        return [self._collect(ref, self.pending.pop(ref)) for ref in done]
 
+    def _poll(self) -> None:
+        """Tell the display which cells run where; force-cancel a task long past its timeout."""
+        import ray
 
-def _poll(board, started: dict, pending: dict, display, timeout_s: float) -> dict:
-    """Tell the display which cells run where; force-cancel a task long past its timeout."""
-    import ray
+        now = ray.get(self.board.snapshot.remote())
+        for ref, config in self.pending.items():
+            key = _key(config)
+            if key not in now:
+                continue
+            facts, t0 = now[key]
+            if self.display and key not in self.started:
+                self.display.start(config)
+            elapsed = time.time() - t0
+            if self.display:
+                self.display.tick(config, elapsed)
+            if elapsed > self.how.timeout_s + CANCEL_GRACE_S:
+                ray.cancel(ref, force=True)  # the node's own timeout did not answer: end it
+        self.started = now
 
-    now = ray.get(board.snapshot.remote())
-    for ref, config in pending.items():
-        key = _key(config)
-        if key not in now:
-            continue
-        facts, t0 = now[key]
-        if key not in started:
-            display.start(_label(config))
-        elapsed = time.time() - t0
-        display.tick(_label(config), elapsed)
-        if elapsed > timeout_s + CANCEL_GRACE_S:
-            ray.cancel(ref, force=True)  # the node's own timeout did not answer: end it
-    return now
+    def _host(self, config: CellConfig) -> str:
+        return self.started.get(_key(config), ({"hostname": "an unknown node"}, 0))[0]["hostname"]
 
+    def _collect(self, ref, config: CellConfig) -> Finished:
+        """The finished task's record (its notebook written into the run folder)."""
+        import ray
 
-def _collect(ref, config: CellConfig, started: dict, display) -> dict:
-    """Write the finished task's record and notebook into the run folder; its index entry."""
-    import ray
-
-    path = Path(config.out)
-    host = started.get(_key(config), ({"hostname": "an unknown node"}, 0))[0]["hostname"]
-    try:
-        rec, nb = ray.get(ref)
-    except ray.exceptions.TaskCancelledError:
-        rec, nb = _lost(config, "timeout", f"exceeded its timeout and was cancelled on {host}"), b""
-    except ray.exceptions.RayTaskError as exc:
-        why = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        rec, nb = _lost(config, "failed", f"the Ray task failed on {host}: {why}"), b""
-    except ray.exceptions.RayError as exc:  # worker or node died, object lost
-        why = f"the Ray worker running the cell on {host} died ({type(exc).__name__})"
-        rec, nb = _lost(config, "killed", why), b""
-    if nb:
-        records.atomic_write_text(path.with_suffix(".ipynb"), nb.decode(), replace=True)
-    if not path.exists():
-        records.write_record(path, rec)
-    rec = records.read_record(path)
-    status, error = rec["status"], rec.get("error", "")
-    node = rec.get("manifest", {}).get("node", {}).get("hostname", host)
-    detail = f"on {node}" + (f": {error}" if error else "")
-    if status == "ok":
-        c = rec["clocks"]
-        eq = "equivalent" if rec["equivalence"]["equivalent"] else "NOT EQUIVALENT"
-        detail = f"on {node}: {eq}, step {c['steady']['median']:.3f} s, {rec['wall_s']:.0f} s wall"
-    display.done(_label(config), status, detail)
-    return {"status": status, "error": error, "flags": rec.get("flags", [])}
-
-
-def _lost(config: CellConfig, status: str, why: str) -> dict:
-    return failure_record(config, status, why)
-
-
-def _interrupt(pending: dict, started: dict, index: dict, display, board) -> None:
-    """Ctrl-C: stop every outstanding task; running cells become ``interrupted`` records, queued
-    ones ``interrupted`` in the index; a cell that finished meanwhile is kept."""
-    import ray
-
-    try:
-        started = ray.get(board.snapshot.remote(), timeout=INTERRUPT_GRACE_S)
-    except Exception:  # noqa: BLE001 - the cluster may be going away too
-        pass
-    for ref in pending:
-        ray.cancel(ref, recursive=True)  # KeyboardInterrupt in the task: it kills its cell
-    deadline = time.monotonic() + INTERRUPT_GRACE_S
-    refs = list(pending)
-    while refs and time.monotonic() < deadline:
-        done, refs = ray.wait(refs, num_returns=len(refs), timeout=POLL_S)
-    for ref in refs:
-        ray.cancel(ref, force=True)
-    for ref, config in pending.items():
-        key, path = _key(config), Path(config.out)
+        host = self._host(config)
         try:
-            rec, nb = ray.get(ref, timeout=0)  # finished before the cancel arrived: keep it
-        except Exception:  # noqa: BLE001 - cancelled, killed or not done
-            rec, nb = None, b""
-        if rec is not None and rec["status"] != "interrupted":
-            if nb:
-                records.atomic_write_text(path.with_suffix(".ipynb"), nb.decode(), replace=True)
-            records.write_record(path, rec)
-            index[key] = {"status": rec["status"], "error": rec.get("error", "")}
-            display.done(_label(config), rec["status"], "finished before the interrupt")
-        elif key in started:
-            host = started[key][0]["hostname"]
-            why = f"interrupted by the user (Ctrl-C) while running on {host}"
-            if not path.exists():
-                records.write_record(path, failure_record(config, "interrupted", why))
-            index[key] = {"status": "interrupted", "error": why}
-        else:
-            why = "not started: the run was interrupted (Ctrl-C)"
-            index[key] = {"status": "interrupted", "error": why}
-    print("interrupted: outstanding Ray tasks cancelled", file=sys.stderr, flush=True)
+            rec, nb = ray.get(ref)
+        except ray.exceptions.TaskCancelledError:
+            why = f"exceeded its timeout and was cancelled on {host}"
+            rec, nb = failure_record(config, "timeout", why), b""
+        except ray.exceptions.RayTaskError as exc:
+            why = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            rec, nb = failure_record(config, "failed", f"the Ray task failed on {host}: {why}"), b""
+        except ray.exceptions.RayError as exc:  # worker or node died, object lost
+            why = f"the Ray worker running the cell on {host} died ({type(exc).__name__})"
+            rec, nb = failure_record(config, "killed", why), b""
+        if nb:
+            path = Path(config.out).with_suffix(".ipynb")
+            records.atomic_write_text(path, nb.decode(), replace=True)
+        node = rec.get("manifest", {}).get("node", {}).get("hostname", host)
+        return Finished(config, rec, node)
+
+    def interrupt(self, why: str) -> tuple[list[Finished], list[CellConfig]]:
+        """Stop every outstanding task: a cell that finished meanwhile is kept, one that had
+        started is ``interrupted`` by ``why``, the others go back unstarted."""
+        import ray
+
+        with contextlib.suppress(Exception):  # the cluster may be going away too
+            self.started = ray.get(self.board.snapshot.remote(), timeout=INTERRUPT_GRACE_S)
+        for ref in self.pending:
+            ray.cancel(ref, recursive=True)  # KeyboardInterrupt in the task: it kills its cell
+        deadline = time.monotonic() + INTERRUPT_GRACE_S
+        refs = list(self.pending)
+        while refs and time.monotonic() < deadline:
+            _, refs = ray.wait(refs, num_returns=len(refs), timeout=POLL_S)
+        for ref in refs:
+            ray.cancel(ref, force=True)
+        finished, unstarted = [], []
+        for ref, config in self.pending.items():
+            key = _key(config)
+            try:
+                rec, nb = ray.get(ref, timeout=0)  # finished before the cancel arrived: keep it
+            except Exception:  # noqa: BLE001 - cancelled, killed or not done
+                rec, nb = None, b""
+            if rec is not None and rec["status"] != "interrupted":
+                if nb:
+                    path = Path(config.out).with_suffix(".ipynb")
+                    records.atomic_write_text(path, nb.decode(), replace=True)
+                finished.append(Finished(config, rec, self._host(config)))
+            elif key in self.started:
+                host = self.started[key][0]["hostname"]
+                error = f"interrupted by {why} while running on {host}{self.how.notebook_note}"
+                finished.append(Finished(config, failure_record(config, "interrupted", error),
+                                         host))  # fmt: skip
+            else:
+                unstarted.append(config)
+        self.pending.clear()
+        return finished, unstarted

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
-import json
 import os
 import re
 import secrets
@@ -22,16 +21,17 @@ from pathlib import Path
 
 from rosetta.datasets.paths import probe_writable
 from rosetta.errors import RosettaError
-from rosetta.runner import records
+from rosetta.runner import records, safefile
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 RESULTS_ENV = "ROSETTA_RESULTS_DIR"
 #: configuration fields a resumed run must share with the run it resumes
 PINNED = ("profile", "dtype", "device", "seed", "threads", "data_dir", "sample_every",
           "bench_profile", "batch_sizes", "precisions", "repeat", "tf32", "backends", "workloads",
-          "executor", "oversubscribe", "skip_points")  # fmt: skip
-#: what a run made before the sweep axes existed had, for the pins it lacks
-AXIS_DEFAULTS = {"batch_sizes": [None], "precisions": ["fp32"], "repeat": 1, "skip_points": []}
+          "executor", "oversubscribe", "skip_points", "torch_compile")  # fmt: skip
+#: what a run made before the sweep axes (or a later pin) existed had, for the pins it lacks
+AXIS_DEFAULTS = {"batch_sizes": [None], "precisions": ["fp32"], "repeat": 1, "skip_points": [],
+                 "torch_compile": "default"}  # fmt: skip
 
 
 def pinned_value(config: dict, key: str):
@@ -150,10 +150,15 @@ class RunDir:
         path = self.path / "run.json"
         if path.exists():
             try:
-                stored = json.loads(path.read_text())
-            except (OSError, json.JSONDecodeError) as exc:
+                stored = records.loads_strict(safefile.read_text(path, records.MAX_RECORD_BYTES))
+            except (OSError, ValueError) as exc:  # a device, a FIFO, oversize, not JSON
                 raise RosettaError(f"{path}: unreadable ({exc}); move the run aside") from None
-            old = stored.get("config", {})
+            if not isinstance(stored, dict) or not isinstance(stored.get("config"), dict):
+                raise RosettaError(
+                    f"{path}: not a run file (no configuration object); restore it or move the "
+                    f"run aside and start a new one"
+                )
+            old = stored["config"]
             for key in PINNED:
                 was, now = pinned_value(old, key), pinned_value(config, key)
                 if was != now:
@@ -175,6 +180,49 @@ class RunDir:
         """Add facts to ``run.json`` (e.g. the peak probe) without touching its config."""
         self.config.update(fields)
         records.atomic_write_text(self.path / "run.json", records.dumps(self.config), replace=True)
+
+    def round_orders(self, made: list[list[str]]) -> list[list[str]]:
+        """The run's cell order, round by round: ``run.json``'s ``round_orders`` checked against
+        ``made`` (the orders this run's pinned settings give), or ``made``, stored, for a run that
+        has none yet. A stored order that is not a list of rounds of cell keys, or whose rounds do
+        not hold exactly this run's cells (one removed, one unknown, one twice), is one line:
+        every cell of the run must run, and none that is not one of its cells."""
+        if "round_orders" not in self.config:
+            self.add_to_run_file(round_orders=made)
+            return made
+        stored = self.config["round_orders"]
+        where = f"{self.path / 'run.json'}: round_orders"
+        fix = "restore run.json (or delete its round_orders to draw the order again)"
+        if not isinstance(stored, list) or not all(
+            isinstance(o, list) and all(isinstance(k, str) for k in o) for o in stored
+        ):
+            raise RosettaError(f"{where} is not a list of rounds of cell names; {fix}")
+        if len(stored) != len(made):
+            raise RosettaError(
+                f"{where} has {len(stored)} round(s), this run has {len(made)}; {fix}"
+            )
+        for r, (have, want) in enumerate(zip(stored, made, strict=True)):
+            missing = sorted(set(want) - set(have))
+            unknown = sorted(set(have) - set(want))
+            twice = sorted(k for k in set(have) if have.count(k) > 1)
+            for what, keys in (("lacks", missing), ("names unknown cell", unknown),
+                               ("names twice", twice)):  # fmt: skip
+                if keys:
+                    more = f" (and {len(keys) - 1} more)" if len(keys) > 1 else ""
+                    raise RosettaError(f"{where} round {r} {what} {keys[0][:80]!r}{more}; {fix}")
+        return stored
+
+    def read_index(self) -> dict[str, dict]:
+        """The cells of ``index.json`` as the last bench left them (``{}`` when there is none or
+        it cannot be read: then nothing is known about the records' digests)."""
+        try:
+            text = safefile.read_text(self.path / "index.json", records.MAX_RECORD_BYTES)
+            cells = records.loads_strict(text).get("cells")
+        except (OSError, ValueError, AttributeError):
+            return {}
+        if not isinstance(cells, dict):
+            return {}
+        return {k: v for k, v in cells.items() if isinstance(k, str) and isinstance(v, dict)}
 
     def write_index(self, cells: dict[str, dict]) -> None:
         """Each cell's status (``{cell: {status, error}}``), replaced atomically."""

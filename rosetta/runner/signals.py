@@ -26,9 +26,15 @@ class Interrupted(KeyboardInterrupt):
         self.signame = signame
 
 
+#: the signals :func:`interrupt_on_signals` turned into an interruption, latest last: a library
+#: that catches the :class:`Interrupted` and raises a plain ``KeyboardInterrupt`` in its place
+#: (Ray's ``ray.wait`` and ``ray.get`` do) must not turn a SIGTERM into "Ctrl-C"
+_received: list[str] = []
+
+
 def describe(exc: BaseException) -> str:
     """How an interruption is named in records and messages: ``Ctrl-C`` or the signal."""
-    name = getattr(exc, "signame", "SIGINT")
+    name = getattr(exc, "signame", None) or (_received[-1] if _received else "SIGINT")
     return "Ctrl-C" if name == "SIGINT" else name
 
 
@@ -40,10 +46,12 @@ def interrupt_on_signals() -> Iterator[None]:
         yield
         return
     fired = {"n": 0}
+    _received.clear()
 
     def handler(signum: int, frame: object) -> None:
         fired["n"] += 1
         if fired["n"] == 1:  # later signals would interrupt the writing of the records
+            _received.append(signal.Signals(signum).name)
             raise Interrupted(signal.Signals(signum).name)
 
     previous = {s: signal.getsignal(s) for s in SIGNALS}
