@@ -103,9 +103,9 @@ def round_cells(plan: Plan, round_: int = 0) -> list[CellConfig]:
 
 def skipped(config: CellConfig, point: dict) -> bool:
     """Whether ``config`` is the point ``point`` names (every axis value it gives matches)."""
-    fields = {"batch_size": config.batch_size, "precision": config.precision,
-              "threads": config.threads}  # fmt: skip
-    return all(fields[k] == v for k, v in point.items())
+    axes = {"batch_size": config.batch_size, "precision": config.precision,
+            "threads": config.threads}  # fmt: skip
+    return all(axes[k] == v for k, v in point.items())
 
 
 def round_orders(plan: Plan) -> list[list[str]]:
