@@ -18,19 +18,8 @@ from rosetta.runner.profiles import (
     effective_profile,
 )
 from rosetta.spec import get_workload
-from tests.bench_helpers import fault_env
-
-
-def bench(tmp_path, data, *args: str) -> int:
-    argv = ["bench", "--profile", "ci", "--results-dir", str(tmp_path / "results"),
-            "--data-dir", str(data), "--no-report", *args]  # fmt: skip
-    return main(argv)
-
-
-def run_files(tmp_path, run_id) -> dict[str, dict]:
-    run = tmp_path / "results" / run_id
-    skip = ("run.json", "index.json")
-    return {p.stem: json.loads(p.read_text()) for p in run.glob("*.json") if p.name not in skip}
+from tests.bench_helpers import bench, fault_env
+from tests.bench_helpers import run_records as run_files
 
 
 def busy_reader():

@@ -14,14 +14,7 @@ import pytest
 
 from rosetta.cli import main
 from rosetta.runner import records
-from tests.bench_helpers import fault_env
-
-
-def bench(tmp_path, data, *args: str) -> int:
-    """``rosetta bench`` on the ci profile, records in ``tmp_path/results``, no HTML report."""
-    argv = ["bench", "--profile", "ci", "--results-dir", str(tmp_path / "results"),
-            "--data-dir", str(data), "--no-report", *args]  # fmt: skip
-    return main(argv)
+from tests.bench_helpers import bench, fault_env
 
 
 def cell_record(tmp_path, run_id, backend, workload) -> dict:

@@ -10,22 +10,19 @@ from dataclasses import replace
 
 import numpy as np
 
-from rosetta.cli import main
 from rosetta.runner import localise, records
 from rosetta.runner.cell import run_cell
 from rosetta.runner.config import CellConfig
 from rosetta.runner.gate import Check, GateResult
 from rosetta.runner.matrix import Plan, latency_cells, round_cells, round_orders
+from tests.bench_helpers import bench, run_records
 
 
-def bench(tmp_path, data, run_id: str, *args: str) -> dict[str, dict]:
-    argv = ["bench", "--profile", "ci", "--results-dir", str(tmp_path / "results"),
-            "--data-dir", str(data), "--no-report", "--backends", "numpy_ref", "--workloads",
-            "gru", "--executor", "python", "--run-id", run_id, *args]  # fmt: skip
-    assert main(argv) == 0
-    run = tmp_path / "results" / run_id
-    skip = ("run.json", "index.json")
-    return {p.stem: json.loads(p.read_text()) for p in run.glob("*.json") if p.name not in skip}
+def reference_run(tmp_path, data, run_id: str, *args: str) -> dict[str, dict]:
+    """A ci run of the reference on the GRU (python executor); its records by key."""
+    assert bench(tmp_path, data, "--backends", "numpy_ref", "--workloads", "gru", "--executor",
+                 "python", "--run-id", run_id, *args) == 0  # fmt: skip
+    return run_records(tmp_path, run_id)
 
 
 def test_a_verdict_survives_its_json_form_and_names_where_it_came_from():
@@ -54,7 +51,7 @@ def test_the_gate_identity_ignores_the_point_and_keeps_the_function():
 def test_threads_and_rounds_reuse_the_first_gate_and_gate_every_point_opts_out(
     tmp_path, small_data
 ):
-    recs = bench(tmp_path, small_data, "once", "--threads", "1,2", "--repeat", "2")
+    recs = reference_run(tmp_path, small_data, "once", "--threads", "1,2", "--repeat", "2")
     assert len(recs) == 4 and all(r["status"] == "ok" for r in recs.values())
     order = json.loads((tmp_path / "results" / "once" / "run.json").read_text())["round_orders"]
     first = order[0][0]  # the first cell to run gates; every other names it
@@ -62,7 +59,7 @@ def test_threads_and_rounds_reuse_the_first_gate_and_gate_every_point_opts_out(
     for key in order[0][1:] + order[1]:
         assert recs[key]["equivalence"]["reused_from"] == first, key
         assert recs[key]["equivalence"]["equivalent"]
-    every = bench(tmp_path, small_data, "every", "--threads", "1,2", "--gate-every-point")
+    every = reference_run(tmp_path, small_data, "every", "--threads", "1,2", "--gate-every-point")
     assert {k: r["equivalence"]["reused_from"] for k, r in every.items()} == {
         "numpy_ref__gru__t1": "",
         "numpy_ref__gru__t2": "",

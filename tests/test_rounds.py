@@ -1,5 +1,6 @@
 """Repetition rounds: every cell R times, each in a fresh process, round by round, in an order
-shuffled per round from the run's seed and recorded; resume and retry per round."""
+shuffled per round from the run's seed and recorded, read back by the report as one group;
+resume and retry per round. The suite's one ``--repeat`` run through papermill is here."""
 
 from __future__ import annotations
 
@@ -9,16 +10,9 @@ import re
 import subprocess
 import sys
 
-from rosetta.cli import main
 from rosetta.runner.config import CellConfig
 from rosetta.runner.matrix import Plan, round_orders
-from tests.bench_helpers import fault_env
-
-
-def bench(tmp_path, data, *args: str) -> int:
-    argv = ["bench", "--profile", "ci", "--results-dir", str(tmp_path / "results"),
-            "--data-dir", str(data), "--no-report", *args]  # fmt: skip
-    return main(argv)
+from tests.bench_helpers import bench, fault_env
 
 
 def plan(backends, workloads, repeat, seed=0, **axes) -> Plan:
@@ -90,6 +84,16 @@ def test_repeat_two_through_papermill_runs_round_by_round_in_the_recorded_order(
     assert len(pids) == 2 and os.getpid() not in pids  # each round in a fresh process
     index = json.loads((run / "index.json").read_text())["cells"]
     assert set(index) == set(orders[0] + orders[1])
+    # the report reads the two rounds back as one group, with the cross-round interval
+    from rosetta.report import load_tables, write_report
+
+    t = load_tables([run])
+    assert sorted(t.cells[t.cells["backend"] == "numpy_ref"]["round"]) == [0, 1]
+    (g,) = [g for _, g in t.groups.iterrows() if g["backend"] == "numpy_ref"]
+    assert g["rounds"] == 2 and g["method"] == "rounds" and len(g["round_medians"]) == 2
+    assert g["steady_low"] <= g["steady_median"] <= g["steady_high"]
+    html = write_report([run], tmp_path / "rr-report").read_text()
+    assert 'id="rounds-gru"' in html and "2 rounds" not in html  # one backend ok: no verdict
 
 
 def test_resume_completes_a_half_done_multi_round_run(tmp_path, small_data, monkeypatch, capsys):
