@@ -140,7 +140,7 @@ def torch_compile_in_effect(setting: str, task: str, dtype: str) -> tuple[bool, 
     (task ``probe``: one model per op, a diagnosis never timed; compiling each would pay inductor
     per prefix and run into dynamo's recompile limit)."""
     if task == "probe":
-        return False, "a diagnostic cut of the graph (the localiser's), not the timed program"
+        return False, f"task {task!r}: a diagnostic cut of the graph (the localiser's), not timed"
     if dtype == "float64":
         return False, "float64, which inductor freezing's oneDNN convolutions do not run"
     if setting == "on":

@@ -294,8 +294,8 @@ def run_cell_on_node(
     rec["config"] = config.as_dict()  # the driver's paths, not this node's temporary ones
     man = rec.setdefault("manifest", {})
     man["node"] = facts
-    man.setdefault("device", node_device(config))  # an ok cell names what it resolved itself
-    if rec["status"] != "ok":
+    if rec["status"] != "ok":  # an ok cell names what it resolved (manifest.runtime.device)
+        man.setdefault("device", node_device(config))
         rec["error"] = f"{rec.get('error', '')} (node {facts['hostname']})"
     if cells_per_node > 1:
         rec.setdefault("flags", []).append(

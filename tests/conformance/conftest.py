@@ -52,20 +52,32 @@ def dtype(request):
     return request.param
 
 
+def _process_state() -> tuple:
+    """What a model built in this process depends on beyond its own objects: TensorFlow's eager
+    context, which a build with another thread count replaces (``tensorflow/runtime.py``
+    ``set_threads``: its pools are fixed once started), leaving every earlier TensorFlow model
+    computing with dead handles. A cached model built under another state is built again."""
+    import sys
+
+    context = sys.modules.get("tensorflow.python.eager.context")
+    return (id(context.context()) if context is not None else None,)
+
+
 class ModelCache:
     """Models built once per (backend, workload, input size, dtype) and handed out holding the
     canonical weights of seed 0 (``set_params`` on every hand-out)."""
 
     def __init__(self) -> None:
-        self._built: dict[tuple, object] = {}
+        self._built: dict[tuple, tuple[tuple, object]] = {}
         self.builds = 0
 
     def __call__(self, backend, workload, dtype: str = "float32"):
         key = (backend.NAME, workload.name, workload.input.shape, dtype)
         params = weights(workload)
-        model = self._built.get(key)
-        if model is None:
-            model = self._built[key] = make(backend, workload, params, dtype=dtype)
+        state, model = self._built.get(key, (None, None))
+        if model is None or state != _process_state():
+            model = make(backend, workload, params, dtype=dtype)
+            self._built[key] = (_process_state(), model)
             self.builds += 1
         else:
             model.set_params(params)

@@ -28,9 +28,15 @@ from rosetta.spec.workload import Workload
 class GeneratedRun:
     """The outputs of one ``--check`` run, shaped as the gate asks for a model's."""
 
-    def __init__(self, backend: str, out: dict[str, np.ndarray]):
+    def __init__(self, backend: str, out: dict[str, np.ndarray], params: Params):
         self.backend = f"generated:{backend}"
         self.out = out
+        self.params = params
+
+    def get_params(self) -> Params:
+        """What the file was handed: it loads these canonical weights from its ``.npz`` itself,
+        so a loading fault of the file shows in its forward and gradients, not here."""
+        return self.params
 
     def _named(self, prefix: str) -> Params:
         return {k[len(prefix) :]: v for k, v in self.out.items() if k.startswith(prefix)}
@@ -96,4 +102,4 @@ def gate_generated(
 ) -> GateResult:
     """The equivalence gate's verdict on the generated file ``gen`` (run in a fresh process)."""
     out = run_file(gen, workload, params, x, y, dtype, folder)
-    return run_gate(GeneratedRun(gen.backend, out), workload, params, x, y, dtype)  # type: ignore[arg-type]
+    return run_gate(GeneratedRun(gen.backend, out, params), workload, params, x, y, dtype)  # type: ignore[arg-type]

@@ -92,7 +92,7 @@ def test_a_planted_defect_in_a_generated_file_fails_the_gate(tmp_path):
         gen.text.replace("SGD(lr=0.01, momentum=0.9,", "SGD(lr=0.01, momentum=0.0,"),
     )
     out = run_file(broken, workload, params, x, y, "float64", tmp_path)
-    result = run_gate(GeneratedRun("numpy_ref", out), workload, params, x, y, "float64")
+    result = run_gate(GeneratedRun("numpy_ref", out, params), workload, params, x, y, "float64")
     verdict = {c.what: c.ok for c in result.checks}
     assert verdict == {"forward": True, "loss": True, "grads": True, "params": False}
     assert np.isfinite(out["loss"])
@@ -112,6 +112,6 @@ def test_keras_stock_adam_instead_of_the_written_out_one_fails_at_float64(tmp_pa
     assert ours in gen.text
     broken = codegen.Generated(gen.workload, gen.backend, gen.name, gen.text.replace(ours, stock))
     out = run_file(broken, workload, params, x, y, "float64", tmp_path)
-    result = run_gate(GeneratedRun("tensorflow", out), workload, params, x, y, "float64")
+    result = run_gate(GeneratedRun("tensorflow", out, params), workload, params, x, y, "float64")
     verdict = {c.what: c.ok for c in result.checks}
     assert verdict == {"forward": True, "loss": True, "grads": True, "params": False}
