@@ -8,6 +8,23 @@ import sys
 
 import pytest
 
+
+def _own_cores() -> None:
+    """Under ``pytest -n N`` each worker takes its own share of the cores (affinity, inherited by
+    every cell it starts): the frameworks size their pools to the usable cores, so two workers
+    each running a 2-thread cell on 2 cores would spin against each other (torch and Chainer
+    slow up to 10x under such contention). A test that needs more threads than its share asks
+    for ``--oversubscribe``, as a user would."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count < 2 or not hasattr(os, "sched_setaffinity"):
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) >= count:
+        os.sched_setaffinity(0, cores[int(worker[2:]) % count :: count])
+
+
+_own_cores()
 _CORES = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
 _XLA_FLAGS = os.environ.get("XLA_FLAGS")
 

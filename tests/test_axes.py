@@ -263,7 +263,7 @@ def test_retry_failed_reruns_only_the_failed_point(tmp_path, small_data, monkeyp
     fault_env(monkeypatch, "raise")
     monkeypatch.setenv("ROSETTA_FAULT_THREADS", "1")  # the fault hits the 1-thread point only
     args = ["--backends", "fault", "--workloads", "gru", "--executor", "python",
-            "--threads", "1,2"]  # fmt: skip
+            "--threads", "1,2", "--oversubscribe"]  # fmt: skip
     assert bench(tmp_path, small_data, *args, "--run-id", "rp") == 1
     recs = run_files(tmp_path, "rp")
     assert recs["fault__gru__t1"]["status"] == "failed"

@@ -51,7 +51,9 @@ def test_the_gate_identity_ignores_the_point_and_keeps_the_function():
 def test_threads_and_rounds_reuse_the_first_gate_and_gate_every_point_opts_out(
     tmp_path, small_data
 ):
-    recs = reference_run(tmp_path, small_data, "once", "--threads", "1,2", "--repeat", "2")
+    recs = reference_run(
+        tmp_path, small_data, "once", "--threads", "1,2", "--oversubscribe", "--repeat", "2"
+    )
     assert len(recs) == 4 and all(r["status"] == "ok" for r in recs.values())
     order = json.loads((tmp_path / "results" / "once" / "run.json").read_text())["round_orders"]
     first = order[0][0]  # the first cell to run gates; every other names it
@@ -59,7 +61,9 @@ def test_threads_and_rounds_reuse_the_first_gate_and_gate_every_point_opts_out(
     for key in order[0][1:] + order[1]:
         assert recs[key]["equivalence"]["reused_from"] == first, key
         assert recs[key]["equivalence"]["equivalent"]
-    every = reference_run(tmp_path, small_data, "every", "--threads", "1,2", "--gate-every-point")
+    every = reference_run(
+        tmp_path, small_data, "every", "--threads", "1,2", "--oversubscribe", "--gate-every-point"
+    )
     assert {k: r["equivalence"]["reused_from"] for k, r in every.items()} == {
         "numpy_ref__gru__t1": "",
         "numpy_ref__gru__t2": "",

@@ -36,7 +36,10 @@ def two_threads(tmp_path_factory, small_data):
     """One finished run of numpy_ref x cnn at threads 1 and 2 (t2 reuses t1's verdict); each
     test resumes its own copy."""
     base = tmp_path_factory.mktemp("two")
-    assert main(_argv(base, small_data, *CNN, "--threads", "1,2", "--run-id", "r")) == 0
+    assert (
+        main(_argv(base, small_data, *CNN, "--threads", "1,2", "--oversubscribe", "--run-id", "r"))
+        == 0
+    )
     return base / "results" / "r"
 
 
@@ -59,7 +62,14 @@ def test_a_verdict_forged_before_resume_is_not_reused(two_threads, tmp_path, sma
     forged["equivalence"]["equivalent"] = True
     first.write_text(json.dumps(forged))
     later.unlink()  # the later cell runs again on resume
-    assert main(_argv(tmp_path, small_data, *CNN, "--threads", "1,2", "--resume", "r")) == 0
+    assert (
+        main(
+            _argv(
+                tmp_path, small_data, *CNN, "--threads", "1,2", "--oversubscribe", "--resume", "r"
+            )
+        )
+        == 0
+    )
     again = _read(later)
     assert again["equivalence"]["reused_from"] == ""  # gated itself
     flags = [f for f in again["flags"] if f.startswith("gated in this cell:")]
@@ -87,7 +97,14 @@ def test_resume_sets_aside_a_record_made_for_another_cell(
     FOREIGN[field](rec)
     path.write_text(json.dumps(rec))
     capsys.readouterr()
-    assert main(_argv(tmp_path, small_data, *CNN, "--threads", "1,2", "--resume", "r")) == 0
+    assert (
+        main(
+            _argv(
+                tmp_path, small_data, *CNN, "--threads", "1,2", "--oversubscribe", "--resume", "r"
+            )
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     notes = [line for line in err.splitlines() if "is not this run's numpy_ref__cnn__t1" in line]
     assert len(notes) == 1 and field in notes[0] and "Traceback" not in err, err
@@ -118,7 +135,9 @@ def test_a_bad_run_file_is_one_line_and_runs_nothing(two_threads, tmp_path, smal
     spoil(config)
     (run / "run.json").write_text(json.dumps([] if case == "a list" else config))
     capsys.readouterr()
-    code = main(_argv(tmp_path, small_data, *CNN, "--threads", "1,2", "--resume", "r"))
+    code = main(
+        _argv(tmp_path, small_data, *CNN, "--threads", "1,2", "--oversubscribe", "--resume", "r")
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and why in err[0], err
     assert not (run / "numpy_ref__cnn__t2.json").exists()
