@@ -219,8 +219,8 @@ def test_a_signal_to_a_ray_run_leaves_a_record_for_every_cell(
     # fault t1 hangs on a node; fault t2 waits for t1's verdict (never submitted); numpy_ref runs
     cmd = [sys.executable, "-m", "rosetta.cli", "bench", "--profile", "ci", "--backends",
            "fault,numpy_ref", "--workloads", "gru", "--threads", "1,2", "--oversubscribe",
-           "--run-id", run_id, "--no-report", "--results-dir", str(tmp_path / "results"), "--data-dir",
-           str(small_data), *ray_args(cluster)]  # fmt: skip
+           "--run-id", run_id, "--no-report", "--results-dir", str(tmp_path / "results"),
+           "--data-dir", str(small_data), *ray_args(cluster)]  # fmt: skip
     driver = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 180
