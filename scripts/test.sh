@@ -5,7 +5,8 @@
 #   bash scripts/test.sh -m slow      # the slow tier (CI runs it after the quick one: .ci/run)
 #   bash scripts/test.sh -n 0 -k gru  # serially, a selection; other arguments go to pytest
 #
-# The tests run on pytest-xdist workers, one per usable core (ROSETTA_TEST_WORKERS overrides);
+# The tests run on pytest-xdist workers, one per usable core (ROSETTA_TEST_WORKERS overrides),
+# each pinned to its own core with every cell it starts (tests/conftest.py);
 # `--dist loadgroup` keeps every conformance check of one backend on one worker, so each model is
 # built once (tests/conformance/conftest.py). `--durations=30` lists the slowest tests last.
 set -euo pipefail
@@ -13,4 +14,11 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh all,dev
 bash scripts/install_chromium.sh  # the report's browser test; skips quietly once installed
 workers="${ROSETTA_TEST_WORKERS:-auto}"
-exec .venv/bin/python -m pytest -n "$workers" --dist loadgroup --durations=30 "$@"
+pytest=(.venv/bin/python -m pytest -n "$workers" --dist loadgroup --durations=30)
+if [ $# -eq 0 ]; then
+    # each worker owns its share of the cores (tests/conftest.py); the few tests that need
+    # every core (marked whole_machine) run after the others, alone
+    "${pytest[@]}" -m "not slow and not whole_machine"
+    exec .venv/bin/python -m pytest -n 0 -m "not slow and whole_machine"
+fi
+exec "${pytest[@]}" "$@"

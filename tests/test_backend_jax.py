@@ -333,6 +333,7 @@ def _affinities() -> list[int]:
     return [len(os.sched_getaffinity(int(t))) for t in os.listdir("/proc/self/task")]
 
 
+@pytest.mark.whole_machine  # JAX's threads must have started on every core
 @pytest.mark.skipif(len(runtime.START_CORES) < 2, reason="one core: nothing to pin")
 def test_threads_one_reads_back_one_from_every_jax_thread():
     # JAX's client (and XLA's pool threads) started earlier in this process with all cores:
