@@ -96,3 +96,20 @@ def test_resume_sets_a_fifo_record_aside_and_reads_no_device(tmp_path, small_dat
     rec = json.loads(path.read_text())  # measured again: a regular file now
     assert rec["status"] == "ok" and rec["clocks"]["steady"]["median"] > 0
     assert list((results / "c" / "attempts").glob("numpy_ref__gru.corrupt.*.json"))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_resume_refuses_a_run_file_that_is_a_fifo_or_a_device_in_one_line(tmp_path, kind):
+    """``run.json`` is read like a record: a FIFO is not waited on, ``/dev/zero`` not read."""
+    run = tmp_path / "results" / "r"
+    run.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(run / "run.json")
+    else:
+        (run / "run.json").symlink_to("/dev/zero")
+    done = _rosetta("bench", "--resume", "r", "--results-dir", str(tmp_path / "results"),
+                    "--profile", "ci", "--backends", "numpy_ref", "--workloads", "gru",
+                    "--executor", "python", "--no-report")  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "run.json" in lines[0] and "not a regular file" in lines[0], lines[0]
