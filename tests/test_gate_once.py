@@ -48,12 +48,12 @@ def test_the_gate_identity_ignores_the_point_and_keeps_the_function():
         assert replace(base, **change).gate_identity() != base.gate_identity(), change
 
 
-def test_threads_and_rounds_reuse_the_first_gate_and_gate_every_point_opts_out(
+def test_batch_sizes_and_rounds_reuse_the_first_gate_and_gate_every_point_opts_out(
     tmp_path, small_data
 ):
-    recs = reference_run(
-        tmp_path, small_data, "once", "--threads", "1,2", "--oversubscribe", "--repeat", "2"
-    )
+    # points of the batch axis (the thread axis is the same code path: gate_identity ignores both;
+    # two thread counts would oversubscribe the one core a test worker owns)
+    recs = reference_run(tmp_path, small_data, "once", "--batch-sizes", "32,64", "--repeat", "2")
     assert len(recs) == 4 and all(r["status"] == "ok" for r in recs.values())
     order = json.loads((tmp_path / "results" / "once" / "run.json").read_text())["round_orders"]
     first = order[0][0]  # the first cell to run gates; every other names it
@@ -62,11 +62,11 @@ def test_threads_and_rounds_reuse_the_first_gate_and_gate_every_point_opts_out(
         assert recs[key]["equivalence"]["reused_from"] == first, key
         assert recs[key]["equivalence"]["equivalent"]
     every = reference_run(
-        tmp_path, small_data, "every", "--threads", "1,2", "--oversubscribe", "--gate-every-point"
+        tmp_path, small_data, "every", "--batch-sizes", "32,64", "--gate-every-point"
     )
     assert {k: r["equivalence"]["reused_from"] for k, r in every.items()} == {
-        "numpy_ref__gru__t1": "",
-        "numpy_ref__gru__t2": "",
+        "numpy_ref__gru__b32": "",
+        "numpy_ref__gru__b64": "",
     }
     assert all(r["config"]["gate_from"] == "" for r in every.values())
 

@@ -19,7 +19,8 @@ from rosetta.cli import main
 from tests.bench_helpers import ROOT, fault_env
 from tests.test_bench import _cells_running
 
-CNN = ["--backends", "numpy_ref", "--workloads", "cnn", "--executor", "python"]
+REF = ["--backends", "numpy_ref", "--workloads", "gru", "--executor", "python"]
+POINTS = ["--threads", "1", "--batch-sizes", "32,64"]  # two points of one function
 
 
 def _argv(tmp_path, data, *more: str) -> list[str]:
@@ -32,14 +33,12 @@ def _read(path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def two_threads(tmp_path_factory, small_data):
-    """One finished run of numpy_ref x cnn at threads 1 and 2 (t2 reuses t1's verdict); each
-    test resumes its own copy."""
+def two_points(tmp_path_factory, small_data):
+    """One finished run of numpy_ref x gru (its cheapest cell) at batch sizes 32 and 64 on one
+    thread (b64 reuses b32's verdict; two thread counts on the one core a test worker owns would
+    oversubscribe it); each test resumes its own copy."""
     base = tmp_path_factory.mktemp("two")
-    assert (
-        main(_argv(base, small_data, *CNN, "--threads", "1,2", "--oversubscribe", "--run-id", "r"))
-        == 0
-    )
+    assert main(_argv(base, small_data, *REF, *POINTS, "--run-id", "r")) == 0
     return base / "results" / "r"
 
 
@@ -51,25 +50,18 @@ def _copy(run, tmp_path):
 
 
 # -- item 3: a verdict bound to its source ---------------------------------------------------------
-def test_a_verdict_forged_before_resume_is_not_reused(two_threads, tmp_path, small_data):
-    run = _copy(two_threads, tmp_path)
-    first, later = run / "numpy_ref__cnn__t1.json", run / "numpy_ref__cnn__t2.json"
-    assert _read(later)["equivalence"]["reused_from"] == "numpy_ref__cnn__t1"
+def test_a_verdict_forged_before_resume_is_not_reused(two_points, tmp_path, small_data):
+    run = _copy(two_points, tmp_path)
+    first, later = run / "numpy_ref__gru__b32-t1.json", run / "numpy_ref__gru__b64-t1.json"
+    assert _read(later)["equivalence"]["reused_from"] == "numpy_ref__gru__b32-t1"
     assert _read(later)["config"]["gate_sha256"] == json.loads(
-        (run / "index.json").read_text())["cells"]["numpy_ref__cnn__t1"]["sha256"]  # fmt: skip
+        (run / "index.json").read_text())["cells"]["numpy_ref__gru__b32-t1"]["sha256"]  # fmt: skip
     forged = _read(first)
     forged["equivalence"]["checks"][0]["violation"] = 148.0  # 148x over, "equivalent" all the same
     forged["equivalence"]["equivalent"] = True
     first.write_text(json.dumps(forged))
     later.unlink()  # the later cell runs again on resume
-    assert (
-        main(
-            _argv(
-                tmp_path, small_data, *CNN, "--threads", "1,2", "--oversubscribe", "--resume", "r"
-            )
-        )
-        == 0
-    )
+    assert main(_argv(tmp_path, small_data, *REF, *POINTS, "--resume", "r")) == 0
     again = _read(later)
     assert again["equivalence"]["reused_from"] == ""  # gated itself
     flags = [f for f in again["flags"] if f.startswith("gated in this cell:")]
@@ -83,42 +75,36 @@ FOREIGN = {
     "profile": lambda r: r.update(profile="smoke") or r["config"].update(profile="smoke"),
     "threads": lambda r: r["config"].update(threads=2),
     "backend": lambda r: r.update(backend="torch") or r["config"].update(backend="torch"),
-    "workload": lambda r: r.update(workload="gru") or r["config"].update(workload="gru"),
+    "workload": lambda r: r.update(workload="cnn") or r["config"].update(workload="cnn"),
 }
 
 
 @pytest.mark.parametrize("field", sorted(FOREIGN))
 def test_resume_sets_aside_a_record_made_for_another_cell(
-    two_threads, tmp_path, small_data, capsys, field
+    two_points, tmp_path, small_data, capsys, field
 ):
-    run = _copy(two_threads, tmp_path)
-    path = run / "numpy_ref__cnn__t1.json"
+    run = _copy(two_points, tmp_path)
+    path = run / "numpy_ref__gru__b32-t1.json"
     rec = _read(path)
     FOREIGN[field](rec)
     path.write_text(json.dumps(rec))
     capsys.readouterr()
-    assert (
-        main(
-            _argv(
-                tmp_path, small_data, *CNN, "--threads", "1,2", "--oversubscribe", "--resume", "r"
-            )
-        )
-        == 0
-    )
+    assert main(_argv(tmp_path, small_data, *REF, *POINTS, "--resume", "r")) == 0
     err = capsys.readouterr().err
-    notes = [line for line in err.splitlines() if "is not this run's numpy_ref__cnn__t1" in line]
+    cell = "numpy_ref__gru__b32-t1"
+    notes = [line for line in err.splitlines() if f"is not this run's {cell}" in line]
     assert len(notes) == 1 and field in notes[0] and "Traceback" not in err, err
-    assert list((run / "attempts").glob("numpy_ref__cnn__t1.mismatch.*.json"))
+    assert list((run / "attempts").glob("numpy_ref__gru__b32-t1.mismatch.*.json"))
     again = _read(path)  # measured again, for this cell
-    assert (again["backend"], again["workload"], again["profile"]) == ("numpy_ref", "cnn", "ci")
+    assert (again["backend"], again["workload"], again["profile"]) == ("numpy_ref", "gru", "ci")
     assert (again["config"]["seed"], again["config"]["threads"]) == (0, 1)
 
 
 BAD_RUN_FILES = {
-    "a cell removed": (lambda c: c["round_orders"][0].remove("numpy_ref__cnn__t2"),
-                       "round 0 lacks 'numpy_ref__cnn__t2'"),
-    "an unknown cell": (lambda c: c["round_orders"][0].append("numpy_ref__cnn__t9"),
-                        "names unknown cell 'numpy_ref__cnn__t9'"),
+    "a cell removed": (lambda c: c["round_orders"][0].remove("numpy_ref__gru__b64-t1"),
+                       "round 0 lacks 'numpy_ref__gru__b64-t1'"),
+    "an unknown cell": (lambda c: c["round_orders"][0].append("numpy_ref__gru__b99-t1"),
+                        "names unknown cell 'numpy_ref__gru__b99-t1'"),
     "no rounds": (lambda c: c.update(round_orders=[]), "has 0 round(s), this run has 1"),
     "not a list": (lambda c: c.update(round_orders={"a": 1}), "not a list of rounds"),
     "a list": (lambda c: c.clear(), "not a run file"),
@@ -126,21 +112,19 @@ BAD_RUN_FILES = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_RUN_FILES))
-def test_a_bad_run_file_is_one_line_and_runs_nothing(two_threads, tmp_path, small_data, capsys,
+def test_a_bad_run_file_is_one_line_and_runs_nothing(two_points, tmp_path, small_data, capsys,
                                                      case):  # fmt: skip
-    run = _copy(two_threads, tmp_path)
-    (run / "numpy_ref__cnn__t2.json").unlink()  # a cell left to run: it must not run silently
+    run = _copy(two_points, tmp_path)
+    (run / "numpy_ref__gru__b64-t1.json").unlink()  # a cell left to run: it must not run silently
     config = _read(run / "run.json")
     spoil, why = BAD_RUN_FILES[case]
     spoil(config)
     (run / "run.json").write_text(json.dumps([] if case == "a list" else config))
     capsys.readouterr()
-    code = main(
-        _argv(tmp_path, small_data, *CNN, "--threads", "1,2", "--oversubscribe", "--resume", "r")
-    )
+    code = main(_argv(tmp_path, small_data, *REF, *POINTS, "--resume", "r"))
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and why in err[0], err
-    assert not (run / "numpy_ref__cnn__t2.json").exists()
+    assert not (run / "numpy_ref__gru__b64-t1.json").exists()
 
 
 # -- item 5: the unstarted cells of a large run, recorded at once ---------------------------------
