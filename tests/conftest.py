@@ -91,10 +91,18 @@ def _machine_peaks_stubbed(request, monkeypatch):
     yield
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the markers added here
 def pytest_collection_modifyitems(config, items):
     """Under ``pytest -n N --dist loadgroup`` (scripts/test.sh) every check of one backend in the
-    conformance suite runs on one worker, so its models are built once (tests/conformance)."""
+    conformance suite runs on one worker, so its models are built once; a check with a slow
+    tier's parameter is marked slow (``tests/conformance/conftest.py`` ``SLOW_PARAMS``)."""
+    from tests.conformance.conftest import slow_tier
+
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        if "backend" in params and "conformance" in item.nodeid.split("::")[0]:
+        if "conformance" not in item.nodeid.split("::")[0]:
+            continue
+        if "backend" in params:
             item.add_marker(pytest.mark.xdist_group(f"conformance-{params['backend']}"))
+        if slow_tier(params):
+            item.add_marker(pytest.mark.slow)
