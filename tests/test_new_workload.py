@@ -2,8 +2,9 @@
 
 ``tests/workloads/mlp.yaml`` (an MLP on the CIFAR-10 data) is copied beside the three real specs
 into a temporary folder named by ``ROSETTA_MODELS``; then, without touching any Python file, every
-installed backend lowers it, passes the equivalence gate against the float64 reference, trains,
-and the HTML report shows it under the spec's own title.
+installed backend (the quick tier: the reference and PyTorch) lowers it, passes the equivalence
+gate against the float64 reference, trains, and the HTML report shows it under the spec's own
+title.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from rosetta import backends
 from rosetta.runner import records
 from rosetta.spec import models_dir
@@ -22,7 +25,16 @@ from rosetta.spec import models_dir
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_a_fourth_workload_is_one_yaml_file(tmp_path, small_data):
+def _usable(which: str) -> list[str]:
+    usable = [b for b in backends.names() if backends.status(b).usable]
+    return usable if which == "every" else [b for b in ("numpy_ref", "torch") if b in usable]
+
+
+# The quick tier: the reference and one framework; every installed backend is the slow tier's
+# (each costs a process and a framework import, and the conformance suite checks every backend's
+# ops in the quick tier already).
+@pytest.mark.parametrize("which", ["two", pytest.param("every", marks=pytest.mark.slow)])
+def test_a_fourth_workload_is_one_yaml_file(tmp_path, small_data, which):
     models = tmp_path / "models"
     models.mkdir()
     for spec in models_dir().glob("*.yaml"):
@@ -33,7 +45,7 @@ def test_a_fourth_workload_is_one_yaml_file(tmp_path, small_data):
         [sys.executable, "-m", "rosetta.cli", "list"], env=env, capture_output=True, text=True
     )
     assert listing.returncode == 0 and "mlp" in listing.stdout, listing.stderr
-    usable = [b for b in backends.names() if backends.status(b).usable]
+    usable = _usable(which)
     results, report = tmp_path / "results", tmp_path / "report"
     cmd = [sys.executable, "-m", "rosetta.cli", "bench", "--profile", "ci", "--workloads", "mlp",
            "--backends", ",".join(usable), "--executor", "python", "--run-id", "mlp",

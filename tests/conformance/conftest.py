@@ -25,11 +25,12 @@ WORKLOADS = ("cnn", "gru", "resnet50")
 DTYPES = ("float32", "float64")
 
 #: The tiers. The quick tier (``bash scripts/test.sh``, what a contributor runs between edits)
-#: checks every backend x workload at float32, the precision its timed program runs; the checks
-#: at float64 (the strict comparison of conventions) run in the slow tier, which CI runs right
-#: after the quick one (``.ci/run``), so none is dead. A check parametrised by one of these
-#: values is marked slow; ``pytest tests/conformance -m "" -k NAME`` runs a backend's whole suite.
-SLOW_PARAMS = {"dtype": ("float64",)}
+#: checks every backend x workload at float32, the precision its timed program runs, and each
+#: edge-case set as one batch; the checks at float64 (the strict comparison of conventions) and
+#: each set's hardest sample alone run in the slow tier, which CI runs right after the quick one
+#: (``.ci/run``), so none is dead. A check parametrised by one of these values is marked slow;
+#: ``pytest tests/conformance -m "" -k NAME`` runs one backend's whole suite.
+SLOW_PARAMS = {"dtype": ("float64",), "batch": ("one",)}
 RESNET_SIZE = 64  # quick suite: ResNet-50 on 64x64 inputs (same parameters; 224 is marked slow)
 
 
