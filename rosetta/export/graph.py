@@ -245,7 +245,9 @@ def check(model: onnx.ModelProto, out_shape: tuple) -> None:
     (out,) = [o for o in inferred.graph.output if o.name == OUTPUT]
     dims = tuple(d.dim_value or d.dim_param for d in out.type.tensor_type.shape.dim)
     if dims != ("N", *out_shape):
-        raise BackendError(f"ONNX export: shape inference gives {dims}, the spec ('N', *{out_shape})")
+        raise BackendError(
+            f"ONNX export: shape inference gives {dims}, the spec ('N', *{out_shape})"
+        )
 
 
 def node_counts(model: onnx.ModelProto) -> dict[str, int]:

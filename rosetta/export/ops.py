@@ -66,13 +66,18 @@ def dense(op: ops.Dense, site: Site, ctx: RenderCtx) -> Snippet:
 
 def batchnorm(op: ops.BatchNorm, site: Site, ctx: RenderCtx) -> Snippet:
     n = op.name
-    line = f"{{x}} = BatchNormalization({{x}}, {n}.gamma, {n}.beta, {n}.mean, {n}.var, epsilon={op.eps})"
+    stats = f"{n}.gamma, {n}.beta, {n}.mean, {n}.var"
+    line = f"{{x}} = BatchNormalization({{x}}, {stats}, epsilon={op.eps})"
     parts = ("gamma", "beta", "mean", "var")
     return Snippet(forward=(line,), weights=tuple(Weight(f"{n}.{p}", f"{n}.{p}") for p in parts))
 
 
 def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: RenderCtx) -> Snippet:
-    return Snippet(forward=(f"{{x}} = Flatten(GlobalAveragePool({{x}}), axis=1)  # {fmt_shape(site.out_shape)}",))
+    return Snippet(
+        forward=(
+            f"{{x}} = Flatten(GlobalAveragePool({{x}}), axis=1)  # {fmt_shape(site.out_shape)}",
+        )
+    )
 
 
 def embedding(op: ops.Embedding, site: Site, ctx: RenderCtx) -> Snippet:
@@ -90,12 +95,17 @@ def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
     )
     w = (
         Weight(f"{n}.kernel", f"{n}.W", "a.T[None]", "a[0].T", note="(E, 3H) -> (1, 3H, E)"),
-        Weight(f"{n}.recurrent_kernel", f"{n}.R", "a.T[None]", "a[0].T", note="(H, 3H) -> (1, 3H, H)"),
+        Weight(
+            f"{n}.recurrent_kernel", f"{n}.R", "a.T[None]", "a[0].T", note="(H, 3H) -> (1, 3H, H)"
+        ),
         Weight(f"{n}.bias_input", f"{n}.B", "a", "a", native_part="np.s_[0, :3 * H]"),
         Weight(f"{n}.bias_recurrent", f"{n}.B", "a", "a", native_part="np.s_[0, 3 * H:]"),
     )
-    return Snippet(forward=lines, weights=w, notes=("GRU: gate order z | r | h is ONNX's own; "
-                                                    "reset_after is linear_before_reset=1",))
+    return Snippet(
+        forward=lines,
+        weights=w,
+        notes=("GRU: gate order z | r | h is ONNX's own; reset_after is linear_before_reset=1",),
+    )
 
 
 def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
