@@ -157,21 +157,27 @@ def check_opset(opset: int) -> int:
     return opset
 
 
+def unexpressible(nodes) -> object | None:
+    """The first op of ``nodes`` (branches opened) the exporter's table lacks, or ``None``."""
+    for node in nodes:
+        if isinstance(node, ops.Residual):
+            found = unexpressible(node.body) or unexpressible(node.shortcut)
+            if found is not None:
+                return found
+        elif type(node) not in TABLE.entries:
+            return node
+    return None
+
+
 def _lowerable(nodes, opset: int) -> None:
-    try:
-        driver.check_lowerable(TABLE, nodes)
-    except BackendError:
-        for node in nodes:  # name the first op the table lacks
-            if isinstance(node, ops.Residual):
-                _lowerable(node.body, opset)
-                _lowerable(node.shortcut, opset)
-            elif type(node) not in TABLE.entries:
-                name = getattr(node, "OP", type(node).__name__)
-                raise BackendError(
-                    f"ONNX export cannot express op {name!r} in opset {opset} (it has: "
-                    f"{', '.join(sorted(t.OP for t in TABLE.entries))})"
-                ) from None
-        raise
+    """One line naming the first op the export cannot express, and the opset."""
+    op = unexpressible(nodes)
+    if op is not None:
+        name = getattr(op, "OP", type(op).__name__)
+        raise BackendError(
+            f"ONNX export cannot express op {name!r} in opset {opset} (it has: "
+            f"{', '.join(sorted(t.OP for t in TABLE.entries))})"
+        )
 
 
 def _value_info(name: str, elem: int, shape: tuple) -> onnx.ValueInfoProto:

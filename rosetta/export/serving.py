@@ -104,6 +104,12 @@ class ServingModel(Model):
                 f"backend {self.backend!r} runs float32 only (its CPU kernels for Conv and GRU "
                 f"have no float64 form), not {runtime.dtype!r}; use --dtype float32"
             )
+        op = graph.unexpressible(workload.graph)
+        if op is not None:
+            raise BackendError(
+                f"backend {self.backend!r} cannot lower op {type(op).__name__}: the ONNX export "
+                f"(opset {graph.OPSET}) cannot express it"
+            )
         self.workload = workload
         self.runtime = runtime
         self.images = workload.input.dtype != "int32"
@@ -187,7 +193,7 @@ class ServingModel(Model):
         self._compile_graph()
 
     def get_params(self) -> Params:
-        inits = {t.name: numpy_helper.to_array(t) for t in self.graph.initializer}
+        inits = {t.name: numpy_helper.to_array(t) for t in self.graph.graph.initializer}
         return to_canonical(self.workload, inits)
 
     def summary(self) -> str:
