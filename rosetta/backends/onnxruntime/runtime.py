@@ -15,8 +15,9 @@ makes, and the manifest reads the options back from each session. The fast path
 - ``session.intra_op.allow_spinning = 1`` (the default): pool threads spin between the ops of
   one run instead of sleeping, which a dedicated benchmark machine affords.
 
-Not timed here (a shared machine): ``python -m benchmarks fastpath_engines`` is where a
-measurement of ENABLE_EXTENDED vs ENABLE_ALL and of the parallel executor would go.
+Not timed here (a shared machine): ``python -m benchmarks fastpath_engines --only
+ort_level,ort_executor`` measures ENABLE_ALL against ENABLE_EXTENDED/BASIC and the sequential
+executor against the parallel one; these choices stand until it says otherwise.
 """
 
 from __future__ import annotations

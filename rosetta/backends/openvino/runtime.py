@@ -16,7 +16,8 @@ One ``openvino.Core`` per process (``CORE``). ``set_threads(n)`` sets the CPU pl
   compile lands in the cold start), the CPU plugin's fastest form.
 
 Not timed here (a shared machine): LATENCY vs THROUGHPUT with one synchronous request, and a
-static vs a dynamic batch dimension, are the measurements that would confirm these choices.
+static vs a dynamic batch dimension, are the measurements that would confirm these choices
+(``python -m benchmarks fastpath_engines --only ov_hint,ov_shape``).
 """
 
 from __future__ import annotations
