@@ -97,12 +97,13 @@ class ServingModel(Model):
 
     backend = "serving"
     engine = "an inference engine"
+    why_float32 = "the engine has no float64 kernels"  # each engine says why
 
     def __init__(self, workload, params: Params, runtime: Runtime, *, onnx_file=None) -> None:
         if runtime.dtype != "float32":
             raise BackendError(
-                f"backend {self.backend!r} runs float32 only (its CPU kernels for Conv and GRU "
-                f"have no float64 form), not {runtime.dtype!r}; use --dtype float32"
+                f"backend {self.backend!r} runs float32 only ({self.why_float32}), not "
+                f"{runtime.dtype!r}; use --dtype float32"
             )
         op = graph.unexpressible(workload.graph)
         if op is not None:

@@ -20,6 +20,7 @@ class OrtModel(ServingModel):
 
     backend = "onnxruntime"
     engine = "ONNX Runtime (CPUExecutionProvider)"
+    why_float32 = "its CPU execution provider has no float64 Conv or GRU kernel"
 
     def _compile(self, model: onnx.ModelProto) -> None:
         self.session = settings.session(model.SerializeToString(), self.runtime.threads or 1)

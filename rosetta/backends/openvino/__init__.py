@@ -13,7 +13,7 @@ from rosetta.backends.openvino.cpuflags import BF16_FLAGS, has_bf16
 
 NAME = "openvino"
 DEVICES = ("cpu",)  # the CPU plugin
-DTYPES = ("float32",)  # the CPU plugin computes f64 models in f32: no float64 cell
+DTYPES = ("float32",)  # the CPU plugin computes a float64 graph in f32 (it has no f64 precision)
 PRECISIONS = ("fp32", "bf16") if has_bf16() else ("fp32",)
 UNSUPPORTED_PRECISIONS = {
     "bf16": f"this CPU has none of {', '.join(BF16_FLAGS)}, and OpenVINO's CPU plugin "
