@@ -32,6 +32,8 @@ def test_a_training_cell_is_skipped_and_a_features_cell_runs(engine):
     assert why.startswith(f"backend {engine!r} is forward-only (a serving engine")
     assert CellConfig(backend=engine, workload="resnet50").unsupported() == ""
     assert CellConfig(backend="numpy_ref", workload="cnn").unsupported() == ""  # it trains
+    f64 = CellConfig(backend=engine, workload="resnet50", dtype="float64").unsupported()
+    assert f64 == f"backend {engine!r} runs float32 only, not float64"
 
 
 def test_onnxruntime_refuses_bf16_with_its_reason():

@@ -169,6 +169,14 @@ def training_unsupported(name: str, package: ModuleType | None = None) -> str:
     return decide(package or importlib.import_module(info(name).module_name), name)
 
 
+def dtype_unsupported(name: str, dtype: str, package: ModuleType | None = None) -> str:
+    """Why backend ``name`` cannot run ``dtype``, or ``""``
+    (:func:`rosetta.backends.base.dtype_unsupported`: its package's ``DTYPES``)."""
+    from rosetta.backends.base import dtype_unsupported as decide
+
+    return decide(package or importlib.import_module(info(name).module_name), name, dtype)
+
+
 def load(name: str) -> ModuleType:
     """Import backend module ``name``; raises ``BackendError`` with the reason if it cannot."""
     st = status(name)

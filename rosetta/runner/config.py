@@ -80,8 +80,9 @@ class CellConfig:
 
     def unsupported(self) -> str:
         """Why this cell does not run here, or ``""``: a training cell on a forward-only backend
-        (``rosetta.backends.training_unsupported``), or a precision its backend does not run
-        on its device (:meth:`precision_unsupported`). The matrix skips such a cell."""
+        (``rosetta.backends.training_unsupported``), a dtype its backend does not run, or a
+        precision it does not run on its device (:meth:`precision_unsupported`). The matrix
+        skips such a cell."""
         from rosetta import backends
         from rosetta.spec import get_workload
 
@@ -89,7 +90,7 @@ class CellConfig:
             why = backends.training_unsupported(self.backend)
             if why:
                 return why
-        return self.precision_unsupported()
+        return backends.dtype_unsupported(self.backend, self.dtype) or self.precision_unsupported()
 
     def runtime_request(self):
         """The ``Runtime`` this config asks for (validated: bad values are one line, and so is a

@@ -19,7 +19,7 @@ import pytest
 
 from rosetta import backends
 from rosetta.backends import make
-from rosetta.backends.base import training_unsupported
+from rosetta.backends.base import dtype_unsupported, training_unsupported
 from rosetta.spec import canonical_weights, get_workload
 
 WORKLOADS = ("cnn", "gru", "resnet50")
@@ -95,8 +95,9 @@ def models() -> ModelCache:
 def require_dtype(backend, dtype: str) -> None:
     """Skip, with the reason, a check in a dtype the backend does not run (its ``DTYPES``: the
     serving engines run float32 only)."""
-    if dtype not in backend.DTYPES:
-        pytest.skip(f"{backend.NAME} runs {', '.join(backend.DTYPES)} only, not {dtype}")
+    why = dtype_unsupported(backend, backend.NAME, dtype)
+    if why:
+        pytest.skip(why)
 
 
 def trains(backend) -> bool:
