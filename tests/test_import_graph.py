@@ -7,7 +7,8 @@ the submodule is a cycle too.
 
 The layers, lowest first (a module may import its own layer and those below it):
 ``rosetta`` (version), ``errors``, ``safetext`` | ``spec``, ``datasets``, ``runtime`` |
-``backends`` | ``codegen`` (generated source, below the runner) | ``runner`` | ``report`` |
+``backends``, ``export`` | ``codegen`` (generated source, below the runner) | ``runner`` |
+``report`` |
 ``cli``.
 """
 
@@ -30,6 +31,7 @@ LAYERS = {
     "rosetta.runtime": 1,
     "rosetta.models": 1,
     "rosetta.backends": 2,
+    "rosetta.export": 2,  # the ONNX export: the serving engines (backends) run what it writes
     "rosetta.codegen": 3,
     "rosetta.runner": 4,
     "rosetta.report": 5,

@@ -5,14 +5,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
-FRAMEWORKS = ("torch", "tensorflow", "keras", "jax", "jaxlib", "flax", "optax", "chainer", "cupy")
+FRAMEWORKS = ("torch", "tensorflow", "keras", "jax", "jaxlib", "flax", "optax", "chainer", "cupy",
+              "onnx", "onnxruntime", "openvino")  # fmt: skip
 
 
 def test_core_modules_import_no_framework():
     code = (
         "import sys\n"
         "import rosetta.spec, rosetta.datasets, rosetta.backends, rosetta.cli\n"
-        "import rosetta.backends.numpy_ref\n"
+        "import rosetta.backends.numpy_ref, rosetta.export, rosetta.export.ops\n"
         "from rosetta import backends\n"
         "[backends.status(n) for n in backends.names()]\n"
         "from rosetta.cli import build_parser; build_parser()\n"

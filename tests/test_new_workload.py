@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _usable(which: str) -> list[str]:
     usable = [b for b in backends.names() if backends.status(b).usable]
+    usable = [b for b in usable if not backends.training_unsupported(b)]  # mlp trains
     return usable if which == "every" else [b for b in ("numpy_ref", "torch") if b in usable]
 
 

@@ -46,6 +46,10 @@ REGISTRY: dict[str, BackendInfo] = {
     ),
     "jax": BackendInfo("jax", "JAX/Flax", (("jax",), ("jaxlib",), ("flax",), ("optax",)), "jax"),
     "chainer": BackendInfo("chainer", "Chainer", (("chainer",),), "chainer"),
+    "onnxruntime": BackendInfo(
+        "onnxruntime", "ONNX Runtime", (("onnxruntime",), ("onnx",)), "onnx"
+    ),
+    "openvino": BackendInfo("openvino", "OpenVINO", (("openvino",), ("onnx",)), "onnx"),
 }
 
 
@@ -155,6 +159,22 @@ def precision_unsupported(
 
     package = package or importlib.import_module(info(name).module_name)
     return decide(package, name, precision, device, dtype)
+
+
+def training_unsupported(name: str, package: ModuleType | None = None) -> str:
+    """Why backend ``name`` cannot run a training cell, or ``""``
+    (:func:`rosetta.backends.base.training_unsupported`: its package's ``FORWARD_ONLY``)."""
+    from rosetta.backends.base import training_unsupported as decide
+
+    return decide(package or importlib.import_module(info(name).module_name), name)
+
+
+def dtype_unsupported(name: str, dtype: str, package: ModuleType | None = None) -> str:
+    """Why backend ``name`` cannot run ``dtype``, or ``""``
+    (:func:`rosetta.backends.base.dtype_unsupported`: its package's ``DTYPES``)."""
+    from rosetta.backends.base import dtype_unsupported as decide
+
+    return decide(package or importlib.import_module(info(name).module_name), name, dtype)
 
 
 def load(name: str) -> ModuleType:

@@ -265,6 +265,27 @@ def precision_unsupported(
     return ""
 
 
+def training_unsupported(package: ModuleType, name: str) -> str:
+    """Why backend ``name`` (its package ``package``) cannot run a training cell, or ``""``: a
+    forward-only backend (a serving engine) says why in its package constant ``FORWARD_ONLY``
+    (a capability, read without importing its framework). Such a cell is *skipped* with this
+    reason; the backend's forward pass is gated and timed on forward-only workloads, and its
+    batch-1 latency measured there."""
+    why = getattr(package, "FORWARD_ONLY", "")
+    if not why:
+        return ""
+    return f"backend {name!r} is forward-only ({why}): it runs no training step"
+
+
+def dtype_unsupported(package: ModuleType, name: str, dtype: str) -> str:
+    """Why backend ``name`` cannot run ``dtype`` (its package's ``DTYPES``), or ``""``: such a
+    cell is skipped with this reason (the serving engines run float32 only)."""
+    dtypes = tuple(getattr(package, "DTYPES", ("float32", "float64")))
+    if dtype in dtypes:
+        return ""
+    return f"backend {name!r} runs {', '.join(dtypes)} only, not {dtype}"
+
+
 def hwc_flatten_at_output(workload, channels_last: bool) -> tuple[int, int, int] | None:
     """``(C, H, W)`` when the workload's output is the flatten of a ``(C, H, W)`` activation
     held channels-last (its rows then in H, W, C order, reaching the output through ReLU or

@@ -1,5 +1,5 @@
-"""The ``rosetta`` command: ``list``, ``data``, ``bench``, ``env``, ``report``, ``code``: a module
-each.
+"""The ``rosetta`` command: ``list``, ``data``, ``bench``, ``env``, ``report``, ``code``,
+``export``: a module each.
 
 Every user-facing failure is a :class:`rosetta.errors.RosettaError`; ``main`` prints its
 message as one line on stderr and exits with status 2, so no traceback reaches the user
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    from rosetta.cli import bench, code, data, env, report
+    from rosetta.cli import bench, code, data, env, export, report
     from rosetta.cli import list as list_cmd
 
     list_cmd.add_parser(sub)
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     env.add_parser(sub)
     report.add_parser(sub)  # pandas, matplotlib, Jinja2 load only when a report is made
     code.add_parser(sub)  # text only: generating source imports no framework
+    export.add_parser(sub)  # onnx loads only when a graph is exported
     return parser
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
-from rosetta.report import charts, headline, scaling, sections
+from rosetta.report import charts, headline, scaling, sections, serving
 from rosetta.report.compare import ratios_to_fastest
 from rosetta.report.frame import CHECKS, Tables
 from rosetta.report.groups import primary
@@ -73,6 +73,7 @@ def context(t: Tables, out_dir: Path) -> dict:
         "step_charts": step_charts,
         "round_charts": round_charts,
         "scaling": scaling.sections(t),
+        "serving": serving.serving_rows(t),
         "cold_charts": cold_charts,
         "loss_charts": loss_charts,
         "ratios": sections.ratio_rows(t),

@@ -78,6 +78,20 @@ class CellConfig:
 
         return backends.precision_unsupported(self.backend, self.precision, self.device, self.dtype)
 
+    def unsupported(self) -> str:
+        """Why this cell does not run here, or ``""``: a training cell on a forward-only backend
+        (``rosetta.backends.training_unsupported``), a dtype its backend does not run, or a
+        precision it does not run on its device (:meth:`precision_unsupported`). The matrix
+        skips such a cell."""
+        from rosetta import backends
+        from rosetta.spec import get_workload
+
+        if get_workload(self.workload).task == "train":
+            why = backends.training_unsupported(self.backend)
+            if why:
+                return why
+        return backends.dtype_unsupported(self.backend, self.dtype) or self.precision_unsupported()
+
     def runtime_request(self):
         """The ``Runtime`` this config asks for (validated: bad values are one line, and so is a
         precision the backend does not run, so that no cell computes fp32 while claiming bf16)."""
@@ -87,6 +101,9 @@ class CellConfig:
         why = self.precision_unsupported()
         if why:
             raise BackendError(f"{why}; run it with --precisions fp32")
+        why = self.unsupported()
+        if why:
+            raise BackendError(why)
         return Runtime.request(
             self.backend,
             device=self.device,

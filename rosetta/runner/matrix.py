@@ -253,7 +253,7 @@ class _Matrix:
         """The index entry of a cell that does not run (kept, or skipped here), else ``None``."""
         label, path = cell_label(config), Path(config.out)
         st = backends.status(config.backend)
-        why_not = st.reason if not st.usable else config.precision_unsupported()
+        why_not = st.reason if not st.usable else config.unsupported()
         if path.exists():
             kept = self._existing(config, not why_not)
             if kept is not None:

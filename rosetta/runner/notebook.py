@@ -55,7 +55,9 @@ def make_notebook(backend: str):
     import nbformat.v4 as v4
 
     framework = backends.info(backend).framework
-    params = [f"backend = {backend!r}"] + [f"{k} = {v!r}" for k, v in PARAMETERS.items()]
+    forward_only = backends.training_unsupported(backend)  # a serving engine: no training cell
+    defaults = {**PARAMETERS, "workload": "resnet50"} if forward_only else PARAMETERS
+    params = [f"backend = {backend!r}"] + [f"{k} = {v!r}" for k, v in defaults.items()]
     md, code = v4.new_markdown_cell, v4.new_code_cell
     cells = [
         md(
@@ -65,6 +67,12 @@ def make_notebook(backend: str):
             "notebook with papermill, one kernel per cell, and saves the executed copy beside the "
             "cell's record. Opened by hand, *Run all* runs the `ci` profile on the embedded "
             "synthetic data; change the parameters below to run another workload or profile."
+            + (
+                f"\n\n{forward_only[0].upper()}{forward_only[1:]}; by default this notebook runs "
+                "the `ci` profile of the ResNet-50 features (a training cell is skipped)."
+                if forward_only
+                else ""
+            )
         ),
         code("\n".join(params), metadata={"tags": ["parameters"]}),
         md("## 1. The environment"),

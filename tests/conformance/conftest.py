@@ -19,6 +19,7 @@ import pytest
 
 from rosetta import backends
 from rosetta.backends import make
+from rosetta.backends.base import dtype_unsupported, training_unsupported
 from rosetta.spec import canonical_weights, get_workload
 
 WORKLOADS = ("cnn", "gru", "resnet50")
@@ -85,6 +86,7 @@ class ModelCache:
         self.builds = 0
 
     def __call__(self, backend, workload, dtype: str = "float32"):
+        require_dtype(backend, dtype)
         key = (backend.NAME, workload.name, workload.input.shape, dtype)
         params = weights(workload)
         state, model = self._built.get(key, (None, None))
@@ -101,6 +103,32 @@ class ModelCache:
 def models() -> ModelCache:
     """The suite's one model per (backend, workload, dtype); see the module docstring."""
     return ModelCache()
+
+
+def require_dtype(backend, dtype: str) -> None:
+    """Skip, with the reason, a check in a dtype the backend does not run (its ``DTYPES``: the
+    serving engines run float32 only)."""
+    why = dtype_unsupported(backend, backend.NAME, dtype)
+    if why:
+        pytest.skip(why)
+
+
+def trains(backend) -> bool:
+    """Whether the backend runs training steps: not a forward-only one (``FORWARD_ONLY``, the
+    contract's capability, ``rosetta.backends.base.training_unsupported``)."""
+    return not training_unsupported(backend, backend.NAME)
+
+
+def require_training(backend) -> None:
+    """Skip, with the backend's own reason, a check that needs a training step."""
+    why = training_unsupported(backend, backend.NAME)
+    if why:
+        pytest.skip(why)
+
+
+def gate_labels(backend, y):
+    """The gate's labels for ``backend``: ``None`` (a forward-only gate) where it cannot train."""
+    return y if trains(backend) else None
 
 
 def gate_batch(workload, n: int = 4, seed: int = 0):

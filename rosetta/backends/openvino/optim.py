@@ -1,0 +1,1 @@
+"""No optimiser: OpenVINO runs the exported forward graph only (``FORWARD_ONLY``)."""

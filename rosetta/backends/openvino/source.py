@@ -1,0 +1,6 @@
+"""The Rosetta of OpenVINO, in text: the exporter's op table rendered (spec op -> ONNX nodes,
+``rosetta.export.ops``). Text only: imports no onnx."""
+
+from rosetta.export.ops import OPS, RENDER
+
+__all__ = ["OPS", "RENDER"]

@@ -1,0 +1,264 @@
+"""The exporter's native face: the spec's graph emitted as ONNX nodes (imports ``onnx``).
+
+``TABLE`` is ``ops.OPS``'s lowering face: each entry returns an *emitter*, ``emit(b, x) -> y``,
+which appends the op's nodes to the graph under construction ``b`` (a :class:`Build`), reading
+tensor ``x`` and returning the name of the tensor it wrote; the one driver
+(``rosetta.backends.driver.lower``) walks the spec and composes them (a sequence chains them, a
+residual block adds its two branches with one ``Add``). :func:`to_model` turns the emitted nodes,
+the canonical weights (``weights.to_initializers``) and the input/output declarations into a
+``ModelProto``, which :func:`check` passes through ``onnx.checker`` (full check) and strict shape
+inference, comparing the inferred output shape with the spec's.
+
+Dropout emits nothing (the graph is the evaluation form). An op the table lacks, or an opset
+below :data:`rosetta.export.MIN_OPSET`, is one line naming the op (or the opset) and the opset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper, shape_inference
+
+import rosetta
+from rosetta.backends import driver
+from rosetta.backends.driver import LoweringTable, Site
+from rosetta.errors import BackendError
+from rosetta.export import MIN_OPSET, OPSET
+from rosetta.export.ops import OPS, onnx_pads
+from rosetta.export.weights import gru_names, to_initializers
+from rosetta.spec import ops
+
+#: the graph's input and output tensor names (the engines feed and read these)
+INPUT, OUTPUT = "input", "output"
+#: the runtime's dtype names as ONNX element types (token ids stay int32: Gather takes them)
+ELEM = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "int32": TensorProto.INT32}
+
+
+@dataclass
+class Build:
+    """The graph under construction: nodes in order and the extra constants they read."""
+
+    nodes: list = field(default_factory=list)
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+    count: int = 0
+
+    def node(self, op_type: str, inputs: list[str], n_out: int = 1, **attrs) -> list[str]:
+        """Append one node (named ``<op_type>_<k>``) and return its output tensor names."""
+        self.count += 1
+        name = f"{op_type}_{self.count}"
+        outs = [name] if n_out == 1 else [f"{name}:{i}" for i in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, inputs, outs, name=name, **attrs))
+        return outs
+
+    def one(self, op_type: str, inputs: list[str], **attrs) -> str:
+        """Append a node with one output and return that output's name."""
+        return self.node(op_type, inputs, **attrs)[0]
+
+
+Emit = Callable[[Build, str], str]  # emit(b, x) -> y: append nodes reading x, return y
+
+
+def conv2d(op: ops.Conv2D, site: Site, ctx: Build) -> Emit:
+    inputs = [f"{op.name}.kernel", *([f"{op.name}.bias"] if op.bias else [])]
+    attrs = dict(kernel_shape=list(op.kernel), strides=list(op.stride), pads=onnx_pads(op.padding))
+    return lambda b, x: b.one("Conv", [x, *inputs], **attrs)
+
+
+def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: Build) -> Emit:
+    # ONNX's MaxPool ignores padded cells (as -inf): the spec's rule
+    attrs = dict(kernel_shape=list(op.kernel), strides=list(op.stride), pads=onnx_pads(op.padding))
+    return lambda b, x: b.one("MaxPool", [x], **attrs)
+
+
+def relu(op: ops.ReLU, site: Site, ctx: Build) -> Emit:
+    return lambda b, x: b.one("Relu", [x])
+
+
+def dropout(op: ops.Dropout, site: Site, ctx: Build) -> Emit:
+    return lambda b, x: x  # the evaluation form: the identity, no node
+
+
+def flatten(op: ops.Flatten, site: Site, ctx: Build) -> Emit:
+    if op.order != "CHW":
+        raise driver.unsupported(OPS.backend, op)
+    return lambda b, x: b.one("Flatten", [x], axis=1)  # (N, C, H, W) -> (N, C*H*W), channel-major
+
+
+def dense(op: ops.Dense, site: Site, ctx: Build) -> Emit:
+    inputs = [f"{op.name}.kernel", *([f"{op.name}.bias"] if op.bias else [])]
+    return lambda b, x: b.one("Gemm", [x, *inputs])  # x (N, in) @ kernel (in, out) + bias
+
+
+def batchnorm(op: ops.BatchNorm, site: Site, ctx: Build) -> Emit:
+    stats = [f"{op.name}.{p}" for p in ("gamma", "beta", "mean", "var")]
+    return lambda b, x: b.one("BatchNormalization", [x, *stats], epsilon=op.eps)  # inference form
+
+
+def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Build) -> Emit:
+    def emit(b: Build, x: str) -> str:
+        pooled = b.one("GlobalAveragePool", [x])  # (N, C, 1, 1)
+        return b.one("Flatten", [pooled], axis=1)  # (N, C)
+
+    return emit
+
+
+def embedding(op: ops.Embedding, site: Site, ctx: Build) -> Emit:
+    return lambda b, x: b.one("Gather", [f"{op.name}.table", x], axis=0)  # (N, T) -> (N, T, E)
+
+
+def gru(op: ops.GRU, site: Site, ctx: Build) -> Emit:
+    # the spec admits only z,r,h + reset_after, zero state, last output: ONNX's GRU with
+    # linear_before_reset=1 (n = tanh(x Wh + bh + r * (h Rh + ch))), no initial_h, Y_h
+    if not op.reset_after or op.initial_state != "zeros" or op.output != "last":
+        raise driver.unsupported(OPS.backend, op)
+    w, r, bias = gru_names(op.name)
+
+    def emit(b: Build, x: str) -> str:
+        b.constants.setdefault("axes0", np.array([0], dtype=np.int64))
+        seq = b.one("Transpose", [x], perm=[1, 0, 2])  # (N, T, E) -> (T, N, E)
+        _, y_h = b.node(
+            "GRU", [seq, w, r, bias], n_out=2, hidden_size=op.units, linear_before_reset=1
+        )  # Y (T, 1, N, H), Y_h (1, N, H)
+        return b.one("Squeeze", [y_h, "axes0"])  # (N, H)
+
+    return emit
+
+
+def sequence(layers: list[Emit], site: Site, ctx: Build) -> Emit:
+    """The emitters in order, each reading the previous one's output."""
+
+    def emit(b: Build, x: str) -> str:
+        for layer in layers:
+            x = layer(b, x)
+        return x
+
+    return emit
+
+
+def residual(body: Emit, shortcut: Emit, site: Site, ctx: Build) -> Emit:
+    """``Add(body(x), shortcut(x))``; an empty shortcut is ``x`` itself."""
+    return lambda b, x: b.one("Add", [body(b, x), shortcut(b, x)])
+
+
+TABLE: LoweringTable = OPS.lowering(globals())  # the native face of ops.OPS
+
+
+def check_opset(opset: int) -> int:
+    """``opset`` if the exporter can write it, else one line naming the valid range."""
+    newest = onnx.defs.onnx_opset_version()
+    if not isinstance(opset, int) or isinstance(opset, bool) or not MIN_OPSET <= opset <= newest:
+        raise BackendError(
+            f"ONNX export: opset {opset!r} is outside what the exporter can write "
+            f"({MIN_OPSET}..{newest}: Squeeze takes its axes as an input from opset 13)"
+        )
+    return opset
+
+
+def unexpressible(nodes) -> object | None:
+    """The first op of ``nodes`` (branches opened) the exporter's table lacks, or ``None``."""
+    for node in nodes:
+        if isinstance(node, ops.Residual):
+            found = unexpressible(node.body) or unexpressible(node.shortcut)
+            if found is not None:
+                return found
+        elif type(node) not in TABLE.entries:
+            return node
+    return None
+
+
+def _lowerable(nodes, opset: int) -> None:
+    """One line naming the first op the export cannot express, and the opset."""
+    op = unexpressible(nodes)
+    if op is not None:
+        name = getattr(op, "OP", type(op).__name__)
+        raise BackendError(
+            f"ONNX export cannot express op {name!r} in opset {opset} (it has: "
+            f"{', '.join(sorted(t.OP for t in TABLE.entries))})"
+        )
+
+
+def _value_info(name: str, elem: int, shape: tuple) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem, ["N", *shape])  # N: the batch, any size
+
+
+def to_model(workload, params: dict, dtype: str = "float32", opset: int = OPSET) -> onnx.ModelProto:
+    """``workload``'s evaluation graph with ``params`` (canonical) as initializers, in ``dtype``,
+    at ``opset``: a ``ModelProto`` that passed :func:`check`."""
+    check_opset(opset)
+    if dtype not in ("float32", "float64"):
+        raise BackendError(f"ONNX export: dtype {dtype!r}; valid: float32, float64")
+    _lowerable(workload.graph, opset)
+    b = Build()
+    emit = driver.lower(TABLE, workload.graph, workload.input.shape, b)
+    y = emit(b, INPUT)
+    if b.nodes and y == b.nodes[-1].output[0]:  # the last node writes the graph's output
+        b.nodes[-1].output[0] = OUTPUT
+    else:  # an empty graph (or a last op that emits nothing): one Identity
+        b.one("Identity", [y])
+        b.nodes[-1].output[0] = OUTPUT
+    in_elem = ELEM["int32"] if workload.input.dtype == "int32" else ELEM[dtype]
+    inits = {**to_initializers(workload, params, dtype), **b.constants}
+    graph = helper.make_graph(
+        b.nodes,
+        "rosetta",
+        [_value_info(INPUT, in_elem, tuple(workload.input.shape))],
+        [_value_info(OUTPUT, ELEM[dtype], tuple(workload.output_shape))],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+        doc_string=f"the evaluation graph of a Rosetta workload, opset {opset}",
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", opset)],
+        producer_name="rosetta",
+        producer_version=rosetta.__version__,
+    )
+    model.ir_version = min(model.ir_version, 10)  # what onnxruntime 1.2x and OpenVINO read
+    check(model, tuple(workload.output_shape))
+    return model
+
+
+def op_model(op: object, in_shape: tuple, dtype: str, opset: int = OPSET) -> onnx.ModelProto:
+    """A graph of one parameter-free op over ``(N, *in_shape)`` (the engines' ``run_op``)."""
+    b = Build()
+    y = driver.lower_op(TABLE, op, in_shape, b)(b, INPUT)
+    b.one("Identity", [y])
+    b.nodes[-1].output[0] = OUTPUT
+    out_shape = op.out_shape(in_shape)
+    graph = helper.make_graph(
+        b.nodes,
+        "rosetta_op",
+        [_value_info(INPUT, ELEM[dtype], in_shape)],
+        [_value_info(OUTPUT, ELEM[dtype], out_shape)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = min(model.ir_version, 10)
+    check(model, tuple(out_shape))
+    return model
+
+
+def check(model: onnx.ModelProto, out_shape: tuple) -> None:
+    """``onnx.checker`` (full check) and strict shape inference; the inferred output must be
+    ``(N, *out_shape)``. A failure is one line (it would be the exporter's own bug)."""
+    try:
+        onnx.checker.check_model(model, full_check=True)
+        inferred = shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BackendError(f"ONNX export failed its check: {first}") from None
+    (out,) = [o for o in inferred.graph.output if o.name == OUTPUT]
+    dims = tuple(d.dim_value or d.dim_param for d in out.type.tensor_type.shape.dim)
+    if dims != ("N", *out_shape):
+        raise BackendError(
+            f"ONNX export: shape inference gives {dims}, the spec ('N', *{out_shape})"
+        )
+
+
+def node_counts(model: onnx.ModelProto) -> dict[str, int]:
+    """How many nodes of each op type the graph holds (the export's summary)."""
+    counts: dict[str, int] = {}
+    for n in model.graph.node:
+        counts[n.op_type] = counts.get(n.op_type, 0) + 1
+    return dict(sorted(counts.items()))

@@ -1,0 +1,168 @@
+"""``rosetta export --onnx`` and the two engines that run the file it writes.
+
+The exporter is checked against independent answers: ONNX's own reference evaluator
+(``onnx.reference``, a second implementation of every op) in float64 against the float64 NumPy
+reference at float64's bounds, and each engine (ONNX Runtime, OpenVINO) loading the written file
+against the float64 reference at the spec's float32 bounds (the round trip: export, load, compare).
+The GRU's reset convention is shown to matter: the same file with ``linear_before_reset=0`` fails
+the gate. Bad input (an op the exporter cannot express, a corrupt or foreign ``.onnx``) is one line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+import onnx  # noqa: E402
+from onnx import helper  # noqa: E402
+
+from rosetta.backends import make, numpy_ref, status  # noqa: E402
+from rosetta.cli import main  # noqa: E402
+from rosetta.errors import BackendError  # noqa: E402
+from rosetta.export import OPSET, graph  # noqa: E402
+from rosetta.runner.gate import run_gate  # noqa: E402
+from rosetta.spec import get_workload  # noqa: E402
+from tests.conformance.conftest import RESNET_SIZE, gate_batch, weights  # noqa: E402
+
+ENGINES = ("onnxruntime", "openvino")
+
+
+def _workload(name: str):
+    w = get_workload(name)
+    return w.at_image_size(RESNET_SIZE) if name == "resnet50" else w
+
+
+def _engine(name: str):
+    st = status(name)
+    if not st.usable:
+        pytest.skip(f"{name}: {st.reason}")
+    return name
+
+
+def _export(name: str, path, capsys) -> None:
+    """The file as a user makes it: ``rosetta export`` (ResNet-50 at the suite's 64x64 through
+    the same ``to_model``, the command exporting the spec's 224)."""
+    if name == "resnet50":
+        w = _workload(name)
+        onnx.save_model(graph.to_model(w, weights(w)), path)
+        return
+    assert main(["export", name, "--onnx", str(path)]) == 0
+    line = capsys.readouterr().out
+    assert line.startswith(f"wrote {path}: workload {name}, opset {OPSET}, ")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", ["cnn", "gru", "resnet50"])
+def test_round_trip_export_load_compare(engine, name, tmp_path, capsys):
+    _engine(engine)
+    w = _workload(name)
+    path = tmp_path / f"{name}.onnx"
+    _export(name, path, capsys)
+    params = weights(w)
+    model = make(engine, w, params, onnx_file=str(path))
+    x, _ = gate_batch(w, n=2 if name == "resnet50" else 4)
+    result = run_gate(model, w, params, x, None, "float32")
+    assert result.equivalent, f"{engine} {name}: {result.divergence}"
+    assert [c.what for c in result.checks] == ["forward"]
+    got = model.get_params()  # the file's initializers read back in canonical layout: exact
+    for k, v in params.items():
+        np.testing.assert_array_equal(got[k], v, err_msg=k)
+
+
+@pytest.mark.parametrize("name", ["cnn", "gru"])
+def test_onnx_reference_evaluator_matches_numpy_ref_in_float64(name):
+    """The exported graph, run by ONNX's own reference evaluator in float64, is what the float64
+    NumPy reference computes, at float64's bounds: the lowering (pads order, flatten order, the
+    Gemm's kernel layout, the GRU's gate order and reset convention) is the spec's."""
+    from onnx.reference import ReferenceEvaluator
+
+    w = get_workload(name)
+    params = {k: v.astype(np.float64) for k, v in weights(w).items()}
+    x, _ = gate_batch(w, n=2)
+    xin = x if x.dtype == np.int32 else x.astype(np.float64)
+    got = ReferenceEvaluator(graph.to_model(w, params, "float64")).run(None, {"input": xin})[0]
+    want = make(numpy_ref, w, params, dtype="float64").predict_numpy(xin)
+    tol = w.tolerances["float64"].forward
+    np.testing.assert_allclose(got, want, rtol=tol.rtol, atol=tol.atol)
+
+
+def test_gru_reset_convention_is_linear_before_reset(tmp_path, capsys):
+    """The spec's reset_after is ONNX's linear_before_reset=1: the same file with 0 (the reset
+    gate applied before the recurrent matmul, ONNX's default) fails the forward gate."""
+    engine = _engine("onnxruntime")
+    w = get_workload("gru")
+    path = tmp_path / "gru.onnx"
+    _export("gru", path, capsys)
+    model = onnx.load_model(path)
+    (node,) = [n for n in model.graph.node if n.op_type == "GRU"]
+    assert helper.get_node_attr_value(node, "linear_before_reset") == 1
+    for a in node.attribute:
+        if a.name == "linear_before_reset":
+            a.i = 0
+    planted = tmp_path / "gru_before_reset.onnx"
+    onnx.save_model(model, planted)
+    params = weights(w)
+    x, _ = gate_batch(w)
+    result = run_gate(
+        make(engine, w, params, onnx_file=str(planted)), w, params, x, None, "float32"
+    )
+    assert not result.equivalent and result.checks[0].violation > 2  # 9.3x measured
+
+
+def test_an_op_the_export_cannot_express_is_one_line():
+    @dataclasses.dataclass(frozen=True)
+    class Unheard:
+        OP = "unheard"
+
+        def out_shape(self, s):
+            return s
+
+        def param_specs(self, s):
+            return []
+
+        def flops(self, s):
+            return 0
+
+    w = get_workload("cnn")
+    w = dataclasses.replace(w, graph=(*w.graph[:3], Unheard(), *w.graph[3:]))
+    with pytest.raises(BackendError) as err:
+        graph.to_model(w, weights(get_workload("cnn")))
+    assert str(err.value).startswith(f"ONNX export cannot express op 'unheard' in opset {OPSET}")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (b"\x08\x07garbage that is not a protobuf of a model" * 3, "not a valid ONNX model"),
+        (b"", "not a valid ONNX model"),
+        ("cnn", "not an export of workload 'gru'"),  # a valid export of another workload
+    ],
+    ids=["corrupt", "empty", "foreign"],
+)
+def test_a_corrupt_or_foreign_onnx_file_is_one_line(content, says, tmp_path, capsys):
+    engine = _engine("onnxruntime")
+    path = tmp_path / "given.onnx"
+    if isinstance(content, str):
+        _export(content, path, capsys)
+    else:
+        path.write_bytes(content)
+    w = get_workload("gru")
+    with pytest.raises(BackendError) as err:
+        make(engine, w, weights(w), onnx_file=str(path))
+    msg = str(err.value)
+    assert says in msg and "\n" not in msg and "rosetta export gru --onnx FILE" in msg
+
+
+def test_export_command_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys):
+    target = tmp_path / "missing" / "cnn.onnx"
+    assert main(["export", "cnn", "--onnx", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not exist" in err and not target.parent.exists()
+    assert main(["export", "cnn", "--onnx", str(tmp_path / "x.onnx"), "--opset", "9"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "opset 9" in err
+    assert list(tmp_path.iterdir()) == []
