@@ -1,5 +1,6 @@
 """The serving engines (``onnxruntime``, ``openvino``) beyond the conformance suite: their
-precision policies, the settings they record, and that a training cell on them is skipped.
+precision policies, the settings they record, and that a training workload on them runs its
+forward pass (gated, timed, served) instead of training.
 
 OpenVINO's CPU plugin computes in bfloat16 *by default* on a CPU with avx512_bf16 or AMX; the
 backend states ``INFERENCE_PRECISION_HINT=f32`` for fp32, and the planted test shows why: the
@@ -27,13 +28,36 @@ def _usable(name: str) -> str:
 
 
 @pytest.mark.parametrize("engine", ["onnxruntime", "openvino"])
-def test_a_training_cell_is_skipped_and_a_features_cell_runs(engine):
-    why = CellConfig(backend=engine, workload="cnn").unsupported()
-    assert why.startswith(f"backend {engine!r} is forward-only (a serving engine")
-    assert CellConfig(backend=engine, workload="resnet50").unsupported() == ""
-    assert CellConfig(backend="numpy_ref", workload="cnn").unsupported() == ""  # it trains
+def test_a_training_workload_runs_its_forward_pass_gated_timed_and_served(
+    engine, tmp_path, small_data, capsys
+):
+    """A serving engine's cell of a training workload gates and times the forward pass (no
+    training, no accuracy), measures batch-1 latency, stays out of the training tables and
+    stands in the serving view beside a training framework's forward pass."""
+    _usable(engine)
+    from rosetta.report import load_tables
+    from rosetta.report.serving import serving_rows
+    from tests.bench_helpers import bench, run_records
+
+    assert CellConfig(backend=engine, workload="cnn").unsupported() == ""
     f64 = CellConfig(backend=engine, workload="resnet50", dtype="float64").unsupported()
     assert f64 == f"backend {engine!r} runs float32 only, not float64"
+    assert bench(tmp_path, small_data, "--backends", f"torch,{engine}", "--workloads", "gru",
+                 "--executor", "python", "--threads", "1", "--run-id", "f") == 0  # fmt: skip
+    recs = run_records(tmp_path, "f")
+    rec = recs[f"{engine}__gru__t1"]
+    assert rec["status"] == "ok" and rec["metrics"]["mode"] == "forward"
+    assert [c["what"] for c in rec["equivalence"]["checks"]] == ["forward"]
+    assert rec["equivalence"]["equivalent"] and "test_accuracy" not in rec["metrics"]
+    assert len(rec["clocks"]["steady_raw_s"]) >= 20  # the test set cycled to FORWARD_STEPS
+    assert rec["metrics"]["latency"]["p50"] > 0
+    ref = recs["torch__gru__t1"]["metrics"]["predict_at_batch"]
+    assert ref["batch"] == 64 and ref["samples_per_s"] > 0  # the trained model's forward pass
+    tables = load_tables([tmp_path / "results" / "f"])
+    assert list(tables.cells["backend"]) == ["torch"]  # no training time for the engine
+    served = {r["backend"]: r["what"] for r in serving_rows(tables)}
+    assert served == {engine: "predict", "torch": "predict"}
+    assert "forward only" in capsys.readouterr().out  # the run's summary says what it timed
 
 
 def test_onnxruntime_refuses_bf16_with_its_reason():

@@ -268,9 +268,10 @@ def precision_unsupported(
 def training_unsupported(package: ModuleType, name: str) -> str:
     """Why backend ``name`` (its package ``package``) cannot run a training cell, or ``""``: a
     forward-only backend (a serving engine) says why in its package constant ``FORWARD_ONLY``
-    (a capability, read without importing its framework). Such a cell is *skipped* with this
-    reason; the backend's forward pass is gated and timed on forward-only workloads, and its
-    batch-1 latency measured there."""
+    (a capability, read without importing its framework). Its cell of a training workload
+    runs the forward pass only (``rosetta.runner.cell.Cell._forward``: gated against the
+    reference's forward pass, timed, batch-1 latency), and the conformance checks that need a
+    training step skip it with this reason."""
     why = getattr(package, "FORWARD_ONLY", "")
     if not why:
         return ""

@@ -12,8 +12,8 @@ engine). Everything else is here, once:
   them back through ``weights.to_canonical`` (exact);
 - the timed face: the loader yields NumPy batches (an engine's input *is* a host array), ``predict``
   runs one through the engine; there is no ``train_step``: an engine runs no training, so a
-  training cell on it is skipped (``FORWARD_ONLY`` in the backend package, read by
-  ``rosetta.backends.base.training_unsupported``), and its gate compares the forward pass.
+  training workload on it runs the forward pass only (``FORWARD_ONLY`` in the backend package,
+  read by ``rosetta.backends.base.training_unsupported``), and its gate compares the forward pass.
 """
 
 from __future__ import annotations

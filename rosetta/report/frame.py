@@ -123,6 +123,8 @@ def build_tables(runs: Runs, progress=None) -> Tables:
     total = sum(len(run.records) for run in runs.runs)
     for run in runs.runs:
         for rec in run.records:
+            if forward_mode(rec):  # a serving engine's forward pass: the serving view's only
+                continue
             row = cell_row(run, rec)
             rows.append(row)
             steps_of.append(_array(_get(rec, "clocks", "steady_raw_s")))
@@ -153,6 +155,15 @@ def build_tables(runs: Runs, progress=None) -> Tables:
         cells=cells, tidy=tidy_frame(cells), runs=runs, samples=samples, loss_series=loss_series
     )
     return dataclasses.replace(t, groups=group_frame(t))
+
+
+def forward_mode(rec: dict) -> bool:
+    """A training workload's cell that ran its forward pass only (a forward-only backend, a
+    serving engine: ``metrics.mode`` ``forward``): no training time or accuracy to compare, so
+    it stays out of the training tables and appears in the serving view
+    (``rosetta.report.serving``)."""
+    metrics = rec.get("metrics")
+    return isinstance(metrics, dict) and metrics.get("mode") == "forward"
 
 
 PROGRESS_EVERY = 2000  # records between two progress lines of a large report

@@ -1,10 +1,11 @@
 """The serving view: what a person choosing how to *serve* a model reads.
 
 One row per backend that ran a forward pass with a batch-1 latency (``metrics.latency``, measured
-in round 0 of each point), per run and workload: batch-1 latency p50 and p99, the throughput at
-the cell's batch (``metrics.throughput_at_batch``: samples/s of the timed program, and *which*
-program: ``predict`` for forward-only work, ``train step`` for a training cell, whose batch time is
-not a forward pass and is labelled so), the gate's verdict, the engine's own version and the
+in round 0 of each point), per run and workload: batch-1 latency p50 and p99, the forward pass's
+throughput at the cell's batch (``metrics.predict_at_batch``: a training cell times its trained
+model over the test set, a serving engine's cell of a training workload times the forward pass
+alone; older records only hold ``metrics.throughput_at_batch``, the timed program, labelled
+``train step`` where it was one), the gate's verdict, the engine's own version and the
 settings in effect (an engine's read-back settings, ``fast_path.engine_settings``; else the
 framework's compile mode). The four training frameworks, the new ones and the serving engines
 (ONNX Runtime, OpenVINO) stand side by side on the same weights. Read from the records only.
@@ -60,7 +61,9 @@ def serving_rows(t: Tables) -> list[dict]:
             if rec.get("status") != "ok" or _num(lat.get("p50")) is None:
                 continue
             man = _dict(rec.get("manifest"))
-            at = _dict(metrics.get("throughput_at_batch"))
+            # the forward pass at the cell's batch where the cell timed one (every training
+            # cell over its test set, a serving engine's forward cell), else the timed program
+            at = _dict(metrics.get("predict_at_batch")) or _dict(metrics.get("throughput_at_batch"))
             point = _dict(rec.get("point"))
             rows.append(
                 {
@@ -75,7 +78,7 @@ def serving_rows(t: Tables) -> list[dict]:
                     "p99": fmt_ms(lat.get("p99")),
                     "batch": fmt_num(at.get("batch"), ".0f"),
                     "throughput": fmt_num(at.get("samples_per_s"), ".4g"),
-                    "what": str(at.get("what") or "")[:40],
+                    "what": str(at.get("what") or "predict")[:40],
                     "equivalent": passed(_dict(rec.get("equivalence")).get("equivalent")),
                     "versions": engine_versions(man),
                     "settings": settings_text(man),

@@ -124,7 +124,9 @@ def summary(recs: list[dict]) -> str:
             f"{row['step_median_s']:.4f} [{row['step_ci95_low_s']:.4f}, "
             f"{row['step_ci95_high_s']:.4f}]"
         )
-        if row["test_accuracy"] != "":
+        if (r.get("metrics") or {}).get("mode") == "forward":  # a serving engine: no training
+            result = "forward only"
+        elif row["test_accuracy"] != "":
             result = f"acc {row['test_accuracy']:.3f}"
         else:
             result = f"{row['time_per_1000_images_s']:.1f} s/1k img"

@@ -50,6 +50,7 @@ from rosetta.spec import canonical_weights, get_workload
 from rosetta.spec.loader import PRECISION_TOLERANCES
 
 GATE_BATCH = 4  # samples in the equivalence gate's fixed batch (2 for the features)
+FORWARD_STEPS = 20  # timed forward batches of a forward-only backend's training workload (at least)
 SPREAD_FLAG = 0.10  # steady-state IQR / median above which a cell's steps are flagged as uneven
 
 
@@ -74,6 +75,11 @@ class Cell:
         flag = batch_flag(self.spec_profile.batch_size, self.profile.batch_size, spec.task)
         if flag:
             self.flags.append(flag)
+        # a training workload on a forward-only backend (a serving engine): the cell gates and
+        # times the forward pass over the test data at the cell's batch (``_forward``)
+        self.forward_only = spec.task == "train" and bool(
+            backends.training_unsupported(config.backend, self.module)
+        )
         self.data = None
         self.model = None
         self.gate_result: GateResult | None = None
@@ -187,6 +193,7 @@ class Cell:
         elif w.task == "train":
             idx = gate_indices(self.data.x_test, GATE_BATCH)  # black, saturated, flat, padded
             x, y = self.data.x_test[idx], self.data.y_test[idx]
+            y = None if self.forward_only else y  # forward only: no loss, gradients or steps
             self.gate_result = run_gate(self.model, w, self.params, x, y, key, build=build)
             self.model.set_params(self.params)  # nothing of the gate stays (weights, optimiser)
         else:
@@ -225,7 +232,9 @@ class Cell:
     # -- step 4: the timed run -------------------------------------------------------------------
     def run(self, progress=None) -> dict:
         """The timed run (training epochs + test accuracy, or feature batches)."""
-        if self.workload.task == "train":
+        if self.forward_only:
+            self.result = self._forward(progress)
+        elif self.workload.task == "train":
             self.result = self._train(progress)
         else:
             self.result = self._features(progress)
@@ -254,7 +263,7 @@ class Cell:
             "throughput_at_batch": {
                 "batch": prof.batch_size,
                 "samples_per_s": clocks["throughput_samples_per_s"],
-                "what": "train step" if w.task == "train" else "predict",
+                "what": "train step" if w.task == "train" and not self.forward_only else "predict",
             },
         }
         if not self.config.latency:
@@ -294,12 +303,14 @@ class Cell:
         train_s = (clock.now_ns() - start) / 1e9
         correct = total_test = 0
         bs = prof.batch_size
+        t_eval = clock.now_ns()  # the forward pass over the test set, predictions on the host
         for b, batch in enumerate(
             model.loader(data.x_test, data.y_test, np.arange(len(data.y_test)), bs)
         ):
             pred = model.to_numpy(model.predict(batch)).argmax(axis=1)
             correct += int(np.sum(pred == data.y_test[b * bs : (b + 1) * bs]))
             total_test += len(pred)
+        eval_s = (clock.now_ns() - t_eval) / 1e9
         steady = steps or [first_s]
         stats = clock.summarize(steady)
         if not all(np.isfinite(losses)):
@@ -320,6 +331,55 @@ class Cell:
                 "loss_first": _finite(losses[0]),
                 "loss_last": _finite(losses[-1]),
                 "losses": [_finite(v) for v in losses],
+                # the trained model's forward pass at the cell's batch (the test set, once,
+                # through the loader, predictions copied to the host): the serving view's figure
+                "predict_at_batch": {
+                    "batch": bs,
+                    "samples_per_s": total_test / eval_s if eval_s > 0 else None,
+                },
+            },
+        }
+
+    def _forward(self, progress) -> dict:
+        """A training workload on a forward-only backend (a serving engine): the forward pass at
+        the cell's batch over the test data (cycled to at least ``FORWARD_STEPS`` batches), the
+        first batch the cold start, each later one synced and timed, as feature extraction is.
+        Nothing trains, so there is no accuracy: the gate compared this forward pass with the
+        reference's on the canonical weights."""
+        prof, data, model = self.profile, self.data, self.model
+        bs = prof.batch_size
+        n = len(data.y_test) // bs * bs  # whole batches (the data check left at least one)
+        per_pass = n // bs
+        order = np.concatenate([np.arange(n)] * (1 + -(-FORWARD_STEPS // per_pass)))
+        batches = iter(model.loader(data.x_test, None, order, bs))
+        _, first_s = clock.timed(lambda: model.predict(next(batches)), model.sync)
+        steps: list[float] = []
+        out = None
+        start = clock.now_ns()
+        total = max(FORWARD_STEPS, per_pass)
+        for i in range(total):
+            model.sync()
+            out, secs = clock.timed(lambda: model.predict(next(batches)), model.sync)
+            steps.append(secs)
+            if progress:
+                progress(i + 1, total)
+        model.sync(out)
+        total_s = (clock.now_ns() - start) / 1e9
+        stats = clock.summarize(steps)
+        return {
+            "clocks": {
+                "first_step_s": first_s,
+                "steady": stats.as_dict(),
+                "steady_raw_s": steps,
+                "sample_every": 1,
+                "end_to_end_s": total_s,
+                "throughput_samples_per_s": bs / stats.median,
+            },
+            "metrics": {
+                "mode": "forward",
+                "samples": total * bs,
+                "time_per_1000_samples_s": total_s / (total * bs) * 1000,
+                "predict_at_batch": {"batch": bs, "samples_per_s": bs / stats.median},
             },
         }
 

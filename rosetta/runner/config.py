@@ -79,17 +79,12 @@ class CellConfig:
         return backends.precision_unsupported(self.backend, self.precision, self.device, self.dtype)
 
     def unsupported(self) -> str:
-        """Why this cell does not run here, or ``""``: a training cell on a forward-only backend
-        (``rosetta.backends.training_unsupported``), a dtype its backend does not run, or a
+        """Why this cell does not run here, or ``""``: a dtype its backend does not run, or a
         precision it does not run on its device (:meth:`precision_unsupported`). The matrix
-        skips such a cell."""
+        skips such a cell. (A training workload on a forward-only backend, a serving engine, is
+        not skipped: the cell gates and times its forward pass, ``Cell._forward``.)"""
         from rosetta import backends
-        from rosetta.spec import get_workload
 
-        if get_workload(self.workload).task == "train":
-            why = backends.training_unsupported(self.backend)
-            if why:
-                return why
         return backends.dtype_unsupported(self.backend, self.dtype) or self.precision_unsupported()
 
     def runtime_request(self):

@@ -69,7 +69,8 @@ def make_notebook(backend: str):
             "synthetic data; change the parameters below to run another workload or profile."
             + (
                 f"\n\n{forward_only[0].upper()}{forward_only[1:]}; by default this notebook runs "
-                "the `ci` profile of the ResNet-50 features (a training cell is skipped)."
+                "the `ci` profile of the ResNet-50 features (a training workload runs its "
+                "forward pass only)."
                 if forward_only
                 else ""
             )

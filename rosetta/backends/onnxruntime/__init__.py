@@ -2,9 +2,9 @@
 
 A serving engine, forward only: ``model.py`` runs the exported graph in an
 ``onnxruntime.InferenceSession`` on the CPU execution provider with the fast-path settings of
-``runtime.py``; a training cell on it is skipped (``FORWARD_ONLY``). ``lowering.py`` and
-``source.py`` are the exporter's table (spec op -> ONNX nodes), ``weights.py`` its initializer
-conversions. ONNX Runtime is imported only when this backend is used.
+``runtime.py``; its cell of a training workload runs the forward pass only (``FORWARD_ONLY``).
+``lowering.py`` and ``source.py`` are the exporter's table (spec op -> ONNX nodes),
+``weights.py`` its initializer conversions. ONNX Runtime is imported only when this backend is used.
 """
 
 from rosetta.backends.base import BackendAPI
@@ -16,7 +16,7 @@ PRECISIONS = ("fp32",)
 UNSUPPORTED_PRECISIONS = {
     "bf16": "its CPU execution provider has no bfloat16 Conv, Gemm or GRU kernels",
 }
-#: a capability (rosetta.backends.base.training_unsupported): why a training cell is skipped
+#: a capability (rosetta.backends.base.training_unsupported): why it runs no training step
 FORWARD_ONLY = "a serving engine: it runs the spec's exported ONNX forward graph"
 
 _api = BackendAPI(__name__, DEVICES)

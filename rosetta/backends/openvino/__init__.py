@@ -2,9 +2,9 @@
 
 A serving engine, forward only: ``model.py`` reads the exported graph with ``Core.read_model``
 and compiles it for the CPU plugin, one static graph per batch shape, with the hints of
-``runtime.py``; a training cell on it is skipped (``FORWARD_ONLY``). bf16 runs where the CPU
-computes bfloat16 natively (``cpuflags.py``: avx512_bf16 or AMX), as OpenVINO's
-``INFERENCE_PRECISION_HINT=bf16``; elsewhere it is skipped with the reason. OpenVINO is
+``runtime.py``; its cell of a training workload runs the forward pass only (``FORWARD_ONLY``).
+bf16 runs where the CPU computes bfloat16 natively (``cpuflags.py``: avx512_bf16 or AMX), as
+OpenVINO's ``INFERENCE_PRECISION_HINT=bf16``; elsewhere it is skipped with the reason. OpenVINO is
 imported only when this backend is used.
 """
 
@@ -19,7 +19,7 @@ UNSUPPORTED_PRECISIONS = {
     "bf16": f"this CPU has none of {', '.join(BF16_FLAGS)}, and OpenVINO's CPU plugin "
     "computes bf16 only on those",
 }
-#: a capability (rosetta.backends.base.training_unsupported): why a training cell is skipped
+#: a capability (rosetta.backends.base.training_unsupported): why it runs no training step
 FORWARD_ONLY = "a serving engine: it runs the spec's exported ONNX forward graph"
 
 _api = BackendAPI(__name__, DEVICES)
