@@ -46,6 +46,7 @@ REGISTRY: dict[str, BackendInfo] = {
     ),
     "jax": BackendInfo("jax", "JAX/Flax", (("jax",), ("jaxlib",), ("flax",), ("optax",)), "jax"),
     "chainer": BackendInfo("chainer", "Chainer", (("chainer",),), "chainer"),
+    "paddle": BackendInfo("paddle", "PaddlePaddle", (("paddlepaddle", "paddlepaddle-gpu"),), "paddle"),
 }
 
 
@@ -187,6 +188,7 @@ def make(
     precision: str = "fp32",
     tf32: bool = False,
     torch_compile: str | None = None,
+    paddle_static: str | None = None,
     **options,
 ):
     """Configure ``backend`` for this process and build ``workload`` on it: the two contract
@@ -204,6 +206,7 @@ def make(
         tf32=tf32,
         seed=seed,
         torch_compile=torch_compile,
+        paddle_static=paddle_static,
     )
     return module.build(workload, params, module.configure(request), **options)
 
