@@ -46,7 +46,9 @@ REGISTRY: dict[str, BackendInfo] = {
     ),
     "jax": BackendInfo("jax", "JAX/Flax", (("jax",), ("jaxlib",), ("flax",), ("optax",)), "jax"),
     "chainer": BackendInfo("chainer", "Chainer", (("chainer",),), "chainer"),
-    "paddle": BackendInfo("paddle", "PaddlePaddle", (("paddlepaddle", "paddlepaddle-gpu"),), "paddle"),
+    "paddle": BackendInfo(
+        "paddle", "PaddlePaddle", (("paddlepaddle", "paddlepaddle-gpu"),), "paddle"
+    ),
 }
 
 

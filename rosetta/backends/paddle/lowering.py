@@ -159,7 +159,8 @@ def batchnorm(op: ops.BatchNorm, site: Site, ctx: Build) -> nn.Layer:
 
 
 def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Build) -> nn.Layer:
-    return nn.Sequential(nn.AdaptiveAvgPool2D(1), nn.Flatten(start_axis=1))  # (N, C, H, W) -> (N, C)
+    # (N, C, H, W) -> (N, C)
+    return nn.Sequential(nn.AdaptiveAvgPool2D(1), nn.Flatten(start_axis=1))
 
 
 def embedding(op: ops.Embedding, site: Site, ctx: Build) -> nn.Layer:

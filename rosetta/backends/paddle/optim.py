@@ -1,6 +1,7 @@
 """The spec's optimisers on Paddle, and which of Paddle's rules match the spec's.
 
-Checked in float64 against ``rosetta/backends/numpy_ref/optim.py`` (``tests/test_backend_paddle.py``):
+Checked in float64 against ``rosetta/backends/numpy_ref/optim.py``
+(``tests/test_backend_paddle.py``):
 
 - **Adam**: ``paddle.optimizer.Adam`` *is* the spec's rule (Kingma & Ba's Algorithm 1, epsilon
   added to ``sqrt(v_hat)``, bias correction from its ``beta1_pow``/``beta2_pow`` accumulators,

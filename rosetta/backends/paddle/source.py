@@ -42,7 +42,9 @@ def padding_arg(padding: tuple[int, int, int, int]) -> int | tuple[int, int] | l
 
 def _pad_text(padding: tuple[int, int, int, int]) -> str:
     arg = padding_arg(padding)
-    return str(list(arg)) if isinstance(arg, list) else _pair(arg) if isinstance(arg, tuple) else str(arg)
+    if isinstance(arg, list):
+        return str(arg)
+    return _pair(arg) if isinstance(arg, tuple) else str(arg)
 
 
 def bn_momentum(momentum: float) -> float:
