@@ -73,9 +73,21 @@ def make_optimizer(model):
 {body}
 
 
+def set_mode(model, dropout=True):
+    """Training mode, the dropout layers on or off. Not model.eval() for dropout off: Paddle's
+    fused GRU kernel keeps nothing for the backward pass in eval mode. BatchNorm stays in eval
+    (the spec's BatchNorm normalises with its running statistics, never the batch's)."""
+    model.train()
+    for layer in model.sublayers():
+        if isinstance(layer, (nn.BatchNorm1D, nn.BatchNorm2D)) or (
+            not dropout and isinstance(layer, nn.Dropout)
+        ):
+            layer.eval()
+
+
 def train_step(model, optimizer, x, y, training=True):
     """One optimiser step on (x, y); training=False switches dropout off."""
-    model.train() if training else model.eval()
+    set_mode(model, dropout=training)
     loss = F.cross_entropy(model(x), y)  # softmax cross-entropy, mean over the batch
     loss.backward()
     optimizer.step()
@@ -92,6 +104,7 @@ def _check(workload: Workload, cls: str) -> str:
         train = """
     if y is not None:
         yt = paddle.to_tensor(y.astype(np.int64))
+        set_mode(model, dropout=False)
         loss = F.cross_entropy(model(xt), yt)
         loss.backward()
         out["loss"] = np.float64(loss.item())
@@ -117,8 +130,7 @@ def check(weights, x, y, k, dtype="float32"):
     model = {cls}()
     load_weights(model, weights)
     xt = {to_x}
-    out = {{"forward": features_step(model, xt).numpy()}}
-    model.eval(){train}
+    out = {{"forward": features_step(model, xt).numpy()}}{train}
     return out
 '''
 

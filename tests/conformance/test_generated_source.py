@@ -37,6 +37,7 @@ QUICK = {
     ("tensorflow", "cnn", "float32"),
     ("jax", "resnet50", "float32"),
     ("chainer", "gru", "float64"),
+    ("paddle", "gru", "float64"),
 }
 RESNET_SIZE = 32  # ResNet-50 at 32x32: the same parameters, a fraction of the time
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
-import paddle
-from paddle.io import DataLoader, Dataset
+
+from rosetta.backends.paddle.compat import paddle
 
 #: DataLoader worker processes (see the module docstring)
 NUM_WORKERS = 0
 
 
-class OrderedBatches(Dataset):
+class OrderedBatches(paddle.io.Dataset):
     """Item ``b``: ``(x[i], y[i])`` (or ``(x[i],)``) for ``i = order[b*bs:(b+1)*bs]``, complete
     batches only, images cast to ``dtype``, ids and labels int64."""
 
@@ -58,7 +58,7 @@ def native_loader(
 ) -> Iterator[tuple[paddle.Tensor, ...]]:
     """Native batches ``(x, y)`` or ``(x,)`` of ``x[order]`` as Paddle tensors on the current
     place."""
-    loader = DataLoader(
+    loader = paddle.io.DataLoader(
         OrderedBatches(x, y, order, batch_size, dtype),
         batch_size=None,  # each item is a batch already
         shuffle=False,

@@ -21,15 +21,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-import paddle
-from paddle import nn
 
 from rosetta.backends.driver import LoweringTable, Site, lower_op, unsupported
+from rosetta.backends.paddle.compat import paddle
 from rosetta.backends.paddle.source import OPS, bn_momentum, padding_arg
 from rosetta.runtime import Runtime
 from rosetta.spec import ops
 
 NAME = "paddle"
+nn = paddle.nn
 
 
 @contextlib.contextmanager

@@ -28,20 +28,20 @@ the same step reads (``lowering.py``).
 from __future__ import annotations
 
 import numpy as np
-import paddle
-import paddle.nn.functional as F
-from paddle import nn
 
 from rosetta.backends import driver
 from rosetta.backends.base import Batch, Model, Params
 from rosetta.backends.paddle import loader as native
 from rosetta.backends.paddle import optim, weights
 from rosetta.backends.paddle import runtime as settings
+from rosetta.backends.paddle.compat import paddle
 from rosetta.backends.paddle.lowering import TABLE, Build, GatedDropout, default_dtype
 from rosetta.errors import BackendError
 from rosetta.runtime import Runtime, paddle_static_in_effect
 from rosetta.spec.weights import check_weights
 from rosetta.spec.workload import Workload
+
+nn, F = paddle.nn, paddle.nn.functional
 
 
 class PaddleModel(Model):

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import paddle
-
+from rosetta.backends.paddle.compat import paddle
 from rosetta.spec.workload import SGD, Adam
 
 

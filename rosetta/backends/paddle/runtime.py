@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import warnings
 
-with warnings.catch_warnings():  # paddle's import warns that ccache is missing (C++ extensions)
-    warnings.simplefilter("ignore")
-    import paddle
+from rosetta.backends.paddle.compat import paddle
 
-from paddle.base import core
+core = paddle.base.core
 
 _TF32_FLAGS = ("FLAGS_allow_tf32_cublas", "FLAGS_allow_tf32_cudnn")
 

@@ -88,8 +88,12 @@ def relu(op: ops.ReLU, site: Site, ctx: RenderCtx) -> Snippet:
 
 
 def dropout(op: ops.Dropout, site: Site, ctx: RenderCtx) -> Snippet:
-    # mode "upscale_in_train" (Paddle's default): inverted dropout, the spec's rule
-    return Snippet(forward=(f"{{x}} = F.dropout({{x}}, p={op.rate}, training=self.training)",))
+    # a layer, numbered in graph order, so that it can be switched off alone (the generated
+    # file's set_mode); nn.Dropout's mode "upscale_in_train" (its default) is inverted dropout
+    i = ctx.extra["dropout"] = ctx.extra.get("dropout", 0) + 1
+    return Snippet(
+        (f"self.dropout{i} = nn.Dropout({op.rate})",), (f"{{x}} = self.dropout{i}({{x}})",)
+    )
 
 
 def flatten(op: ops.Flatten, site: Site, ctx: RenderCtx) -> Snippet:

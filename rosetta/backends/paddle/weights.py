@@ -25,10 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import paddle
-from paddle import nn
 
+from rosetta.backends.paddle.compat import paddle
 from rosetta.spec import ops
+
+nn = paddle.nn
 
 Convert = Callable[[np.ndarray], np.ndarray]
 
