@@ -126,6 +126,21 @@ def test_to_static_default_and_bad_setting():
         Runtime.request("paddle", paddle_static="fast")
 
 
+def test_a_run_pins_its_paddle_static_setting(tmp_path):
+    from rosetta.errors import RosettaError
+    from rosetta.runner.rundir import RunDir
+
+    first = {"profile": "ci", "paddle_static": "on"}
+    with RunDir(tmp_path, "p", first, create=True):
+        pass
+    with pytest.raises(RosettaError, match="run 'p' was made with paddle_static="):
+        RunDir(tmp_path, "p", {**first, "paddle_static": "default"}, create=False)
+    with RunDir(tmp_path, "old", {"profile": "ci"}, create=True):  # made before the setting
+        pass
+    with RunDir(tmp_path, "old", {"profile": "ci", "paddle_static": "default"}, create=False):
+        pass
+
+
 def test_bf16_is_refused_with_the_reason():
     why = backends.precision_unsupported("paddle", "bf16", "cpu")
     assert "bfloat16" in why and "fp32" in why

@@ -112,7 +112,8 @@ def blas() -> str:
     """The math libraries of this Paddle build, as it reports them."""
     parts = []
     if core.is_compiled_with_mkldnn():
-        parts.append("oneDNN built in (off in the dynamic graph: FLAGS_use_onednn=False)")
+        on = paddle.get_flags(["FLAGS_use_onednn"])["FLAGS_use_onednn"]
+        parts.append(f"oneDNN built in (FLAGS_use_onednn={on} in the dynamic graph)")
     libs = os.path.join(os.path.dirname(paddle.__file__), "libs")
     if os.path.exists(os.path.join(libs, "libmklml_intel.so")):
         parts.append("MKLML (libmklml_intel) with libiomp5")
