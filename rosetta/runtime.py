@@ -59,8 +59,9 @@ def usable_cores() -> int:
 class Runtime:
     """What one cell runs under. As a *request* ``device`` may be ``auto`` and ``threads``
     ``None`` (all usable cores); as returned by ``configure`` every field is what is in effect
-    (``torch_compile`` stays the policy: each build resolves it for its own task and dtype,
-    :func:`torch_compile_in_effect`, and its manifest says what it chose and why)."""
+    (``torch_compile`` and ``paddle_static`` stay the policy: each build resolves it for its own
+    task (and dtype), :func:`torch_compile_in_effect`, :func:`paddle_static_in_effect`, and its
+    manifest says what it chose and why)."""
 
     backend: str
     device: str = "cpu"  # cpu | cuda once resolved (auto only in a request)
