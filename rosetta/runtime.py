@@ -42,6 +42,9 @@ TORCH_COMPILE = ("default", "on", "off")
 #: what ``Runtime.request`` asks for when its caller names no compile setting; the test suite's
 #: fixture (``tests/conftest.py``) makes it ``off`` so that its many builds stay eager
 TORCH_COMPILE_DEFAULT = "default"
+#: Paddle's compiled path (``Runtime.paddle_static``: ``paddle.jit.to_static``): ``default`` is
+#: the choice per (task, dtype) (:func:`paddle_static_in_effect`); ``on`` and ``off`` override it
+PADDLE_STATIC = ("default", "on", "off")
 
 
 def usable_cores() -> int:
@@ -56,8 +59,9 @@ def usable_cores() -> int:
 class Runtime:
     """What one cell runs under. As a *request* ``device`` may be ``auto`` and ``threads``
     ``None`` (all usable cores); as returned by ``configure`` every field is what is in effect
-    (``torch_compile`` stays the policy: each build resolves it for its own task and dtype,
-    :func:`torch_compile_in_effect`, and its manifest says what it chose and why)."""
+    (``torch_compile`` and ``paddle_static`` stay the policy: each build resolves it for its own
+    task (and dtype), :func:`torch_compile_in_effect`, :func:`paddle_static_in_effect`, and its
+    manifest says what it chose and why)."""
 
     backend: str
     device: str = "cpu"  # cpu | cuda once resolved (auto only in a request)
@@ -68,6 +72,7 @@ class Runtime:
     tf32: bool = False  # TF32 allowed for fp32 matmul/conv on CUDA (off: fp32 means fp32)
     seed: int = 0  # drives every random stream: weights, sample order, dropout
     torch_compile: str = "default"  # torch.compile: default (per task, dtype) | on | off
+    paddle_static: str = "default"  # paddle.jit.to_static: default (per task, dtype) | on | off
 
     @classmethod
     def request(
@@ -81,9 +86,11 @@ class Runtime:
         tf32: bool = False,
         seed: int = 0,
         torch_compile: str | None = None,
+        paddle_static: str | None = None,
     ) -> Runtime:
         """A validated request; bad values are one ``BackendError`` naming the valid ones.
-        ``torch_compile=None`` asks for :data:`TORCH_COMPILE_DEFAULT`."""
+        ``torch_compile=None`` asks for :data:`TORCH_COMPILE_DEFAULT`, ``paddle_static=None``
+        for ``default``."""
         if device not in DEVICES:
             raise BackendError(f"unknown device {device!r}; valid: {', '.join(DEVICES)}")
         if dtype not in DTYPES:
@@ -98,6 +105,11 @@ class Runtime:
             raise BackendError(
                 f"unknown torch compile setting {compile_!r}; valid: {', '.join(TORCH_COMPILE)}"
             )
+        static = "default" if paddle_static is None else paddle_static
+        if static not in PADDLE_STATIC:
+            raise BackendError(
+                f"unknown paddle static setting {static!r}; valid: {', '.join(PADDLE_STATIC)}"
+            )
         return cls(
             backend=backend,
             device=device,
@@ -107,6 +119,7 @@ class Runtime:
             tf32=bool(tf32),
             seed=int(seed),
             torch_compile=compile_,
+            paddle_static=static,
         )
 
     @property
@@ -150,6 +163,24 @@ def torch_compile_in_effect(setting: str, task: str, dtype: str) -> tuple[bool, 
     if task == "train":
         return False, "default: a training step runs eager (compiling gains nothing measured)"
     return True, "default: a forward-only float32 program compiles (inductor with freezing)"
+
+
+def paddle_static_in_effect(setting: str, task: str) -> tuple[bool, str]:
+    """Whether a paddle build runs its layers through ``paddle.jit.to_static``, and why: ``on``
+    and ``off`` are the user's (``--paddle-static``); ``default`` runs the dynamic graph, Paddle's
+    own mode for training and the one its CPU kernels are written for. Not measured yet (the
+    measurement that decides it: ``python -m benchmarks fastpath_paddle``, the steady step and
+    the cold start of every workload both ways): on this CPU build (no CINN) a static program runs
+    the same phi kernels, so it can only save Python dispatch, small against the convolutions and
+    the fused GRU kernel, and it pays the translation in the cold start. The localiser's cuts
+    (task ``probe``) always run the dynamic graph (one model per op, never timed)."""
+    if task == "probe":
+        return False, f"task {task!r}: a diagnostic cut of the graph (the localiser's), not timed"
+    if setting == "on":
+        return True, "asked for (paddle_static on)"
+    if setting == "off":
+        return False, "asked for (paddle_static off)"
+    return False, "default: the dynamic graph (to_static not measured faster here yet)"
 
 
 def package_root() -> Path:

@@ -86,6 +86,10 @@ PROBE = {  # what each framework itself says about its threads, independent of t
     "jax": "import os; print(len(os.sched_getaffinity(0)))",
     "chainer": "from threadpoolctl import threadpool_info as t; "
     "print(min(p['num_threads'] for p in t() if p['user_api'] == 'blas'))",
+    # Paddle has no getter: its bundled OpenMP runtime (libiomp5, which its MKL kernels use)
+    "paddle": "from threadpoolctl import threadpool_info as t; "
+    "print(min(p['num_threads'] for p in t() if 'paddle' in p['filepath'] "
+    "and p['user_api'] == 'openmp'))",
 }
 
 

@@ -50,6 +50,9 @@ REGISTRY: dict[str, BackendInfo] = {
         "onnxruntime", "ONNX Runtime", (("onnxruntime",), ("onnx",)), "onnx"
     ),
     "openvino": BackendInfo("openvino", "OpenVINO", (("openvino",), ("onnx",)), "onnx"),
+    "paddle": BackendInfo(
+        "paddle", "PaddlePaddle", (("paddlepaddle", "paddlepaddle-gpu"),), "paddle"
+    ),
 }
 
 
@@ -207,6 +210,7 @@ def make(
     precision: str = "fp32",
     tf32: bool = False,
     torch_compile: str | None = None,
+    paddle_static: str | None = None,
     **options,
 ):
     """Configure ``backend`` for this process and build ``workload`` on it: the two contract
@@ -224,6 +228,7 @@ def make(
         tf32=tf32,
         seed=seed,
         torch_compile=torch_compile,
+        paddle_static=paddle_static,
     )
     return module.build(workload, params, module.configure(request), **options)
 

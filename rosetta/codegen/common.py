@@ -34,7 +34,8 @@ def spec_line(op: object) -> str:
 HELPERS: dict[str, str] = {
     "swap_rz": '''
 def swap_rz(a, axis):
-    """GRU gate blocks z | r | h (the spec) <-> r | z | n (PyTorch, Chainer): swap the first two."""
+    """GRU gate blocks z | r | h (the spec) <-> r | z | n (PyTorch, Chainer, Paddle): swap the
+    first two."""
     z, r, h = np.split(a, 3, axis=axis)
     return np.concatenate([r, z, h], axis=axis)
 ''',

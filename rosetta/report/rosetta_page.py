@@ -27,6 +27,7 @@ FRAMEWORKS = {
     "tensorflow": "Keras",
     "jax": "JAX",
     "chainer": "Chainer",
+    "paddle": "Paddle",
 }
 _REPEAT = re.compile(r"^(layer\d+)\.(\d+)\.")  # a repeated block's op names: layer2.3.conv1
 

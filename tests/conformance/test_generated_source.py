@@ -28,6 +28,7 @@ NEEDS = {
     "tensorflow": ("tensorflow", "keras"),
     "jax": ("jax", "optax"),
     "chainer": ("chainer",),
+    "paddle": ("paddle",),
 }
 #: the quick suite: one case per framework, every workload among them, at float32 (float64 is the
 #: slow tier's: conftest.SLOW_PARAMS)
@@ -37,6 +38,7 @@ QUICK = {
     ("tensorflow", "cnn", "float32"),
     ("jax", "resnet50", "float32"),
     ("chainer", "gru", "float32"),
+    ("paddle", "cnn", "float32"),
 }
 RESNET_SIZE = 32  # ResNet-50 at 32x32: the same parameters, a fraction of the time
 

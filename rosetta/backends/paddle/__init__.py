@@ -1,0 +1,29 @@
+"""Backend ``paddle``: the spec lowered to ``paddle.nn`` (PaddlePaddle 3, dynamic graph), trained
+with ``paddle.optimizer``, fed by ``paddle.io.DataLoader``.
+
+``lowering.py`` is the Rosetta of Paddle (op -> ``nn`` layer), ``weights.py`` every weight
+conversion, ``loader.py`` the ``DataLoader``, ``optim.py`` the spec's optimisers (Paddle's own
+``Adam``; ``Momentum`` in float32, the spec's rule written in Paddle ops in float64),
+``runtime.py`` the process settings (threads), ``model.py`` the ``Model`` with its two faces and
+the ``paddle.jit.to_static`` switch. Paddle is imported only when this backend is used.
+"""
+
+from rosetta.backends.base import BackendAPI
+
+NAME = "paddle"
+DEVICES = ("cpu", "cuda")
+DTYPES = ("float32", "float64")
+PRECISIONS = ("fp32",)
+#: why a known policy is not in ``PRECISIONS`` (the reason a skipped cell carries)
+UNSUPPORTED_PRECISIONS = {
+    "bf16": (
+        "Paddle 3.3's CPU kernels have no bfloat16 matmul (its error: the kernel `matmul` is not "
+        "registered for bfloat16 on the CPU), and paddle.amp.auto_cast(dtype='bfloat16') on the "
+        "CPU leaves conv2d and linear in float32, oneDNN on or off: a bf16 cell would compute "
+        "fp32 while claiming bf16"
+    ),
+}
+
+_api = BackendAPI(__name__, DEVICES)
+available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available
+configure, build, run_op = _api.configure, _api.build, _api.run_op

@@ -1,0 +1,205 @@
+"""The Rosetta of Paddle: every op of the spec as Paddle's own building block.
+
+``TABLE`` is the backend's :class:`~rosetta.backends.driver.LoweringTable`: one small function
+per op, ``entry(op, site, ctx) -> paddle.nn.Layer``; a sequence is an ``nn.Sequential`` and a
+residual block a :class:`Residual` (``print(net)`` is the architecture). The driver walks the
+graph; ``ctx`` (a :class:`Build`) collects which layer owns the parameters of which op, for
+``weights.py``. Layers are made in the build's dtype (:func:`default_dtype` around the walk:
+Paddle creates parameters in its default dtype).
+
+Nothing here converts weights: every layout and gate-order conversion lives in ``weights.py``.
+Activations are NCHW (Paddle's default ``data_format``), so ``Flatten`` is channel-major (the
+spec's ``CHW``) and ``fc1`` needs no row permutation. Dropout is :class:`GatedDropout`, whose
+rate is a tensor the step reads, so that the gate can switch it off inside the very program that
+is timed (``Model.set_dropout``), also under ``paddle.jit.to_static``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rosetta.backends.driver import LoweringTable, Site, lower_op, unsupported
+from rosetta.backends.paddle.compat import paddle
+from rosetta.backends.paddle.source import OPS, bn_momentum, padding_arg
+from rosetta.runtime import Runtime
+from rosetta.spec import ops
+
+NAME = "paddle"
+nn = paddle.nn
+
+
+@contextlib.contextmanager
+def default_dtype(dtype: str) -> Iterator[None]:
+    """Paddle's default dtype set to ``dtype`` while layers are made (their parameters take it),
+    restored afterwards."""
+    was = paddle.get_default_dtype()
+    paddle.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        paddle.set_default_dtype(was)
+
+
+@dataclass
+class Build:
+    """The build context: ``(op, layer holding its parameters)`` for every parameterised op,
+    in graph order, filled in by the entries as the driver walks the graph."""
+
+    owners: list[tuple[object, nn.Layer]] = field(default_factory=list)
+
+    def own(self, op: object, layer: nn.Layer) -> None:
+        """Record that ``layer``'s tensors are ``op``'s parameters."""
+        self.owners.append((op, layer))
+
+
+class Residual(nn.Layer):
+    """``body(x) + shortcut(x)``; an empty shortcut is the identity (ResNet's bottleneck add)."""
+
+    def __init__(self, body: nn.Layer, shortcut: nn.Layer) -> None:
+        super().__init__()
+        self.body = body
+        self.shortcut = shortcut
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:
+        return self.body(x) + self.shortcut(x)
+
+
+class LastStepGRU(nn.Layer):
+    """``nn.GRU`` over batch-major ``(N, T, E)`` from a zero state; returns the last state."""
+
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__()
+        self.gru = nn.GRU(input_size, hidden_size, num_layers=1, direction="forward")
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:
+        _, h_n = self.gru(x)  # h_n: (num_layers=1, N, H)
+        return h_n[0]  # (N, H): the last step's state
+
+
+class GatedDropout(nn.Layer):
+    """Inverted dropout (the spec's rule: zero with probability ``rate``, scale the rest by
+    ``1 / (1 - rate)``; identity in ``eval()``) whose rate is a 0-d buffer, not a Python float.
+
+    The rate is therefore an *input* of the step: writing 0 keeps every element (``rand >= 0``
+    always holds and the scale is exactly 1, so the output is ``x`` bit for bit) without changing
+    the code that runs; under ``paddle.jit.to_static`` the buffer is an input of the static
+    program, so toggling it neither retraces nor rebuilds it (``nn.Dropout``'s ``p``, a float,
+    would be a constant of the program). The random numbers are drawn in both cases."""
+
+    def __init__(self, rate: float) -> None:
+        super().__init__()
+        self.spec_rate = float(rate)
+        self.register_buffer(
+            "rate", paddle.to_tensor(self.spec_rate, dtype=paddle.get_default_dtype()),
+            persistable=False,
+        )  # fmt: skip
+
+    def set_rate(self, rate: float) -> None:
+        """Write the rate the next step reads (in place: the same tensor, dtype and device)."""
+        with paddle.no_grad():
+            self.rate.set_value(np.asarray(rate, dtype=self.rate.numpy().dtype))
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:
+        if not self.training:
+            return x
+        keep = (paddle.rand(x.shape, dtype=x.dtype) >= self.rate).astype(x.dtype)  # P = 1 - rate
+        return x * keep / (1 - self.rate)
+
+    def extra_repr(self) -> str:
+        return f"rate={self.spec_rate} (a buffer: set_dropout(False) writes 0)"
+
+
+def conv2d(op: ops.Conv2D, site: Site, ctx: Build) -> nn.Layer:
+    conv = nn.Conv2D(
+        site.in_shape[0],
+        op.out_channels,
+        op.kernel,
+        stride=op.stride,
+        padding=padding_arg(op.padding),  # [top, bottom, left, right] where asymmetric
+        bias_attr=None if op.bias else False,
+    )
+    ctx.own(op, conv)
+    return conv
+
+
+def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: Build) -> nn.Layer:
+    # padded cells are outside the window for Paddle's max pooling: never selected, as the spec
+    return nn.MaxPool2D(op.kernel, op.stride, padding=padding_arg(op.padding))
+
+
+def relu(op: ops.ReLU, site: Site, ctx: Build) -> nn.Layer:
+    return nn.ReLU()
+
+
+def dropout(op: ops.Dropout, site: Site, ctx: Build) -> nn.Layer:
+    return GatedDropout(op.rate)
+
+
+def flatten(op: ops.Flatten, site: Site, ctx: Build) -> nn.Layer:
+    if op.order != "CHW":
+        raise unsupported(NAME, op)
+    return nn.Flatten(start_axis=1)  # (N, C, H, W) -> (N, C*H*W), channel-major
+
+
+def dense(op: ops.Dense, site: Site, ctx: Build) -> nn.Layer:
+    layer = nn.Linear(site.in_shape[0], op.units, bias_attr=None if op.bias else False)
+    ctx.own(op, layer)
+    return layer
+
+
+def batchnorm(op: ops.BatchNorm, site: Site, ctx: Build) -> nn.Layer:
+    cls = nn.BatchNorm2D if len(site.in_shape) == 3 else nn.BatchNorm1D
+    layer = cls(site.in_shape[0], momentum=bn_momentum(op.momentum), epsilon=op.eps)
+    ctx.own(op, layer)  # kept in eval() (model.py): the spec's inference-mode statistics
+    return layer
+
+
+def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Build) -> nn.Layer:
+    # (N, C, H, W) -> (N, C)
+    return nn.Sequential(nn.AdaptiveAvgPool2D(1), nn.Flatten(start_axis=1))
+
+
+def embedding(op: ops.Embedding, site: Site, ctx: Build) -> nn.Layer:
+    layer = nn.Embedding(op.vocab, op.dim)  # (N, T) -> (N, T, E); id 0 is an ordinary row
+    ctx.own(op, layer)
+    return layer
+
+
+def gru(op: ops.GRU, site: Site, ctx: Build) -> nn.Layer:
+    # the spec admits only z,r,h + reset_after, zero state, last output: exactly nn.GRU's
+    # function (r_t applied to W_hc h + b_hc, h = z h_prev + (1 - z) c); its r,z,c order is a
+    # weight layout, converted in weights.py
+    if not op.reset_after or op.initial_state != "zeros" or op.output != "last":
+        raise unsupported(NAME, op)
+    layer = LastStepGRU(site.in_shape[1], op.units)
+    ctx.own(op, layer.gru)
+    return layer
+
+
+def sequence(layers: list[nn.Layer], site: Site, ctx: Build) -> nn.Layer:
+    """Layers in order: an ``nn.Sequential`` (empty: the identity)."""
+    return nn.Sequential(*layers)
+
+
+def residual(body: nn.Layer, shortcut: nn.Layer, site: Site, ctx: Build) -> nn.Layer:
+    """``body(x) + shortcut(x)``."""
+    return Residual(body, shortcut)
+
+
+TABLE: LoweringTable[nn.Layer] = OPS.lowering(globals())  # the native face of source.OPS
+
+
+def apply_op(op: object, x: np.ndarray, runtime: Runtime, training: bool) -> np.ndarray:
+    """One parameter-free op on a NumPy batch in the runtime's dtype (dropout masks from
+    ``runtime.seed``)."""
+    with default_dtype(runtime.dtype):
+        layer = lower_op(TABLE, op, tuple(x.shape[1:]), Build())
+    layer.train() if training else layer.eval()
+    paddle.seed(runtime.seed)
+    xt = paddle.to_tensor(np.asarray(x, dtype=runtime.dtype))
+    with paddle.no_grad():
+        return layer(xt).numpy()

@@ -1,0 +1,216 @@
+"""A workload as a plain ``paddle.nn.Layer`` with ``paddle.optimizer``: the timed face and the
+NumPy face, and the fast-path choices.
+
+The timed face is what a Paddle user writes: batches from a ``paddle.io.DataLoader``, forward,
+``F.cross_entropy`` (softmax, mean), ``loss.backward()``, ``optimizer.step()``,
+``optimizer.clear_grad()``, the loss returned as a tensor (no host read-back); features under
+``paddle.no_grad()`` in ``eval()``. The NumPy face converts only through ``weights.py`` and
+``loader.py``. Everything the model needs comes from its :class:`~rosetta.runtime.Runtime`.
+
+**Fast-path choices** (none measured yet on this machine; ``python -m benchmarks
+fastpath_paddle`` is the measurement that decides them):
+
+- ``paddle.jit.to_static``, the runtime's ``paddle_static`` (``default`` | ``on`` | ``off``,
+  ``rosetta bench --paddle-static``; :func:`rosetta.runtime.paddle_static_in_effect` says what
+  ``default`` means and why): on, the network's ``forward`` becomes a static program (SOT
+  bytecode translation, Paddle 3's default), the backward runs as its own static program and
+  the optimiser stays eager, as in Paddle's own to_static training guide. Dropout's rate is a
+  buffer (a program input), so the gate's dropout-off steps run the same program;
+- layout NCHW, Paddle's default ``data_format`` (its CPU conv kernels' own layout);
+- the GRU is ``nn.GRU``, which on the CPU runs Paddle's fused ``rnn`` kernel (one op over all
+  steps), never a Python loop of cells.
+
+**The gated program.** ``train_step`` is the timed program and the gate's k steps run through
+it: ``set_dropout(False)`` writes 0 into the rate buffer of every :class:`GatedDropout`, which
+the same step reads (``lowering.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rosetta.backends import driver
+from rosetta.backends.base import Batch, Model, Params
+from rosetta.backends.paddle import loader as native
+from rosetta.backends.paddle import optim, weights
+from rosetta.backends.paddle import runtime as settings
+from rosetta.backends.paddle.compat import paddle
+from rosetta.backends.paddle.lowering import TABLE, Build, GatedDropout, default_dtype
+from rosetta.errors import BackendError
+from rosetta.runtime import Runtime, paddle_static_in_effect
+from rosetta.spec.weights import check_weights
+from rosetta.spec.workload import Workload
+
+nn, F = paddle.nn, paddle.nn.functional
+
+
+class PaddleModel(Model):
+    """``workload`` lowered to ``paddle.nn`` (``self.net``), trained with ``paddle.optimizer``."""
+
+    backend = "paddle"
+
+    def __init__(
+        self, workload: Workload, params: Params, runtime: Runtime, *, static: bool | None = None
+    ) -> None:
+        if runtime.dtype not in ("float32", "float64"):
+            raise BackendError(
+                f"backend 'paddle' supports float32 and float64, not {runtime.dtype!r}"
+            )
+        if runtime.precision != "fp32":
+            raise BackendError(f"backend 'paddle' runs precision fp32, not {runtime.precision!r}")
+        self.workload = workload
+        self.runtime = runtime
+        self.place = settings.set_device(runtime.device)
+        # the weights are canonical (set_params), so the seed drives the dropout masks
+        paddle.seed(runtime.seed)
+        ctx = Build()
+        with default_dtype(runtime.dtype):
+            self.net: nn.Layer = driver.lower(
+                TABLE, workload.graph, workload.input.shape, ctx
+            )  # an unknown op raises before anything is built
+        self.batchnorms = [
+            m for m in self.net.sublayers() if isinstance(m, (nn.BatchNorm1D, nn.BatchNorm2D))
+        ]
+        self.dropouts = [m for m in self.net.sublayers() if isinstance(m, GatedDropout)]
+        self.dropout = True
+        self.binds = weights.bindings(ctx.owners)
+        if static is None:
+            self.static, self.static_reason = paddle_static_in_effect(
+                runtime.paddle_static, workload.task
+            )
+        else:
+            self.static, self.static_reason = bool(static), "the build's static option"
+        self.forward = paddle.jit.to_static(self.net) if self.static else self.net
+        self._training: bool | None = None
+        self._mode(False)
+        self.optimizer: optim.Optimizer | None = None
+        self.set_params(params)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _mode(self, training: bool) -> None:
+        """Dropout layers in training mode or not; BatchNorm stays in eval (the spec's
+        inference-mode BatchNorm)."""
+        if training != self._training:
+            self.net.train() if training else self.net.eval()
+            for bn in self.batchnorms:
+                bn.eval()
+            self._training = training
+
+    def _trainable(self) -> None:
+        if self.optimizer is None:
+            raise BackendError(f"workload {self.workload.name!r} is forward-only")
+
+    # -- timed face ----------------------------------------------------------------------------
+    def loader(self, x, y, order, batch_size):
+        return native.native_loader(x, y, order, batch_size, self.runtime.dtype)
+
+    def train_step(self, batch: Batch) -> paddle.Tensor:
+        """One SGD/Adam step (the timed program; the gate runs it with dropout rates 0)."""
+        self._trainable()
+        self._mode(True)
+        loss = F.cross_entropy(self.forward(batch[0]), batch[1])  # softmax, mean reduction
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.clear_grad()
+        return loss.detach()  # the loss at the parameters before this step
+
+    def predict(self, batch: Batch) -> paddle.Tensor:
+        self._mode(False)
+        with paddle.no_grad():
+            return self.forward(batch[0])
+
+    def sync(self, value=None) -> None:
+        if self.device == "cuda":
+            paddle.device.synchronize()  # written, not run here
+
+    def to_numpy(self, value) -> np.ndarray:
+        return np.asarray(value.numpy())
+
+    # -- NumPy face ----------------------------------------------------------------------------
+    def set_params(self, params: Params) -> None:
+        check_weights(self.workload, params)
+        weights.load(self.binds, params)
+        trainable = [b.tensor for b in self.binds.values() if b.trainable]
+        # fresh state: loading weights restarts training
+        self.optimizer = optim.make_optimizer(self.workload.optimizer, trainable, self.dtype)
+
+    def get_params(self) -> Params:
+        return weights.read(self.binds)
+
+    def set_dropout(self, enabled: bool) -> None:
+        """Write each dropout's rate (the spec's, or 0) into the buffer the step reads."""
+        for d in self.dropouts:
+            d.set_rate(d.spec_rate if enabled else 0.0)
+        self.dropout = bool(enabled)
+
+    def loss_and_grads(self, x: np.ndarray, y: np.ndarray) -> tuple[float, Params]:
+        """Loss and gradients through the timed forward (training mode, dropout rates 0)."""
+        self._trainable()
+        batch = next(iter(self.loader(x, y, np.arange(len(x)), len(x))))
+        was = self.dropout
+        self.set_dropout(False)
+        try:
+            self._mode(True)
+            self.optimizer.clear_grad(set_to_zero=False)
+            loss = F.cross_entropy(self.forward(batch[0]), batch[1])
+            loss.backward()
+            grads = weights.read_grads(self.binds)
+            self.optimizer.clear_grad(set_to_zero=False)
+        finally:
+            self.set_dropout(was)
+        return float(loss.item()), grads
+
+    def batch_to_numpy(self, batch: Batch) -> tuple[np.ndarray, ...]:
+        return native.to_canonical(batch)
+
+    def summary(self) -> str:
+        return str(self.net)
+
+    def manifest(self) -> dict:
+        has_gru = any(isinstance(m, nn.GRU) for m in self.net.sublayers())
+        images = len(self.workload.input.shape) == 3
+        if self.static:
+            compiled = "paddle.jit.to_static (SOT) of the network's forward"
+            program = "the to_static forward (dropout rates are program inputs: no retrace)"
+        else:
+            compiled, program = "eager (dynamic graph)", "the dynamic-graph step"
+        if self.optimizer is None:
+            gated = "n/a: forward only (the gate compares predict, the timed program itself)"
+        else:
+            gated = (
+                f"PaddleModel.train_step, {program}: the same forward/cross_entropy/backward/"
+                "optimizer.step/clear_grad the timed loop calls, dropout off by writing 0 into "
+                "every GatedDropout rate buffer (set_dropout)"
+            )
+        return {
+            **self.runtime_manifest(),
+            "device": settings.device_name(self.device),
+            "device_reason": self.runtime.device_reason,
+            "place": self.place,
+            "layout": "NCHW" if images else "NTC (nn.GRU, time_major=False)",
+            "threads_source": settings.threads_source(),
+            "blas": settings.blas(),
+            "precision_mode": f"fp32: {self.dtype} throughout",
+            "compile": compiled,
+            "compile_reason": self.static_reason,
+            "autotune": "n/a",
+            "fused_rnn": "yes: nn.GRU -> Paddle's fused rnn kernel" if has_gru else "n/a",
+            "loader": (
+                "paddle.io.DataLoader(a Dataset of whole batches in the runner's order, "
+                f"batch_size=None, num_workers={native.NUM_WORKERS}, use_buffer_reader=True)"
+            ),
+            "optimizer": optim.describe(self.optimizer),
+            "dropout": "GatedDropout: inverted dropout, its rate a buffer the step reads",
+            "features": "paddle.no_grad(), eval()",
+            "gated_program": gated,
+            "paddle": paddle.__version__,
+        }
+
+
+def build(
+    workload: Workload, params: Params, runtime: Runtime, *, static: bool | None = None
+) -> PaddleModel:
+    """Lower ``workload`` to a ``paddle.nn.Layer`` holding ``params`` (canonical), under
+    ``runtime``. ``static`` (benchmarks and tests only; the runner passes none) overrides the
+    runtime's ``paddle_static``."""
+    return PaddleModel(workload, params, runtime, static=static)

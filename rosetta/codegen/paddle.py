@@ -1,0 +1,198 @@
+"""The Paddle file: a ``paddle.nn.Layer`` with its ``forward``, the weight table, the training or
+features step, and ``--check``.
+
+The optimiser: ``paddle.optimizer.Adam`` is the spec's Adam (epsilon added to ``sqrt(v_hat)``),
+used as is. ``paddle.optimizer.Momentum`` computes the spec's momentum rule, but its kernel keeps
+the momentum as a float32 attribute (in float64 0.9 becomes 0.899999976), so a float64 model
+gets the rule written out as a small class; float32 uses Paddle's own."""
+
+from __future__ import annotations
+
+from rosetta.codegen import Rendered, common
+from rosetta.spec.workload import SGD, Adam, Workload
+
+FRAMEWORK = "PaddlePaddle"
+NEEDS = "NumPy and PaddlePaddle"
+
+MOMENTUM = '''
+
+class Momentum:
+    """The spec's SGD with momentum in Paddle ops: buf = momentum * buf + g; w -= lr * buf
+    (nesterov: w -= lr * (g + momentum * buf)). paddle.optimizer.Momentum is this rule, but
+    its kernel holds the momentum as a float32 attribute: in float64 it runs 0.899999976."""
+
+    def __init__(self, parameters, lr, momentum, nesterov=False):
+        self.params, self.nesterov = list(parameters), nesterov
+        dtype = self.params[0].dtype
+        self.lr = paddle.full([], lr, dtype=dtype)
+        self.momentum = paddle.full([], momentum, dtype=dtype)
+        self.buffers = {}
+
+    @paddle.no_grad()
+    def step(self):
+        for i, p in enumerate(self.params):
+            if p.grad is None:
+                continue
+            g = p.grad
+            buf = g.clone() if i not in self.buffers else self.momentum * self.buffers[i] + g
+            self.buffers[i] = buf
+            p.set_value(p - self.lr * (g + self.momentum * buf if self.nesterov else buf))
+
+    def clear_grad(self):
+        for p in self.params:
+            p.clear_gradient()
+'''
+
+
+def _optimizer(workload: Workload) -> str:
+    o = workload.optimizer
+    extra = ""
+    if isinstance(o, SGD):
+        extra = MOMENTUM
+        nesterov = ", use_nesterov=True" if o.nesterov else ""
+        body = (
+            "    params = model.parameters()\n"
+            "    if params[0].dtype == paddle.float32:\n"
+            f"        return paddle.optimizer.Momentum(learning_rate={o.lr}, momentum={o.momentum}"
+            f"{nesterov}, parameters=params)\n"
+            f"    return Momentum(params, lr={o.lr}, momentum={o.momentum}, "
+            f"nesterov={o.nesterov})  # float64: see its docstring"
+        )
+    elif isinstance(o, Adam):
+        body = (
+            f"    return paddle.optimizer.Adam(learning_rate={o.lr}, beta1={o.beta1}, "
+            f"beta2={o.beta2}, epsilon={o.eps},\n"
+            "                                 parameters=model.parameters())"
+        )
+    else:
+        return ""
+    return f'''{extra}
+
+def make_optimizer(model):
+    """{common.optimizer_comment(workload)}."""
+{body}
+
+
+def set_mode(model, dropout=True):
+    """Training mode, the dropout layers on or off. Not model.eval() for dropout off: Paddle's
+    fused GRU kernel keeps nothing for the backward pass in eval mode. BatchNorm stays in eval
+    (the spec's BatchNorm normalises with its running statistics, never the batch's)."""
+    model.train()
+    for layer in model.sublayers():
+        if isinstance(layer, (nn.BatchNorm1D, nn.BatchNorm2D)) or (
+            not dropout and isinstance(layer, nn.Dropout)
+        ):
+            layer.eval()
+
+
+def train_step(model, optimizer, x, y, training=True):
+    """One optimiser step on (x, y); training=False switches dropout off."""
+    set_mode(model, dropout=training)
+    loss = F.cross_entropy(model(x), y)  # softmax cross-entropy, mean over the batch
+    loss.backward()
+    optimizer.step()
+    optimizer.clear_grad()
+    return loss
+'''
+
+
+def _check(workload: Workload, cls: str) -> str:
+    ids = len(workload.input.shape) == 1
+    to_x = "paddle.to_tensor(x.astype(np.int64))" if ids else "paddle.to_tensor(x.astype(dtype))"
+    train = ""
+    if workload.task == "train":
+        train = """
+    if y is not None:
+        yt = paddle.to_tensor(y.astype(np.int64))
+        set_mode(model, dropout=False)
+        loss = F.cross_entropy(model(xt), yt)
+        loss.backward()
+        out["loss"] = np.float64(loss.item())
+        out.update({f"grad:{n}": a for n, a in read_weights(model, grads=True).items()})
+        model.clear_gradients()
+        optimizer = make_optimizer(model)
+        for _ in range(k):
+            train_step(model, optimizer, xt, yt, training=False)
+        out.update({f"params:{n}": a for n, a in read_weights(model).items()})"""
+    return f'''
+
+def features_step(model, x):
+    """Evaluation-mode forward pass (dropout off, BatchNorm on its running statistics)."""
+    model.eval()
+    with paddle.no_grad():
+        return model(x)
+
+
+def check(weights, x, y, k, dtype="float32"):
+    """Forward, loss, gradients and k steps on one batch, in canonical names and layouts."""
+    paddle.seed(0)
+    paddle.set_default_dtype(dtype)  # the layers' parameters are made in it
+    model = {cls}()
+    load_weights(model, weights)
+    xt = {to_x}
+    out = {{"forward": features_step(model, xt).numpy()}}{train}
+    return out
+'''
+
+
+def source(workload: Workload, rendered: Rendered) -> str:
+    """The whole generated Paddle file for ``workload``."""
+    m = rendered.model
+    cls = common.class_name(workload)
+    init = "\n".join(f"        {line}" for line in m.init)
+    forward = "\n".join(f"        {line.replace('{x}', 'x')}" for line in m.forward)
+    return (
+        common.header(workload, FRAMEWORK, "paddle", NEEDS)
+        + f'''
+import argparse
+
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+from paddle import nn
+{common.CHECK_IO}{rendered.helpers}
+
+class {cls}(nn.Layer):
+    """The spec's model (see DESCRIPTION): its layers in graph order."""
+
+    def __init__(self):
+        super().__init__()
+{init}
+
+    def forward(self, x):
+{forward}
+        return x
+
+
+SHAPES = {common.shapes_literal(workload)}
+
+
+def weight_table(model):
+    """(canonical name, its part, the layer's tensor, its part, canonical -> native,
+    native -> canonical), one row per tensor of the canonical .npz."""
+    return [
+{common.weight_rows(m.weights)}
+    ]
+
+
+def load_weights(model, weights):
+    """Copy the canonical arrays ``weights`` (name -> array) into ``model``."""
+    for name, cpart, tensor, npart, to_native, _ in weight_table(model):
+        value = tensor.numpy()
+        value[npart] = to_native(weights[name][cpart])
+        tensor.set_value(value)
+
+
+def read_weights(model, grads=False):
+    """The model's tensors (or their gradients) in canonical names and layouts."""
+    pieces = {{}}
+    for name, cpart, tensor, npart, _, to_canonical in weight_table(model):
+        t = tensor.grad if grads else tensor
+        if t is not None:
+            pieces.setdefault(name, []).append((cpart, to_canonical(t.numpy()[npart])))
+    return assemble(pieces, SHAPES)
+'''
+        + _optimizer(workload)
+        + _check(workload, cls)
+        + common.main_source(workload, common.example_input(workload))
+    )

@@ -1,0 +1,171 @@
+"""Paddle-specific checks the conformance suite does not make: the optimisers' conventions in
+float64 against the NumPy reference (Paddle's Adam is the spec's rule; its Momentum holds the
+momentum in float32, hence ``SpecMomentum`` in float64), the ``to_static`` path gated like the
+dynamic graph, the bf16 refusal, and that Paddle loads in a process that holds TensorFlow.
+
+Tolerances: the optimiser checks run three steps on one small tensor in float64, where the
+reference's order of operations is reproduced, so 1e-14 relative to the change (a few ulps);
+Paddle's own Momentum misses that by ~1e6x (0.9 rounded to float32 is 2.6e-8 off)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rosetta import backends
+from rosetta.backends import make
+from rosetta.backends.numpy_ref import optim as ref_optim
+from rosetta.errors import BackendError
+from rosetta.runner.gate import run_gate
+from rosetta.runtime import Runtime
+from rosetta.spec import canonical_weights, get_workload
+from rosetta.spec.workload import SGD, Adam
+from tests.conformance.conftest import gate_batch
+
+if not backends.status("paddle").usable:
+    pytest.skip("paddle is not installed", allow_module_level=True)
+
+from rosetta.backends.paddle import optim  # noqa: E402
+from rosetta.backends.paddle.compat import paddle  # noqa: E402
+
+RTOL = 1e-14
+
+
+def _steps(make_opt, grads, w0, dtype):
+    """``w`` after one optimiser step per gradient, the gradient planted as ``d(sum(w*g))``."""
+    p = paddle.create_parameter(
+        list(w0.shape), dtype, default_initializer=paddle.nn.initializer.Assign(w0)
+    )
+    opt = make_opt([p])
+    for g in grads:
+        (p * paddle.to_tensor(g)).sum().backward()
+        opt.step()
+        opt.clear_grad()
+    return p.numpy()
+
+
+def _reference(ref, grads, w0):
+    params = {"w": w0.copy()}
+    for g in grads:
+        ref.step(params, {"w": g})
+    return params["w"]
+
+
+def _violation(got, want, w0):
+    change = np.abs(want - w0).max()
+    return float(np.abs(got - want).max() / (RTOL * change))
+
+
+RNG = np.random.default_rng(0)
+W0 = RNG.standard_normal((5, 4))
+#: gradients from O(1) down to eps's order: where epsilon's placement shows
+GRADS = [RNG.standard_normal((5, 4)) * s for s in (1.0, 1e-4, 1e-8, 1e-9)]
+
+
+def test_paddle_adam_is_the_specs_rule_in_float64():
+    spec = Adam(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8)
+    got = _steps(lambda ps: optim.make_optimizer(spec, ps, "float64"), GRADS, W0, "float64")
+    want = _reference(ref_optim.Adam(1e-3, 0.9, 0.999, 1e-8), GRADS, W0)
+    assert isinstance(optim.make_optimizer(spec, [], "float64"), paddle.optimizer.Adam)
+    assert _violation(got, want, W0) <= 1.0
+    # the same check sees Keras'/Chainer's epsilon placement (eps * sqrt(1 - beta2**t))
+    keras = _reference(ref_optim.Adam(1e-3, 0.9, 0.999, 1e-8 * np.sqrt(1 - 0.999)), GRADS[:1], W0)
+    first = _steps(lambda ps: optim.make_optimizer(spec, ps, "float64"), GRADS[:1], W0, "float64")
+    assert _violation(first, keras, W0) > 1.0
+
+
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_float64_momentum_is_the_specs_rule_where_paddles_is_not(nesterov):
+    spec = SGD(lr=0.01, momentum=0.9, nesterov=nesterov)
+    want = _reference(ref_optim.SGD(0.01, 0.9, nesterov), GRADS, W0)
+    ours = optim.make_optimizer(spec, [], "float64")
+    assert isinstance(ours, optim.SpecMomentum)
+    got = _steps(lambda ps: optim.make_optimizer(spec, ps, "float64"), GRADS, W0, "float64")
+    assert _violation(got, want, W0) <= 1.0
+
+    def paddles(ps):
+        return paddle.optimizer.Momentum(0.01, 0.9, ps, use_nesterov=nesterov)
+
+    # why SpecMomentum exists: Paddle's kernel runs the momentum as float32(0.9)
+    assert _violation(_steps(paddles, GRADS, W0, "float64"), want, W0) > 1e3
+    f32 = _reference(ref_optim.SGD(0.01, float(np.float32(0.9)), nesterov), GRADS, W0)
+    assert _violation(_steps(paddles, GRADS, W0, "float64"), f32, W0) <= 1.0
+
+
+def test_float32_momentum_is_paddles_own_and_matches_the_reference():
+    spec = SGD(lr=0.01, momentum=0.9)
+    one = [paddle.create_parameter([1], "float32")]
+    assert isinstance(optim.make_optimizer(spec, one, "float32"), paddle.optimizer.Momentum)
+    w0 = W0.astype(np.float32)
+    grads = [g.astype(np.float32) for g in GRADS[:3]]
+    got = _steps(lambda ps: optim.make_optimizer(spec, ps, "float32"), grads, w0, "float32")
+    want = _reference(ref_optim.SGD(0.01, 0.9), grads, w0)
+    change = np.abs(want - w0).max()
+    assert np.abs(got - want).max() <= 1e-6 * change  # a few float32 ulps of the change
+
+
+@pytest.mark.parametrize("name", ["cnn", "gru"])
+def test_to_static_steps_pass_the_gate_like_the_dynamic_graph(name):
+    w = get_workload(name)
+    params = canonical_weights(w, 0)
+    x, y = gate_batch(w, n=2)
+    model = make("paddle", w, params, dtype="float64", paddle_static="on")
+    assert model.static and model.manifest()["compile"].startswith("paddle.jit.to_static")
+    result = run_gate(model, w, params, x, y, "float64")
+    assert result.equivalent, result.divergence
+    model.set_params(params)  # dropout switched back on: the same program, the spec's rates
+    assert all(d.rate.numpy() == d.spec_rate for d in model.dropouts)
+
+
+def test_to_static_default_and_bad_setting():
+    assert Runtime.request("paddle").paddle_static == "default"
+    with pytest.raises(BackendError, match="paddle static setting 'fast'.*default, on, off"):
+        Runtime.request("paddle", paddle_static="fast")
+
+
+def test_a_run_pins_its_paddle_static_setting(tmp_path):
+    from rosetta.errors import RosettaError
+    from rosetta.runner.rundir import RunDir
+
+    first = {"profile": "ci", "paddle_static": "on"}
+    with RunDir(tmp_path, "p", first, create=True):
+        pass
+    with pytest.raises(RosettaError, match="run 'p' was made with paddle_static="):
+        RunDir(tmp_path, "p", {**first, "paddle_static": "default"}, create=False)
+    with RunDir(tmp_path, "old", {"profile": "ci"}, create=True):  # made before the setting
+        pass
+    with RunDir(tmp_path, "old", {"profile": "ci", "paddle_static": "default"}, create=False):
+        pass
+
+
+def test_bf16_is_refused_with_the_reason():
+    why = backends.precision_unsupported("paddle", "bf16", "cpu")
+    assert "bfloat16" in why and "fp32" in why
+    w = get_workload("cnn")
+    with pytest.raises(BackendError, match="does not run precision bf16"):
+        make("paddle", w, canonical_weights(w, 0), precision="bf16")
+    # the reason holds: Paddle's CPU matmul has no bfloat16 kernel
+    a = paddle.ones([2, 2]).astype("bfloat16")
+    with pytest.raises(RuntimeError, match="bfloat16"):
+        paddle.matmul(a, a)
+
+
+@pytest.mark.slow  # ~25 s: TensorFlow's import
+def test_paddle_loads_after_tensorflow_in_one_process():
+    """Without compat's RTLD_DEEPBIND this is a segmentation fault inside libpaddle."""
+    if not backends.status("tensorflow").usable:
+        pytest.skip("tensorflow is not installed")
+    code = (
+        "import tensorflow\n"
+        "from rosetta.backends.paddle.compat import paddle\n"
+        "g = paddle.nn.GRU(3, 4)\n"
+        "_, h = g(paddle.ones([2, 5, 3]))\n"
+        "h.sum().backward()\n"
+        "print('ok', g.weight_ih_l0.grad.shape)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-1500:]
+    assert out.stdout.strip().splitlines()[-1].startswith("ok")
