@@ -1,8 +1,9 @@
 """Verdicts over groups: every backend against the fastest, and one run against another.
 
 Both read :attr:`rosetta.report.frame.Tables.groups` and the raw steps by round, and apply the
-rules of :mod:`rosetta.report.stats`: ratios paired by round, "no clear difference" unless the
-interval excludes 1 (one round: and the medians' intervals are apart). Comparing two runs uses
+rules of :mod:`rosetta.report.stats`: ratios paired by round with Student's t across rounds,
+"no clear difference" unless the interval excludes 1, "too few rounds for an interval" with one
+round. Comparing two runs uses
 the ratio of ratios to a common backend (so a machine that is uniformly faster changes nothing),
 and the machines' own difference is stated separately as one factor.
 """
@@ -15,6 +16,8 @@ from rosetta.report.frame import Tables
 from rosetta.report.order import backend_order
 from rosetta.report.stats import (
     NO_CLEAR,
+    TOO_FEW,
+    TOO_FEW_ROUNDS,
     Estimate,
     Ratio,
     machine_factor,
@@ -86,9 +89,11 @@ def _ratios_to_fastest(t: Tables, groups: pd.DataFrame) -> pd.DataFrame:
         ties = [
             c["backend"] + ("" if passed(c["equivalent"]) else " (not equivalent)")
             for c, _, r in rows
-            if not r.clear
+            if not r.clear and r.method != TOO_FEW_ROUNDS
         ]
         verdict = "fastest" + (f"; {NO_CLEAR} from {', '.join(ties)}" if ties else "")
+        if any(r.method == TOO_FEW_ROUNDS for _, _, r in rows):
+            verdict += f"; {TOO_FEW}"  # the lowest median, no verdict on it
         same = Ratio(1.0, 1.0, 1.0, False, best_e.method, best_e.round_medians)
         out.append(_row(best_c, best_c, best_e, same, verdict, medians))
         for c, e, r in sorted(rows, key=lambda x: x[2].ratio):

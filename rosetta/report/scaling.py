@@ -6,11 +6,14 @@ Per run and workload, each part present only where the run has more than one poi
   each batch size's throughput against the smallest, paired by round, with the verdict rule of
   :mod:`rosetta.report.stats`; memory per sample (peak RSS / batch) beside it;
 - **threads**: speedup over the fewest threads and parallel efficiency (speedup x fewest / n);
-- **precision**: each other precision's step time over fp32's (e.g. bf16 / fp32);
-- **latency**: p50 / p90 / p99 of the records that carry ``metrics.latency``.
+- **precision**: each other precision's step time over fp32's (e.g. bf16 / fp32).
+
+Batch-1 latency (p50 / p90 / p99 of the records that carry ``metrics.latency``) is its own
+section (:func:`latency_sections`): it is measured at every run's points, swept or not.
 
 Every ratio is computed within a round and summarised across rounds, "no clear difference"
-where its interval includes 1, exactly as the ratio table.
+where its interval includes 1 and "too few rounds for an interval" with one round, exactly as the
+ratio table.
 """
 
 from __future__ import annotations
@@ -22,11 +25,19 @@ from rosetta.report import charts
 from rosetta.report.fmt import fmt_interval, fmt_ms, fmt_num
 from rosetta.report.frame import Tables
 from rosetta.report.order import workload_order
-from rosetta.report.stats import NO_CLEAR, ONE_PROCESS, Estimate, Ratio, paired_ratio
+from rosetta.report.stats import (
+    NO_CLEAR,
+    TOO_FEW,
+    TOO_FEW_ROUNDS,
+    Estimate,
+    Ratio,
+    excludes_one,
+    paired_ratio,
+)
 
 
 def sections(t: Tables) -> list[dict]:
-    """One entry per (run, workload) that has anything to show; [] for a run of one point."""
+    """One entry per (run, workload) with a swept axis; [] for a run of one point."""
     g = t.groups
     ok = g[(g["status"] == "ok") & g["steady_median"].notna()]
     out = []
@@ -39,14 +50,24 @@ def sections(t: Tables) -> list[dict]:
                 "batch": _axis(t, rows, "batch_size", ("precision", "threads")),
                 "threads": _axis(t, rows, "threads", ("batch_size", "precision")),
                 "precision": _precision(t, rows),
-                "latency": latency_rows(t, run_id, w),
             }
             if part["batch"]:
                 part["batch_chart"] = throughput_chart(run_id, w, rows)
             if part["threads"]:
                 part["threads_chart"] = speedup_chart(run_id, w, part["threads"])
-            if any(part[k] for k in ("batch", "threads", "precision", "latency")):
+            if any(part[k] for k in ("batch", "threads", "precision")):
                 out.append(part)
+    return out
+
+
+def latency_sections(t: Tables) -> list[dict]:
+    """Per (run, workload) whose records carry batch-1 latency: ``{run_id, workload, rows}``
+    (:func:`latency_rows`); the page shows them under their own heading, not under Scaling."""
+    c = t.cells[t.cells[[f"latency_{p}" for p in LATENCY]].notna().any(axis=1)]
+    out = []
+    for run_id in dict.fromkeys(c["run_id"]):
+        for w in workload_order(c[c["run_id"] == run_id]["workload"]):
+            out.append({"run_id": run_id, "workload": w, "rows": latency_rows(t, run_id, w)})
     return out
 
 
@@ -218,15 +239,17 @@ def _scaled(r: Ratio, k: float) -> Ratio:
     """``r`` times a known constant ``k``; clear where the scaled interval excludes 1 (a step
     time ratio along an axis differs by design, so the medians' overlap rule does not apply)."""
     lo, hi = r.low * k, r.high * k
-    return Ratio(r.ratio * k, lo, hi, not lo <= 1.0 <= hi, r.method, r.per_round)
+    clear = r.method != TOO_FEW_ROUNDS and excludes_one(lo, hi)
+    return Ratio(r.ratio * k, lo, hi, clear, r.method, r.per_round)
 
 
 def _gain_verdict(gain: Ratio, axis: str) -> str:
+    if gain.method == TOO_FEW_ROUNDS:
+        return TOO_FEW
     if not gain.clear:
         return NO_CLEAR
     what = "throughput" if axis == "batch_size" else "speedup"
-    note = " (one round)" if gain.method == ONE_PROCESS else ""
-    return f"{gain.ratio:.2f}x {what}{note}"
+    return f"{gain.ratio:.2f}x {what}"
 
 
 def _fmt_fixed(axis: str, v: object) -> str:
