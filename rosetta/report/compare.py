@@ -79,13 +79,13 @@ def _ratios_to_fastest(t: Tables, groups: pd.DataFrame) -> pd.DataFrame:
             continue
         pool = [x for x in timed if passed(x[0]["equivalent"])] or timed
         best_c, best_e = min(pool, key=lambda x: x[1].median)
-        best_rounds = t.rounds(best_c["cells"])
+        best_rounds = t.rounds(best_c["steady_cells"])
         medians = {c["backend"]: e.median for c, e in timed}
         rows = []
         for c, e in timed:
             if c["backend"] == best_c["backend"]:
                 continue
-            rows.append((c, e, paired_ratio(t.rounds(c["cells"]), best_rounds, e, best_e)))
+            rows.append((c, e, paired_ratio(t.rounds(c["steady_cells"]), best_rounds, e, best_e)))
         ties = [
             c["backend"] + ("" if passed(c["equivalent"]) else " (not equivalent)")
             for c, _, r in rows
@@ -165,10 +165,10 @@ def compare_runs(t: Tables, base: str, other: str) -> tuple[pd.DataFrame, tuple 
                 row.update(ratio=r, low=None, high=None, changed=False, verdict="common backend")
             else:
                 rr = ratio_of_ratios(
-                    t.rounds(ca["cells"]),
-                    t.rounds(a[common]["cells"]),
-                    t.rounds(cb["cells"]),
-                    t.rounds(b[common]["cells"]),
+                    t.rounds(ca["steady_cells"]),
+                    t.rounds(a[common]["steady_cells"]),
+                    t.rounds(cb["steady_cells"]),
+                    t.rounds(b[common]["steady_cells"]),
                 )
                 if rr is None:
                     continue

@@ -82,6 +82,11 @@ def _est(c: pd.Series) -> Estimate:
     )
 
 
+def _paired(t: Tables, a: pd.Series, b: pd.Series) -> Ratio:
+    """Group ``a``'s step time over group ``b``'s, paired by round (their steady rounds)."""
+    return paired_ratio(t.rounds(a["steady_cells"]), t.rounds(b["steady_cells"]), _est(a), _est(b))
+
+
 def _axis(t: Tables, rows: pd.DataFrame, axis: str, fixed: tuple[str, str]) -> list[dict]:
     """Rows of one axis (batch size or threads): per backend and fixed other axes, each value
     against the smallest, paired by round; [] when no backend has two values on it."""
@@ -96,7 +101,7 @@ def _axis(t: Tables, rows: pd.DataFrame, axis: str, fixed: tuple[str, str]) -> l
             continue
         base = g.iloc[0]
         for _, c in g.iterrows():
-            r = paired_ratio(t.rounds(base["cells"]), t.rounds(c["cells"]), _est(base), _est(c))
+            r = _paired(t, base, c)
             n, n0 = float(c[axis]), float(base[axis])
             row = {
                 "backend": _on(b, m),
@@ -139,7 +144,7 @@ def _precision(t: Tables, rows: pd.DataFrame) -> list[dict]:
             continue
         ref = ref.iloc[0]
         for _, c in g[g["precision"] != "fp32"].iterrows():
-            r = paired_ratio(t.rounds(c["cells"]), t.rounds(ref["cells"]), _est(c), _est(ref))
+            r = _paired(t, c, ref)
             out.append(
                 {
                     "backend": _on(b, m),
