@@ -106,7 +106,8 @@ def test_precision_names_known_supported_and_device():
 
 
 def test_profiles_name_their_rounds_and_the_sweep_grid():
-    assert BENCH_PROFILES["ci"].repeat == 1 and BENCH_PROFILES["smoke"].repeat == 2
+    assert BENCH_PROFILES["ci"].repeat == 1 and BENCH_PROFILES["smoke"].repeat == 6
+    assert BENCH_PROFILES["smoke"].timing_rounds == 5  # the training run + 5 timing rounds
     sweep = BENCH_PROFILES["sweep"]
     assert sweep.threads == (1, None) and sweep.precisions == ("fp32", "bf16")
     for name in ("cnn", "gru", "resnet50"):  # every sweep batch fits every workload's data

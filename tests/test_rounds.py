@@ -168,3 +168,41 @@ def test_resume_completes_a_half_done_multi_round_run(tmp_path, small_data, monk
     assert bench(tmp_path, small_data, *other, "--resume", "half") == 2
     err = capsys.readouterr().err.strip()
     assert "was made with repeat=2, not 3" in err and "\n" not in err
+
+
+def test_repeat_whose_timing_rounds_would_run_for_hours_is_refused_up_front(tmp_path, capsys):
+    """smoke's 15 cells at ~8 s a timing round: 39 timing rounds are ~1.3 h, over the hour the
+    rounds may take; one line with the estimate and the largest --repeat that fits, nothing
+    made."""
+    from rosetta.cli import main
+
+    results = tmp_path / "results"
+    argv = ["bench", "--profile", "smoke", "--backends", "numpy_ref,torch,tensorflow,jax,chainer",
+            "--workloads", "cnn,gru,resnet50", "--results-dir", str(results), "--no-report"]
+    assert main([*argv, "--repeat", "40"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "rosetta: error: --repeat 40: 600 cells, about 1.5 h (15 training runs at ~40 s and 585 "
+        "timing rounds at ~8 s a cell, smoke); the timing rounds alone would run 1.3 h, over the "
+        "bound of 1.0 h; valid: --repeat 1..31, or add --allow-large-run"
+    )
+    assert not results.exists()
+
+
+def test_a_run_made_before_timing_rounds_is_not_resumed_into_timing_rounds(tmp_path):
+    """A run whose rounds all ran in full (no ``timing`` pin) is not completed with timing rounds:
+    one line; a run of one round (the training run only) pins nothing new and resumes."""
+    from rosetta.errors import RosettaError
+    from rosetta.runner.rundir import RunDir
+
+    p = plan(["numpy_ref"], ["gru"], repeat=3)
+    new = p.pinned()
+    assert new["timing"] == {"warmup": p.timing_warmup, "steps": p.timing_steps}
+    old = {k: v for k, v in new.items() if k != "timing"}
+    RunDir(tmp_path, "old", old, create=True).close()
+    with pytest.raises(RosettaError, match=r"made with timing=None, not \{'warmup': 1"):
+        RunDir(tmp_path, "old", new, create=False)
+    one = plan(["numpy_ref"], ["gru"], repeat=1).pinned()
+    assert "timing" not in one
+    RunDir(tmp_path, "one", one, create=True).close()
+    RunDir(tmp_path, "one", one, create=False).close()

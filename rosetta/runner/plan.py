@@ -461,10 +461,11 @@ def _check_size(repeat: int, per_round: int, prof, allow_large: bool) -> None:
     total = repeat * per_round
     train_s, timing_s = per_round * prof.cell_s, (repeat - 1) * per_round * prof.timing_cell_s
     hours = (train_s + timing_s) / 3600
+    runs, rounds = per_round, (repeat - 1) * per_round
     estimate = (
-        f"{total:,} cells, about {hours:,.1f} h ({per_round:,} training runs at ~{prof.cell_s:g} s"
-        f" and {(repeat - 1) * per_round:,} timing rounds at ~{prof.timing_cell_s:g} s a cell, "
-        f"{prof.name})"
+        f"{total:,} cells, about {hours:,.1f} h ({runs:,} training run{'s' * (runs != 1)} at "
+        f"~{prof.cell_s:g} s and {rounds:,} timing round{'s' * (rounds != 1)} at "
+        f"~{prof.timing_cell_s:g} s a cell, {prof.name})"
     )
     if total > HARD_MAX_CELLS:
         raise RosettaError(
