@@ -24,7 +24,7 @@ import pandas as pd
 from rosetta.report import charts
 from rosetta.report.fmt import fmt_interval, fmt_ms, fmt_num
 from rosetta.report.frame import Tables
-from rosetta.report.order import workload_order
+from rosetta.report.order import backend_order, workload_order
 from rosetta.report.stats import (
     NO_CLEAR,
     TOO_FEW,
@@ -180,40 +180,67 @@ def latency_rows(t: Tables, run_id: str, workload: str) -> list[dict]:
     ]
 
 
+PANEL_SERIES = 6  # more series than this in one throughput chart: one panel per backend
+
+
 def throughput_chart(run_id: str, workload: str, rows: pd.DataFrame) -> charts.Chart | None:
     """Throughput against batch size per backend (and precision/threads), log-log, whiskers
-    from the cross-round interval of the step time."""
-    plt = charts._plt()
-    fig, ax = plt.subplots(figsize=(charts.WIDTH_IN, 3.6))
+    from the cross-round interval of the step time; the legend beside the plot, never over its
+    lines. More than :data:`PANEL_SERIES` series (a sweep of every backend) are split into one
+    panel per backend, sharing the axes, so that each panel's few lines stay apart."""
     keyed = rows.astype({"precision": object, "threads": object})
-    drawn = 0
+    series = []
     for (b, m, prec, th), g in keyed.groupby(
         ["backend", "machine", "precision", "threads"], dropna=False
     ):
         g = g[g["batch_size"].notna()].sort_values("batch_size")
-        if len(g) < 2:
-            continue
-        n = g["batch_size"].to_numpy(float)
-        thr = n / g["steady_median"].to_numpy(float)
-        lo, hi = n / g["steady_high"].to_numpy(float), n / g["steady_low"].to_numpy(float)
-        label = " ".join(str(x) for x in (_on(b, m), prec, _fmt_fixed("threads", th)) if x)
-        ax.errorbar(n, thr, yerr=[thr - lo, hi - thr], marker="o", ms=4, capsize=3,
-                    color=charts.colour(b), label=label, lw=1.2)  # fmt: skip
-        drawn += 1
-    if not drawn:
-        charts._plt().close(fig)
+        if len(g) >= 2:
+            series.append((b, m, prec, th, g))
+    if not series:
         return None
+    backends = backend_order(list(dict.fromkeys(b for b, *_ in series)))  # registry order
+    settings = list(dict.fromkeys((str(p), str(t)) for _, _, p, t, _ in series))
+    panels = backends if len(series) > PANEL_SERIES and len(backends) > 1 else [None]
+    plt = charts._plt()
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(charts.WIDTH_IN, 1.2 + 2.4 * len(panels)), sharex=True,
+        sharey=True, squeeze=False,
+    )  # fmt: skip
+    values = []
+    for ax, panel in zip(axes[:, 0], panels, strict=True):
+        for b, m, prec, th, g in series:
+            if panel is not None and b != panel:
+                continue
+            n = g["batch_size"].to_numpy(float)
+            thr = n / g["steady_median"].to_numpy(float)
+            lo, hi = n / g["steady_high"].to_numpy(float), n / g["steady_low"].to_numpy(float)
+            values.extend([*lo, *hi])
+            parts = (_on(b, m) if panel is None else "", prec, _fmt_fixed("threads", th))
+            dash = DASHES[settings.index((str(prec), str(th))) % len(DASHES)]
+            ax.errorbar(n, thr, yerr=[thr - lo, hi - thr], marker="o", ms=4, capsize=3,
+                        color=charts.colour(b), label=" ".join(str(x) for x in parts if x),
+                        lw=1.2, ls=dash)  # fmt: skip
+        ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.set_ylabel("samples/s (log)")
+        if panel is not None:
+            ax.set_title(str(panel), loc="left", fontsize=9)
+    ax = axes[0][0]
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     charts.plain_log(ax.xaxis, sorted(set(keyed["batch_size"].dropna().astype(int))))
-    charts.plain_log(ax.yaxis)
-    ax.set_xlabel("batch size (log)")
-    ax.set_ylabel("samples/s (log)")
-    ax.legend(fontsize=8, frameon=False)
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.set_title(f"{workload}: throughput against batch size ({run_id})", loc="left", fontsize=11)
+    finite = [v for v in values if np.isfinite(v) and v > 0]
+    charts.plain_log(ax.yaxis, span=(min(finite) / 1.1, max(finite) * 1.1) if finite else None)
+    if finite:
+        ax.set_ylim(min(finite) / 1.1, max(finite) * 1.1)
+    axes[-1][0].set_xlabel("batch size (log)")
+    fig.suptitle(f"{workload}: throughput against batch size ({run_id})", x=0.02, ha="left",
+                 fontsize=11)  # fmt: skip
     cid = charts._safe_id("batch", workload, run_id)
     return charts.Chart(cid, f"{workload}: throughput against batch size", charts._to_svg(fig, cid))
+
+
+DASHES = ("-", "--", ":", "-.")  # one line style per precision and thread setting
 
 
 def speedup_chart(run_id: str, workload: str, rows: list[dict]) -> charts.Chart | None:
@@ -228,7 +255,7 @@ def speedup_chart(run_id: str, workload: str, rows: list[dict]) -> charts.Chart 
     ax.plot(n, n / n[0], ls="--", color="#999999", lw=0.8, label="ideal")
     ax.set_xlabel("threads")
     ax.set_ylabel(f"speedup over {int(n[0])} thread{'s' if n[0] != 1 else ''}")
-    ax.legend(fontsize=8, frameon=False)
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title(f"{workload}: speedup against threads ({run_id})", loc="left", fontsize=11)
     cid = charts._safe_id("threads", workload, run_id)
