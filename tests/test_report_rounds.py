@@ -235,3 +235,28 @@ def test_a_many_series_throughput_chart_is_split_into_panels_with_legends_outsid
         assert len(ax.get_legend().get_texts()) == 3
         assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1
     assert chart.svg.count('<g id="legend_') == 3
+
+
+def test_interval_coverage_script_counts_the_medians_run_a_holds(tmp_path, capsys):
+    """The two-run check of issue 32 (``python -m benchmarks interval_coverage A B``): the same
+    fixture twice is held everywhere; a run whose tensorflow is 1.5x slower is not, there."""
+    import json
+
+    from report_fixtures import write_timing_run
+
+    from benchmarks.interval_coverage import main as coverage
+
+    a, b = write_timing_run(tmp_path, "ta"), write_timing_run(tmp_path, "tb")
+    assert coverage([str(a), str(b), "--out", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    assert "medians: 2 of 2 groups of tb inside ta's 95% intervals (100%)" in out
+    assert json.loads((tmp_path / "c.json").read_text())["ratios_held"] == [1, 1]
+    for p in b.glob("tensorflow__cnn__*-r*.json"):
+        rec = json.loads(p.read_text())
+        rec["clocks"]["steady_raw_s"] = [x * 1.5 for x in rec["clocks"]["steady_raw_s"]]
+        rec["clocks"]["steady"] = {k: v * 1.5 if k != "n" else v
+                                   for k, v in rec["clocks"]["steady"].items()}  # fmt: skip
+        p.write_text(json.dumps(rec))
+    assert coverage([str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    assert "OUT  cnn / tensorflow" in out and "1 of 2 groups" in out
