@@ -65,7 +65,7 @@ def ratios_to_fastest(t: Tables, groups: pd.DataFrame | None = None) -> pd.DataF
     ``noisy`` says whether the group's noise could change a verdict."""
     groups = t.groups if groups is None else groups
     key = ("ratios_to_fastest", tuple(groups.index))
-    if key not in t.cache:  # several sections read it: bootstrap once per page
+    if key not in t.cache:  # several sections read it: computed once per page
         t.cache[key] = _ratios_to_fastest(t, groups)
     return t.cache[key].copy()
 
