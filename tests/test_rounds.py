@@ -206,3 +206,28 @@ def test_a_run_made_before_timing_rounds_is_not_resumed_into_timing_rounds(tmp_p
     assert "timing" not in one
     RunDir(tmp_path, "one", one, create=True).close()
     RunDir(tmp_path, "one", one, create=False).close()
+
+
+@pytest.mark.slow
+def test_a_feature_timing_round_times_its_batches_and_nothing_else():
+    from rosetta.runner.cell import run_cell
+    from rosetta.runner.records import record_problem
+
+    rec = run_cell(CellConfig("torch", "resnet50", "ci", round=2, kind="timing", timing_steps=2,
+                              timing_warmup=1))  # fmt: skip
+    assert rec["status"] == "ok" and record_problem(rec) == ""
+    assert rec["point"]["kind"] == "timing" and len(rec["clocks"]["steady_raw_s"]) == 2
+    assert "end_to_end_s" not in rec["clocks"] and "time_per_1000_images_s" not in rec["metrics"]
+    assert rec["clocks"]["timed_s"] == pytest.approx(sum(rec["clocks"]["steady_raw_s"]))
+
+
+def test_a_cell_config_of_an_unknown_kind_or_an_empty_timing_round_is_one_line():
+    from rosetta.errors import RosettaError
+
+    good = CellConfig("numpy_ref", "gru", kind="timing", timing_steps=3, timing_warmup=1)
+    assert CellConfig.from_json(good.to_json()) == good
+    for bad, why in (({"kind": "bench"}, "unknown kind 'bench'; valid: training, timing"),
+                     ({"kind": "timing", "timing_steps": 0}, "needs timing_steps >= 1")):
+        text = CellConfig("numpy_ref", "gru", **bad).to_json()
+        with pytest.raises(RosettaError, match=why):
+            CellConfig.from_json(text)
