@@ -102,8 +102,12 @@ def main(argv: list[str]) -> int:
         print(f"skip {' / '.join(str(x) for x in s['group'] if x)}: {s['why']}")
     held, n = res["medians_held"]
     rh, rn = res["ratios_held"]
-    print(f"medians: {held} of {n} groups of {res['run_b']} inside {res['run_a']}'s 95% "
-          f"intervals ({held / n:.0%})" if n else "medians: no group with an interval in A")
+    print(
+        f"medians: {held} of {n} groups of {res['run_b']} inside {res['run_a']}'s 95% "
+        f"intervals ({held / n:.0%})"
+        if n
+        else "medians: no group with an interval in A"
+    )
     if rn:
         print(f"ratios to the fastest: {rh} of {rn} inside A's intervals ({rh / rn:.0%})")
     if args.out:

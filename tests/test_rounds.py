@@ -177,8 +177,18 @@ def test_repeat_whose_timing_rounds_would_run_for_hours_is_refused_up_front(tmp_
     from rosetta.cli import main
 
     results = tmp_path / "results"
-    argv = ["bench", "--profile", "smoke", "--backends", "numpy_ref,torch,tensorflow,jax,chainer",
-            "--workloads", "cnn,gru,resnet50", "--results-dir", str(results), "--no-report"]
+    argv = [
+        "bench",
+        "--profile",
+        "smoke",
+        "--backends",
+        "numpy_ref,torch,tensorflow,jax,chainer",
+        "--workloads",
+        "cnn,gru,resnet50",
+        "--results-dir",
+        str(results),
+        "--no-report",
+    ]
     assert main([*argv, "--repeat", "40"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == (
@@ -226,8 +236,10 @@ def test_a_cell_config_of_an_unknown_kind_or_an_empty_timing_round_is_one_line()
 
     good = CellConfig("numpy_ref", "gru", kind="timing", timing_steps=3, timing_warmup=1)
     assert CellConfig.from_json(good.to_json()) == good
-    for bad, why in (({"kind": "bench"}, "unknown kind 'bench'; valid: training, timing"),
-                     ({"kind": "timing", "timing_steps": 0}, "needs timing_steps >= 1")):
+    for bad, why in (
+        ({"kind": "bench"}, "unknown kind 'bench'; valid: training, timing"),
+        ({"kind": "timing", "timing_steps": 0}, "needs timing_steps >= 1"),
+    ):
         text = CellConfig("numpy_ref", "gru", **bad).to_json()
         with pytest.raises(RosettaError, match=why):
             CellConfig.from_json(text)

@@ -120,8 +120,12 @@ def test_one_round_is_too_few_for_an_interval():
     assert r.ratio == pytest.approx(2.0) and np.isnan(r.low) and np.isnan(r.high)
     assert r.stability == ""
     # two rounds are enough for Student's t (one degree of freedom: a wide interval)
-    two = stats.paired_ratio(rounds([2.0, 2.1], seed=1), rounds([1.0, 1.0], seed=2),
-                             est(rounds([2.0, 2.1], seed=1)), est(rounds([1.0, 1.0], seed=2)))
+    two = stats.paired_ratio(
+        rounds([2.0, 2.1], seed=1),
+        rounds([1.0, 1.0], seed=2),
+        est(rounds([2.0, 2.1], seed=1)),
+        est(rounds([1.0, 1.0], seed=2)),
+    )
     assert two.method == stats.ROUNDS and two.low < 2.0 < 2.1 < two.high
 
 

@@ -126,9 +126,7 @@ def stability_line(r, rows_w) -> list[str]:
                 f"{nxt['high']:.2f}] ahead of {nxt['backend']}"
             )
         elif nxt["method"] == TOO_FEW_ROUNDS:
-            what = (
-                f"{best['backend']} and {nxt['backend']}: {TOO_FEW} (ratio {nxt['ratio']:.2f})"
-            )
+            what = f"{best['backend']} and {nxt['backend']}: {TOO_FEW} (ratio {nxt['ratio']:.2f})"
         else:
             what = (
                 f"{best['backend']} and {nxt['backend']}: no clear difference "

@@ -94,8 +94,15 @@ class BenchProfile:
 BENCH_PROFILES: dict[str, BenchProfile] = {
     "ci": BenchProfile("ci", "ci", repeat=1, cell_s=12.0, timing_cell_s=5.0),
     "smoke": BenchProfile("smoke", "smoke", repeat=6, cell_s=40.0, timing_cell_s=8.0),
-    "full": BenchProfile("full", "full", repeat=6, cell_s=1800.0, timing_warmup=2,
-                         timing_steps=10, timing_cell_s=60.0),  # fmt: skip
+    "full": BenchProfile(
+        "full",
+        "full",
+        repeat=6,
+        cell_s=1800.0,
+        timing_warmup=2,
+        timing_steps=10,
+        timing_cell_s=60.0,
+    ),  # fmt: skip
     "sweep": BenchProfile(
         "sweep",
         "ci",
