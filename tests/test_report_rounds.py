@@ -198,7 +198,7 @@ def test_latency_has_its_own_heading_outside_scaling(results, tmp_path):
     lat = html.index('<section id="latency">')
     assert "<h2>Batch-1 latency</h2>" in html[lat : lat + 200]
     table = Tables(html).tables["latency-1"]
-    assert table[1][0] == "torch (b64 fp32 t2 round 0)" or table[1][0].startswith("torch")
+    assert table[1][:3] == ["torch (b64 fp32 t2 round 0)", "batch 64, fp32, 2 threads", "50"]
     assert table[1][3:] == ["4.00", "5.50", "9.00"]
 
 
