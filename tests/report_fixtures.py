@@ -307,11 +307,17 @@ def write_rounds_run(results_dir: Path, run_id: str = "rounds") -> Path:
 
 
 def write_sweep_run(results_dir: Path, run_id: str = "sweep") -> Path:
-    """The cnn over batch sizes, threads and precisions (``SWEEP``), two rounds; torch's default
-    point also carries latency percentiles."""
+    """The cnn over batch sizes, threads and precisions (``SWEEP``), two rounds, each process off
+    its cell's median by its own ~0.5% (log sd); torch's default point also carries latency
+    percentiles."""
     run_dir = _run_dir(results_dir, run_id, 2)
+    # each process off its cell's median by its own amount, opposite in the two rounds: the
+    # geometric mean over the rounds keeps the planted ratios, the interval gets a width
+    j = np.random.default_rng(9).normal(0.0, 0.005, len(SWEEP))
+    jitter = np.stack([j, -j])
     for rnd, drift in enumerate(ROUND_DRIFT[:2]):
         for i, ((b, batch, prec, threads), step) in enumerate(SWEEP.items()):
+            step *= float(np.exp(jitter[rnd, i]))
             spec = dict(status="ok", step=step, e2e=100.0 * step / 0.1, acc=0.77)
             rec = record(run_id, "cnn", b, spec, source="synthetic", seed=300 + 10 * rnd + i)
             rec["peak_rss_mb"] = 1000.0 + 4.0 * batch
@@ -320,4 +326,41 @@ def write_sweep_run(results_dir: Path, run_id: str = "sweep") -> Path:
             write_point_record(
                 run_dir, rec, rnd=rnd, batch=batch, precision=prec, threads=threads, drift=drift
             )
+    return run_dir
+
+
+# -- a run of training runs and timing rounds (issue 32) ----------------------------------------
+TIMING_DRIFT = (1.0, 1.1, 0.95, 1.05)  # the machine per timing round (rounds 1 to 4)
+TIMING_OWN = {"torch": (1.0, 1.01, 0.99, 1.0), "tensorflow": (1.0, 0.99, 1.01, 1.0)}
+TRAINING_SLOWDOWN = {"torch": 1.0, "tensorflow": 1.5}  # the training run's steps, not timed
+
+
+def write_timing_run(results_dir: Path, run_id: str = "timing") -> Path:
+    """The cnn of torch and tensorflow: round 0 the training run (end to end, accuracy, losses;
+    tensorflow's training-run steps 1.5x slower: a different measurement the verdicts must not
+    read), rounds 1-4 timing rounds (steps only: tensorflow 1.10x torch, each process off by its
+    own ~1%, every round drifted alike, no end to end, no accuracy)."""
+    run_dir = _run_dir(results_dir, run_id, 1 + len(TIMING_DRIFT))
+    for b in ("torch", "tensorflow"):
+        spec = dict(ROUND_CELLS[("cnn", b)])
+        spec["step"] *= TRAINING_SLOWDOWN[b]
+        rec = record(run_id, "cnn", b, spec, source="synthetic", seed=500)
+        rec["config"]["kind"] = "training"
+        write_point_record(run_dir, rec, rnd=0, batch=64, precision="fp32", threads=2, drift=1.0)
+        for rnd, (drift, own) in enumerate(zip(TIMING_DRIFT, TIMING_OWN[b], strict=True), 1):
+            spec = dict(ROUND_CELLS[("cnn", b)])
+            spec["step"] *= own
+            rec = record(run_id, "cnn", b, spec, source="synthetic", seed=500 + rnd)
+            rec["config"].update(kind="timing", timing_steps=STEPS, timing_warmup=1)
+            rec["metrics"] = {"timing_steps": STEPS, "timing_warmup": 1}
+            write_point_record(
+                run_dir, rec, rnd=rnd, batch=64, precision="fp32", threads=2, drift=drift
+            )
+            path = run_dir / f"{b}__cnn__b64-fp32-t2-r{rnd}.json"
+            saved = json.loads(path.read_text())
+            saved["point"]["kind"] = "timing"
+            clocks = saved["clocks"]
+            clocks["timed_s"] = sum(clocks["steady_raw_s"])
+            del clocks["end_to_end_s"]  # a timing round has none
+            path.write_text(json.dumps(saved, indent=1))
     return run_dir

@@ -53,10 +53,12 @@ def _bench(tmp_path, *args: str) -> None:
         (["--paddle-static", "maybe"], "--paddle-static 'maybe': valid: default, on, off"),
         (["--dtype", "float16"], "--dtype 'float16': valid: float32, float64"),
         # issue 33, item 5: the run's size bounded up front, with a time estimate
-        (["--repeat", "100000"], "--repeat 100000: 100,000 cells, about 333.3 h at ~12 s a cell "
-         "(ci), over the bound of 100 rounds and 2,000 cells; valid: --repeat 1..100"),
+        (["--repeat", "100000"], "--repeat 100000: 100,000 cells, about 138.9 h (1 training run "
+         "at ~12 s and 99,999 timing rounds at ~5 s a cell, ci), over the bound of 100 rounds and "
+         "2,000 cells; valid: --repeat 1..100"),
         (["--repeat", "100000000", "--allow-large-run"], "--repeat 100000000: 100,000,000 cells"
-         ", about 333,333.3 h at ~12 s a cell (ci), beyond the hard bound of 1,000,000 cells"),
+         ", about 138,888.9 h (1 training run at ~12 s and 99,999,999 timing rounds at ~5 s a "
+         "cell, ci), beyond the hard bound of 1,000,000 cells"),
         # the override lifts the bound: the next check (the quiet wait) is the one that speaks
         (["--repeat", "101", "--allow-large-run", "--wait-quiet", "-1"], "--wait-quiet -1: out"),
     ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from report_fixtures import ROUND_DRIFT, write_fixture_runs, write_rounds_run, write_sweep_run
 from test_report import Tables, row
@@ -147,3 +148,115 @@ def test_the_summary_counts_spread_flags_and_lists_the_others():
     ok = sum(r["status"] == "ok" for r in recs)
     assert f"  * 2 of {ok} ok records have a steady-state spread (IQR/median) above 10%" in text
     assert f"x {recs[0]['workload']}: non-finite training loss" in text  # other flags listed
+
+
+# -- training run + timing rounds (issue 32) ------------------------------------------------
+def test_verdicts_read_the_timing_rounds_and_the_headline_the_training_run(tmp_path):
+    from report_fixtures import TIMING_DRIFT, TIMING_OWN, write_timing_run
+
+    run = write_timing_run(tmp_path / "results")
+    t = load_tables([run])
+    assert sorted(set(t.cells["kind"])) == ["timing", "training"]
+    g = t.groups.set_index("backend")
+    own = TIMING_OWN["torch"]
+    assert g.loc["torch", "round_medians"] == pytest.approx(
+        tuple(0.1 * o * d for o, d in zip(own, TIMING_DRIFT, strict=True))
+    )  # the four timing rounds, not the training run
+    assert g.loc["tensorflow", "end_to_end_s"] == pytest.approx(130.0)  # the training run's
+    assert g.loc["tensorflow", "test_accuracy"] == pytest.approx(0.77)
+    r = compare.ratios_to_fastest(t).set_index("backend")
+    per_round = [1.1 * a / b for a, b in zip(TIMING_OWN["tensorflow"], own, strict=True)]
+    # the training run's 1.5x slower steps are not paired in: 1.10x from the timing rounds
+    assert r.loc["tensorflow", "ratio"] == pytest.approx(
+        float(np.exp(np.mean(np.log(per_round)))), rel=1e-6
+    )
+    assert r.loc["tensorflow", "verdict"] == "1.10x slower"
+    assert r.loc["tensorflow", "stability"] == "held in 4 of 4 rounds"
+    (line,) = headlines(t)[0].stability
+    assert line.startswith("4 rounds; torch fastest, 1.10x [") and line.endswith("4 of 4 rounds")
+    html = write_report([run], tmp_path / "rep").read_text()
+    assert row(Tables(html).tables["headline-cnn"], "tensorflow")[1] == "130.0"
+
+
+def test_held_in_k_of_r_only_beside_a_clear_verdict(results, tmp_path):
+    t = load_tables([results["rounds"]])
+    r = compare.ratios_to_fastest(t).set_index(["workload", "backend"])
+    assert r.loc[("gru", "tensorflow"), "verdict"] == "no clear difference"
+    assert r.loc[("gru", "tensorflow"), "stability"] == ""
+    heads = {h.workload: h for h in headlines(t)}
+    assert "held in" not in heads["gru"].stability[0]
+    html = write_report([results["rounds"]], tmp_path / "r").read_text()
+    ratios = {(x[1], x[2]): x for x in Tables(html).tables["ratio-table"][1:]}
+    assert ratios[("gru", "tensorflow")][7] == "-"
+
+
+def test_latency_has_its_own_heading_outside_scaling(results, tmp_path):
+    html = write_report([results["sweep"]], tmp_path / "s").read_text()
+    start = html.index('<section id="scaling">')
+    scaling = html[start : html.index("</section>", start)]
+    assert "scaling-latency" not in scaling and "p50" not in scaling
+    lat = html.index('<section id="latency">')
+    assert "<h2>Batch-1 latency</h2>" in html[lat : lat + 200]
+    table = Tables(html).tables["latency-1"]
+    assert table[1][:3] == ["torch (b64 fp32 t2 round 0)", "batch 64, fp32, 2 threads", "50"]
+    assert table[1][3:] == ["4.00", "5.50", "9.00"]
+
+
+def test_log_axes_get_readable_ticks_within_a_decade():
+    from rosetta.report.charts import log_ticks
+
+    for low, high in [(100, 300), (80, 130), (0.5, 2000), (1.2, 9.0), (31, 95)]:
+        ticks = log_ticks(low, high)
+        assert len(ticks) >= 3 and all(low <= x <= high for x in ticks), (low, high, ticks)
+        assert ticks == sorted(set(ticks))
+    assert len(log_ticks(0.001, 1e6)) <= 8  # nine decades: thinned
+    assert log_ticks(12, 14) == [12.0, 14.0]  # no ladder value fits two apart: the ends
+
+
+def test_a_many_series_throughput_chart_is_split_into_panels_with_legends_outside(monkeypatch):
+    from rosetta.report import charts, scaling
+
+    rows = []
+    for b in ("torch", "tensorflow", "jax"):
+        for prec, th in (("fp32", 2), ("bf16", 2), ("fp32", 1)):
+            for batch, step in ((16, 0.03), (64, 0.1)):
+                rows.append(dict(backend=b, machine="", precision=prec, threads=th,
+                                 batch_size=batch, steady_median=step, steady_low=step * 0.97,
+                                 steady_high=step * 1.03))  # fmt: skip
+    figs = []
+    real = charts._to_svg
+    monkeypatch.setattr(charts, "_to_svg", lambda fig, cid: figs.append(fig) or real(fig, cid))
+    chart = scaling.throughput_chart("r", "cnn", pd.DataFrame(rows))
+    (fig,) = figs
+    panels = [ax for ax in fig.axes if ax.get_legend() is not None]
+    assert [ax.get_title(loc="left") for ax in panels] == ["torch", "tensorflow", "jax"]
+    fig.canvas.draw()
+    for ax in panels:  # 3 series a panel, their legend right of the plot, not over its lines
+        assert len(ax.get_legend().get_texts()) == 3
+        assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1
+    assert chart.svg.count('<g id="legend_') == 3
+
+
+def test_interval_coverage_script_counts_the_medians_run_a_holds(tmp_path, capsys):
+    """The two-run check of issue 32 (``python -m benchmarks interval_coverage A B``): the same
+    fixture twice is held everywhere; a run whose tensorflow is 1.5x slower is not, there."""
+    import json
+
+    from report_fixtures import write_timing_run
+
+    from benchmarks.interval_coverage import main as coverage
+
+    a, b = write_timing_run(tmp_path, "ta"), write_timing_run(tmp_path, "tb")
+    assert coverage([str(a), str(b), "--out", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    assert "medians: 2 of 2 groups of tb inside ta's 95% intervals (100%)" in out
+    assert json.loads((tmp_path / "c.json").read_text())["ratios_held"] == [1, 1]
+    for p in b.glob("tensorflow__cnn__*-r*.json"):
+        rec = json.loads(p.read_text())
+        rec["clocks"]["steady_raw_s"] = [x * 1.5 for x in rec["clocks"]["steady_raw_s"]]
+        rec["clocks"]["steady"] = {k: v * 1.5 if k != "n" else v
+                                   for k, v in rec["clocks"]["steady"].items()}  # fmt: skip
+        p.write_text(json.dumps(rec))
+    assert coverage([str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    assert "OUT  cnn / tensorflow" in out and "1 of 2 groups" in out

@@ -37,7 +37,8 @@ __all__ = ["add_parser", "run", "summary", "write_csv"]  # summary/CSV live in r
 OPTIONS: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
     (("--backends",), "all", "comma list of backends (default: every registered one)"),
     (("--workloads",), "all", "comma list of workloads (default: all)"),
-    (("--profile",), "smoke", "ci (CI, ~3 min) | smoke (default, 2 rounds, ~17 min on 2 cores) | "
+    (("--profile",), "smoke", "ci (CI, ~3 min) | smoke (default, the training run + 5 timing "
+     "rounds, ~19 min on 2 cores by estimate) | "
      "full (the original settings) | sweep (ci counts over batch 16,64 x threads 1,all x "
      "fp32,bf16)"),
     (("--run-id",), None, "name of a new run (default: time stamp + random suffix); an "
@@ -56,8 +57,10 @@ OPTIONS: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
     (("--batch-sizes",), None, "comma list of batch sizes, e.g. 1,16,64 (default: the "
      "profile's); sample counts stay the profile's"),
     (("--repeat",), None, f"rounds: every cell this many times, each in a fresh process, in an "
-     f"order shuffled per round from --seed (default: the profile's: ci 1, smoke 2, full 1, "
-     f"sweep 1; at most {MAX_REPEAT} rounds and {MAX_CELLS} cells without --allow-large-run)"),
+     f"order shuffled per round from --seed; the first is the training run (all epochs, accuracy),"
+     f" the others timing rounds (a few steps each: the intervals across processes) (default: "
+     f"the profile's: ci 1, smoke 6, full 6, sweep 1; at most {MAX_REPEAT} rounds, {MAX_CELLS} "
+     f"cells and an hour of timing rounds by estimate without --allow-large-run)"),
     (("--wait-quiet",), "0", f"seconds (0 to {MAX_WAIT_QUIET_S:g}) to wait for a busy machine "
      "to become quiet before the first cell (default 0: warn and go on)"),
     (("--device",), "auto", "auto (default: CUDA where the backend sees a GPU, resolved first "
@@ -90,7 +93,8 @@ OPTIONS: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
 FLAGS = (
     ("--retry-failed", "when resuming, also rerun failed, timed-out and killed cells"),
     ("--no-report", "skip the HTML report at the end"),
-    ("--allow-large-run", f"lift the bound of {MAX_REPEAT} rounds and {MAX_CELLS} cells"),
+    ("--allow-large-run", f"lift the bounds of {MAX_REPEAT} rounds, {MAX_CELLS} cells and an "
+     "hour of timing rounds"),
     ("--tf32", "allow TF32 for fp32 matmul/conv on CUDA (default off; refused on the CPU)"),
     ("--oversubscribe", "allow --threads above the usable cores (recorded in run.json)"),
     ("--gate-every-point", "gate every cell (default: each function once per run; the other "

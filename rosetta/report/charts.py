@@ -63,15 +63,44 @@ def _plt():
     return plt
 
 
-def plain_log(axis, ticks=None) -> None:
+def plain_log(axis, ticks=None, span: tuple[float, float] | None = None) -> None:
     """Plain-number tick labels on a log ``axis`` (``ax.xaxis``/``ax.yaxis``): mathtext
-    is off (names stay plain text), so matplotlib's ``10^k`` labels would show as raw TeX."""
+    is off (names stay plain text), so matplotlib's ``10^k`` labels would show as raw TeX.
+    ``ticks``: exactly these; else, with ``span`` (the data's low and high), readable ticks
+    from :func:`log_ticks` (a span inside one decade would otherwise get one tick or none)."""
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
+    if ticks is None and span is not None:
+        ticks = log_ticks(*span)
     if ticks is not None:
         axis.set_ticks(list(ticks))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
+
+
+def log_ticks(low: float, high: float, most: int = 8) -> list[float]:
+    """Ticks for a log axis over [low, high]: the finest of the 1-2-5 ladders (1,2,5 x 10^k;
+    then 1,2,3,5; then every digit 1..9 x 10^k) that puts at least three ticks in the span,
+    thinned to at most ``most``; the two ends' own values when nothing fits (a span of a few
+    percent)."""
+    import math
+
+    if not (low > 0 and high > low and math.isfinite(high)):
+        return [low] if low > 0 else []
+    ladders = ((1,), (1, 2, 5), (1, 2, 3, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9))
+    k0, k1 = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    best: list[float] = []
+    for ladder in ladders:
+        ticks = [m * 10.0**k for k in range(k0, k1 + 1) for m in ladder]
+        best = [float(f"{t:.6g}") for t in ticks if low <= t <= high]
+        if len(best) >= 3:
+            break
+    if len(best) > most:
+        step = math.ceil(len(best) / most)
+        best = best[::step]
+    if len(best) < 2:
+        best = sorted({float(f"{low:.2g}"), float(f"{high:.2g}"), *best})
+    return best
 
 
 def _to_svg(fig, chart_id: str) -> str:
@@ -155,8 +184,8 @@ def step_time_chart(workload: str, cells: pd.DataFrame) -> Chart | None:
     ax.set_yticks(y, [_label(c, multi) for _, c in rows.iterrows()])
     if log:
         ax.set_xscale("log")
-        plain_log(ax.xaxis)
         ax.set_xlim(lo.min() / 1.6, hi.max() * 2.2)
+        plain_log(ax.xaxis, span=ax.get_xlim())
         ax.grid(axis="x", which="major", color="#dddddd", lw=0.6)
         ax.set_xlabel("median steady-state step time (ms, log scale), whiskers: 95% interval")
     else:
@@ -191,9 +220,12 @@ def round_chart(workload: str, groups: pd.DataFrame) -> Chart | None:
         ax.plot([c["steady_median"] * 1e3] * 2, [y[i] - 0.3, y[i] + 0.3], color="#111111", lw=1)
     ax.set_yticks(y, [_label(c, multi) for _, c in rows.iterrows()])
     meds_all = np.concatenate([np.asarray(m, dtype=float) for m in rows["round_medians"]]) * 1e3
+    ends = np.concatenate([meds_all, rows["steady_low"] * 1e3, rows["steady_high"] * 1e3])
+    ends = ends[np.isfinite(ends) & (ends > 0)]
     if meds_all.max() / meds_all.min() > 5:  # a slow reference would squash the rest
         ax.set_xscale("log")
-        plain_log(ax.xaxis)
+        ax.set_xlim(ends.min() / 1.15, ends.max() * 1.15)
+        plain_log(ax.xaxis, span=ax.get_xlim())
     ax.set_xlabel("median step time of each round (ms, dots); band: 95% interval across rounds")
     ax.set_ylim(-0.6, n - 0.4)
     ax.spines[["top", "right"]].set_visible(False)

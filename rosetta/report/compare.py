@@ -1,8 +1,9 @@
 """Verdicts over groups: every backend against the fastest, and one run against another.
 
 Both read :attr:`rosetta.report.frame.Tables.groups` and the raw steps by round, and apply the
-rules of :mod:`rosetta.report.stats`: ratios paired by round, "no clear difference" unless the
-interval excludes 1 (one round: and the medians' intervals are apart). Comparing two runs uses
+rules of :mod:`rosetta.report.stats`: ratios paired by round with Student's t across rounds,
+"no clear difference" unless the interval excludes 1, "too few rounds for an interval" with one
+round. Comparing two runs uses
 the ratio of ratios to a common backend (so a machine that is uniformly faster changes nothing),
 and the machines' own difference is stated separately as one factor.
 """
@@ -15,6 +16,8 @@ from rosetta.report.frame import Tables
 from rosetta.report.order import backend_order
 from rosetta.report.stats import (
     NO_CLEAR,
+    TOO_FEW,
+    TOO_FEW_ROUNDS,
     Estimate,
     Ratio,
     machine_factor,
@@ -62,7 +65,7 @@ def ratios_to_fastest(t: Tables, groups: pd.DataFrame | None = None) -> pd.DataF
     ``noisy`` says whether the group's noise could change a verdict."""
     groups = t.groups if groups is None else groups
     key = ("ratios_to_fastest", tuple(groups.index))
-    if key not in t.cache:  # several sections read it: bootstrap once per page
+    if key not in t.cache:  # several sections read it: computed once per page
         t.cache[key] = _ratios_to_fastest(t, groups)
     return t.cache[key].copy()
 
@@ -76,19 +79,21 @@ def _ratios_to_fastest(t: Tables, groups: pd.DataFrame) -> pd.DataFrame:
             continue
         pool = [x for x in timed if passed(x[0]["equivalent"])] or timed
         best_c, best_e = min(pool, key=lambda x: x[1].median)
-        best_rounds = t.rounds(best_c["cells"])
+        best_rounds = t.rounds(best_c["steady_cells"])
         medians = {c["backend"]: e.median for c, e in timed}
         rows = []
         for c, e in timed:
             if c["backend"] == best_c["backend"]:
                 continue
-            rows.append((c, e, paired_ratio(t.rounds(c["cells"]), best_rounds, e, best_e)))
+            rows.append((c, e, paired_ratio(t.rounds(c["steady_cells"]), best_rounds, e, best_e)))
         ties = [
             c["backend"] + ("" if passed(c["equivalent"]) else " (not equivalent)")
             for c, _, r in rows
-            if not r.clear
+            if not r.clear and r.method != TOO_FEW_ROUNDS
         ]
         verdict = "fastest" + (f"; {NO_CLEAR} from {', '.join(ties)}" if ties else "")
+        if any(r.method == TOO_FEW_ROUNDS for _, _, r in rows):
+            verdict += f"; {TOO_FEW}"  # the lowest median, no verdict on it
         same = Ratio(1.0, 1.0, 1.0, False, best_e.method, best_e.round_medians)
         out.append(_row(best_c, best_c, best_e, same, verdict, medians))
         for c, e, r in sorted(rows, key=lambda x: x[2].ratio):
@@ -160,10 +165,10 @@ def compare_runs(t: Tables, base: str, other: str) -> tuple[pd.DataFrame, tuple 
                 row.update(ratio=r, low=None, high=None, changed=False, verdict="common backend")
             else:
                 rr = ratio_of_ratios(
-                    t.rounds(ca["cells"]),
-                    t.rounds(a[common]["cells"]),
-                    t.rounds(cb["cells"]),
-                    t.rounds(b[common]["cells"]),
+                    t.rounds(ca["steady_cells"]),
+                    t.rounds(a[common]["steady_cells"]),
+                    t.rounds(cb["steady_cells"]),
+                    t.rounds(b[common]["steady_cells"]),
                 )
                 if rr is None:
                     continue

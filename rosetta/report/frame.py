@@ -193,6 +193,7 @@ _EMPTY_ROW = dict.fromkeys(
         "precision",
         "threads",
         "round",
+        "kind",
         "point",
         "tag",
         "notebook",
@@ -326,7 +327,8 @@ def node_of(manifest: dict) -> dict:
 
 
 def point_of(rec: dict, profile_batch: int | None) -> dict:
-    """The record's point (batch size, precision, threads) and round, from ``point`` (contract:
+    """The record's point (batch size, precision, threads), round and kind (``training`` or
+    ``timing``), from ``point`` (contract:
     the effective values), else ``config``, else the runtime in effect; ``point`` is a label.
     Threads: the count in effect (``manifest.runtime.threads``, the one field an ok record
     stores it in), else an older record's ``point.threads``, else the request."""
@@ -339,6 +341,8 @@ def point_of(rec: dict, profile_batch: int | None) -> dict:
     threads = _int(rt.get("threads")) or _int(pt.get("threads")) or _int(cfg.get("threads"))
     rnd = _int(pt.get("round"))
     rnd = rnd if rnd is not None else (_int(cfg.get("round")) or 0)
+    # the training run or a timing round; a record made before timing rounds ran in full
+    kind = "timing" if (pt.get("kind") or cfg.get("kind")) == "timing" else "training"
     label = ", ".join(
         x
         for x in (
@@ -353,6 +357,7 @@ def point_of(rec: dict, profile_batch: int | None) -> dict:
         "precision": str(precision),
         "threads": threads,
         "round": rnd,
+        "kind": kind,
         "point": label,
     }
 

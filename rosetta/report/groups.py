@@ -6,10 +6,12 @@ verdict is about one machine. A run on one machine has ``machine`` "" in every g
 
 A repetition is one more axis of a cell, not a second mechanism: records that differ only in
 their round are repeated measurements of one group. A group's steady-state step time is the
-cross-round estimate of :func:`rosetta.report.stats.estimate`; its end-to-end time, time per
-1000 images and accuracy are the median over its ok rounds; its gate passed only if every ok
-round passed. The *primary* point of a (run, workload) is the one the headline tables show: fp32
-at the profile's batch size with the most threads, where the run has it.
+cross-round estimate of :func:`rosetta.report.stats.estimate` over its timing rounds (over every
+round where it has none: a run of training runs only, or made before timing rounds existed); its
+end-to-end time, time per 1000 images and accuracy are the median over its ok training runs, its
+cold start over every ok round; its gate passed only if every ok round passed. The *primary*
+point of a (run, workload) is the one the headline tables show: fp32 at the profile's batch size
+with the most threads, where the run has it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 KEYS = ["run_id", "workload", "backend", "batch_size", "precision", "threads", "machine"]
 MEDIAN_OVER_ROUNDS = ("end_to_end_s", "time_per_1000", "test_accuracy", "cold_start_s")
+OVER_EVERY_ROUND = ("cold_start_s",)  # every process has one; the rest: the training runs
 FIRST_OF = ("task", "device", "data_source", "profile", "point", "flops_per_sample")
 COLUMNS = [
     *KEYS,
@@ -45,6 +48,7 @@ COLUMNS = [
     "rounds",
     "rounds_run",
     "cells",
+    "steady_cells",
     "steady_median",
     "steady_low",
     "steady_high",
@@ -109,6 +113,7 @@ def _group_row(t: Tables, g: pd.DataFrame) -> dict:
     ok = g[g["status"] == "ok"]
     row["rounds_run"] = len(g)
     row["cells"] = list(g.index)
+    row["steady_cells"] = []  # the records its steady state and its ratios read
     if ok.empty:
         row.update(status=str(first["status"]), error=first["error"], equivalent=None, rounds=0)
         return row
@@ -119,12 +124,14 @@ def _group_row(t: Tables, g: pd.DataFrame) -> dict:
         equivalent=(all(passed(v) for v in eq) if eq else None),
         rounds=len(ok),
     )
+    timed = steady_rounds(ok)
+    row["steady_cells"] = list(timed.index)
     recorded = {
         int(c["round"]): (c["steady_median"], c["steady_low"], c["steady_high"])
-        for _, c in ok.iterrows()
+        for _, c in timed.iterrows()
         if not _nan(c["steady_median"])
     }
-    est = estimate(t.rounds(list(ok.index)), recorded)
+    est = estimate(t.rounds(list(timed.index)), recorded)
     if est is not None:
         row.update(
             steady_median=est.median,
@@ -136,11 +143,20 @@ def _group_row(t: Tables, g: pd.DataFrame) -> dict:
         )
         batch = row["batch_size"]
         row["throughput"] = batch / est.median if batch else _median(ok["throughput"])
+    runs = ok[ok["kind"] != "timing"]  # what only a training run measures
     for col in MEDIAN_OVER_ROUNDS:
-        row[col] = _median(ok[col])
+        row[col] = _median((ok if col in OVER_EVERY_ROUND else runs)[col])
     rss = [v for v in ok["peak_rss_mb"] if not _nan(v)]
     row["peak_rss_mb"] = max(rss) if rss else None
     return row
+
+
+def steady_rounds(ok: pd.DataFrame) -> pd.DataFrame:
+    """The ok records of one group whose steady state the estimate reads: its timing rounds
+    where it has any (one per process, all alike), else every record (a run without timing
+    rounds, or made before they existed, whose rounds each ran in full)."""
+    timing = ok[ok["kind"] == "timing"]
+    return timing if len(timing) else ok
 
 
 def _primary(frame: pd.DataFrame) -> list[bool]:

@@ -15,7 +15,7 @@ from rosetta.report.fmt import DASH, fmt_pct, fmt_s, missing, source_mark
 from rosetta.report.frame import Tables
 from rosetta.report.groups import primary
 from rosetta.report.order import backend_order, workload_order, workload_title
-from rosetta.report.stats import passed
+from rosetta.report.stats import TOO_FEW, TOO_FEW_ROUNDS, passed
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,8 @@ def apart_lines(r, rows_w) -> list[str]:
 
 def stability_line(r, rows_w) -> list[str]:
     """Per run: 'run: 3 rounds; torch fastest, 1.21x [1.15, 1.30] ahead of jax, held in 3 of 3
-    rounds' (or 'no clear difference', or 'one round: within-process interval'). Where a run's
+    rounds' (the rounds held in beside a clear verdict only), or 'no clear difference', or
+    'too few rounds for an interval'. Where a run's
     groups are keyed by machine, one line per machine: 'cnn on node-a: 3 rounds; ...'."""
     out = []
     multi = rows_w["run_id"].nunique() > 1
@@ -119,17 +120,20 @@ def stability_line(r, rows_w) -> list[str]:
             f"{best['workload']} on {machine}: " if machine else ""
         )
         head += f"{rounds} round{'s' if rounds != 1 else ''}; "
-        if nxt["clear"]:
+        if nxt["clear"]:  # a clear verdict carries the rounds it held in
             what = (
                 f"{best['backend']} fastest, {nxt['ratio']:.2f}x [{nxt['low']:.2f}, "
                 f"{nxt['high']:.2f}] ahead of {nxt['backend']}"
             )
+        elif nxt["method"] == TOO_FEW_ROUNDS:
+            what = f"{best['backend']} and {nxt['backend']}: {TOO_FEW} (ratio {nxt['ratio']:.2f})"
         else:
             what = (
                 f"{best['backend']} and {nxt['backend']}: no clear difference "
                 f"(ratio {nxt['ratio']:.2f} [{nxt['low']:.2f}, {nxt['high']:.2f}])"
             )
-        out.append(f"{head}{what}, {nxt['stability']}")
+        stab = nxt["stability"] if nxt["clear"] else ""
+        out.append(f"{head}{what}" + (f", {stab}" if stab else ""))
     return out
 
 

@@ -16,7 +16,7 @@ from rosetta.report.frame import CHECKS, Tables
 from rosetta.report.groups import primary
 from rosetta.report.headline import APART
 from rosetta.report.order import workload_order
-from rosetta.report.stats import NO_CLEAR, passed
+from rosetta.report.stats import NO_CLEAR, TOO_FEW, TOO_FEW_ROUNDS, passed
 
 TEMPLATE = "report.html.j2"
 REFERENCE = "numpy_ref"
@@ -73,6 +73,7 @@ def context(t: Tables, out_dir: Path) -> dict:
         "step_charts": step_charts,
         "round_charts": round_charts,
         "scaling": scaling.sections(t),
+        "latency": scaling.latency_sections(t),
         "serving": serving.serving_rows(t),
         "cold_charts": cold_charts,
         "loss_charts": loss_charts,
@@ -136,6 +137,8 @@ def lede(t: Tables) -> list[str]:
             parts.extend([] if apart in parts else [apart])
         elif others.empty:
             parts.append(f"{prefix}: only {best['backend']} timed")
+        elif (others["method"] == TOO_FEW_ROUNDS).any():
+            parts.append(f"{prefix}: {best['backend']} has the lowest median; {TOO_FEW}")
         elif (others["verdict"] == NO_CLEAR).any():
             tie = others[others["verdict"] == NO_CLEAR]
             tied = ", ".join(

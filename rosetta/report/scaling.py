@@ -6,11 +6,14 @@ Per run and workload, each part present only where the run has more than one poi
   each batch size's throughput against the smallest, paired by round, with the verdict rule of
   :mod:`rosetta.report.stats`; memory per sample (peak RSS / batch) beside it;
 - **threads**: speedup over the fewest threads and parallel efficiency (speedup x fewest / n);
-- **precision**: each other precision's step time over fp32's (e.g. bf16 / fp32);
-- **latency**: p50 / p90 / p99 of the records that carry ``metrics.latency``.
+- **precision**: each other precision's step time over fp32's (e.g. bf16 / fp32).
+
+Batch-1 latency (p50 / p90 / p99 of the records that carry ``metrics.latency``) is its own
+section (:func:`latency_sections`): it is measured at every run's points, swept or not.
 
 Every ratio is computed within a round and summarised across rounds, "no clear difference"
-where its interval includes 1, exactly as the ratio table.
+where its interval includes 1 and "too few rounds for an interval" with one round, exactly as the
+ratio table.
 """
 
 from __future__ import annotations
@@ -21,12 +24,20 @@ import pandas as pd
 from rosetta.report import charts
 from rosetta.report.fmt import fmt_interval, fmt_ms, fmt_num
 from rosetta.report.frame import Tables
-from rosetta.report.order import workload_order
-from rosetta.report.stats import NO_CLEAR, ONE_PROCESS, Estimate, Ratio, paired_ratio
+from rosetta.report.order import backend_order, workload_order
+from rosetta.report.stats import (
+    NO_CLEAR,
+    TOO_FEW,
+    TOO_FEW_ROUNDS,
+    Estimate,
+    Ratio,
+    excludes_one,
+    paired_ratio,
+)
 
 
 def sections(t: Tables) -> list[dict]:
-    """One entry per (run, workload) that has anything to show; [] for a run of one point."""
+    """One entry per (run, workload) with a swept axis; [] for a run of one point."""
     g = t.groups
     ok = g[(g["status"] == "ok") & g["steady_median"].notna()]
     out = []
@@ -39,14 +50,24 @@ def sections(t: Tables) -> list[dict]:
                 "batch": _axis(t, rows, "batch_size", ("precision", "threads")),
                 "threads": _axis(t, rows, "threads", ("batch_size", "precision")),
                 "precision": _precision(t, rows),
-                "latency": latency_rows(t, run_id, w),
             }
             if part["batch"]:
                 part["batch_chart"] = throughput_chart(run_id, w, rows)
             if part["threads"]:
                 part["threads_chart"] = speedup_chart(run_id, w, part["threads"])
-            if any(part[k] for k in ("batch", "threads", "precision", "latency")):
+            if any(part[k] for k in ("batch", "threads", "precision")):
                 out.append(part)
+    return out
+
+
+def latency_sections(t: Tables) -> list[dict]:
+    """Per (run, workload) whose records carry batch-1 latency: ``{run_id, workload, rows}``
+    (:func:`latency_rows`); the page shows them under their own heading, not under Scaling."""
+    c = t.cells[t.cells[[f"latency_{p}" for p in LATENCY]].notna().any(axis=1)]
+    out = []
+    for run_id in dict.fromkeys(c["run_id"]):
+        for w in workload_order(c[c["run_id"] == run_id]["workload"]):
+            out.append({"run_id": run_id, "workload": w, "rows": latency_rows(t, run_id, w)})
     return out
 
 
@@ -59,6 +80,11 @@ def _est(c: pd.Series) -> Estimate:
         tuple(c["round_medians"]),
         float(c["spread"]),
     )
+
+
+def _paired(t: Tables, a: pd.Series, b: pd.Series) -> Ratio:
+    """Group ``a``'s step time over group ``b``'s, paired by round (their steady rounds)."""
+    return paired_ratio(t.rounds(a["steady_cells"]), t.rounds(b["steady_cells"]), _est(a), _est(b))
 
 
 def _axis(t: Tables, rows: pd.DataFrame, axis: str, fixed: tuple[str, str]) -> list[dict]:
@@ -75,7 +101,7 @@ def _axis(t: Tables, rows: pd.DataFrame, axis: str, fixed: tuple[str, str]) -> l
             continue
         base = g.iloc[0]
         for _, c in g.iterrows():
-            r = paired_ratio(t.rounds(base["cells"]), t.rounds(c["cells"]), _est(base), _est(c))
+            r = _paired(t, base, c)
             n, n0 = float(c[axis]), float(base[axis])
             row = {
                 "backend": _on(b, m),
@@ -118,7 +144,7 @@ def _precision(t: Tables, rows: pd.DataFrame) -> list[dict]:
             continue
         ref = ref.iloc[0]
         for _, c in g[g["precision"] != "fp32"].iterrows():
-            r = paired_ratio(t.rounds(c["cells"]), t.rounds(ref["cells"]), _est(c), _est(ref))
+            r = _paired(t, c, ref)
             out.append(
                 {
                     "backend": _on(b, m),
@@ -154,40 +180,67 @@ def latency_rows(t: Tables, run_id: str, workload: str) -> list[dict]:
     ]
 
 
+PANEL_SERIES = 6  # more series than this in one throughput chart: one panel per backend
+
+
 def throughput_chart(run_id: str, workload: str, rows: pd.DataFrame) -> charts.Chart | None:
     """Throughput against batch size per backend (and precision/threads), log-log, whiskers
-    from the cross-round interval of the step time."""
-    plt = charts._plt()
-    fig, ax = plt.subplots(figsize=(charts.WIDTH_IN, 3.6))
+    from the cross-round interval of the step time; the legend beside the plot, never over its
+    lines. More than :data:`PANEL_SERIES` series (a sweep of every backend) are split into one
+    panel per backend, sharing the axes, so that each panel's few lines stay apart."""
     keyed = rows.astype({"precision": object, "threads": object})
-    drawn = 0
+    series = []
     for (b, m, prec, th), g in keyed.groupby(
         ["backend", "machine", "precision", "threads"], dropna=False
     ):
         g = g[g["batch_size"].notna()].sort_values("batch_size")
-        if len(g) < 2:
-            continue
-        n = g["batch_size"].to_numpy(float)
-        thr = n / g["steady_median"].to_numpy(float)
-        lo, hi = n / g["steady_high"].to_numpy(float), n / g["steady_low"].to_numpy(float)
-        label = " ".join(str(x) for x in (_on(b, m), prec, _fmt_fixed("threads", th)) if x)
-        ax.errorbar(n, thr, yerr=[thr - lo, hi - thr], marker="o", ms=4, capsize=3,
-                    color=charts.colour(b), label=label, lw=1.2)  # fmt: skip
-        drawn += 1
-    if not drawn:
-        charts._plt().close(fig)
+        if len(g) >= 2:
+            series.append((b, m, prec, th, g))
+    if not series:
         return None
+    backends = backend_order(list(dict.fromkeys(b for b, *_ in series)))  # registry order
+    settings = list(dict.fromkeys((str(p), str(t)) for _, _, p, t, _ in series))
+    panels = backends if len(series) > PANEL_SERIES and len(backends) > 1 else [None]
+    plt = charts._plt()
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(charts.WIDTH_IN, 1.2 + 2.4 * len(panels)), sharex=True,
+        sharey=True, squeeze=False,
+    )  # fmt: skip
+    values = []
+    for ax, panel in zip(axes[:, 0], panels, strict=True):
+        for b, m, prec, th, g in series:
+            if panel is not None and b != panel:
+                continue
+            n = g["batch_size"].to_numpy(float)
+            thr = n / g["steady_median"].to_numpy(float)
+            lo, hi = n / g["steady_high"].to_numpy(float), n / g["steady_low"].to_numpy(float)
+            values.extend([*lo, *hi])
+            parts = (_on(b, m) if panel is None else "", prec, _fmt_fixed("threads", th))
+            dash = DASHES[settings.index((str(prec), str(th))) % len(DASHES)]
+            ax.errorbar(n, thr, yerr=[thr - lo, hi - thr], marker="o", ms=4, capsize=3,
+                        color=charts.colour(b), label=" ".join(str(x) for x in parts if x),
+                        lw=1.2, ls=dash)  # fmt: skip
+        ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.set_ylabel("samples/s (log)")
+        if panel is not None:
+            ax.set_title(str(panel), loc="left", fontsize=9)
+    ax = axes[0][0]
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     charts.plain_log(ax.xaxis, sorted(set(keyed["batch_size"].dropna().astype(int))))
-    charts.plain_log(ax.yaxis)
-    ax.set_xlabel("batch size (log)")
-    ax.set_ylabel("samples/s (log)")
-    ax.legend(fontsize=8, frameon=False)
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.set_title(f"{workload}: throughput against batch size ({run_id})", loc="left", fontsize=11)
+    finite = [v for v in values if np.isfinite(v) and v > 0]
+    charts.plain_log(ax.yaxis, span=(min(finite) / 1.1, max(finite) * 1.1) if finite else None)
+    if finite:
+        ax.set_ylim(min(finite) / 1.1, max(finite) * 1.1)
+    axes[-1][0].set_xlabel("batch size (log)")
+    fig.suptitle(f"{workload}: throughput against batch size ({run_id})", x=0.02, ha="left",
+                 fontsize=11)  # fmt: skip
     cid = charts._safe_id("batch", workload, run_id)
     return charts.Chart(cid, f"{workload}: throughput against batch size", charts._to_svg(fig, cid))
+
+
+DASHES = ("-", "--", ":", "-.")  # one line style per precision and thread setting
 
 
 def speedup_chart(run_id: str, workload: str, rows: list[dict]) -> charts.Chart | None:
@@ -202,7 +255,7 @@ def speedup_chart(run_id: str, workload: str, rows: list[dict]) -> charts.Chart 
     ax.plot(n, n / n[0], ls="--", color="#999999", lw=0.8, label="ideal")
     ax.set_xlabel("threads")
     ax.set_ylabel(f"speedup over {int(n[0])} thread{'s' if n[0] != 1 else ''}")
-    ax.legend(fontsize=8, frameon=False)
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title(f"{workload}: speedup against threads ({run_id})", loc="left", fontsize=11)
     cid = charts._safe_id("threads", workload, run_id)
@@ -218,15 +271,17 @@ def _scaled(r: Ratio, k: float) -> Ratio:
     """``r`` times a known constant ``k``; clear where the scaled interval excludes 1 (a step
     time ratio along an axis differs by design, so the medians' overlap rule does not apply)."""
     lo, hi = r.low * k, r.high * k
-    return Ratio(r.ratio * k, lo, hi, not lo <= 1.0 <= hi, r.method, r.per_round)
+    clear = r.method != TOO_FEW_ROUNDS and excludes_one(lo, hi)
+    return Ratio(r.ratio * k, lo, hi, clear, r.method, r.per_round)
 
 
 def _gain_verdict(gain: Ratio, axis: str) -> str:
+    if gain.method == TOO_FEW_ROUNDS:
+        return TOO_FEW
     if not gain.clear:
         return NO_CLEAR
     what = "throughput" if axis == "batch_size" else "speedup"
-    note = " (one round)" if gain.method == ONE_PROCESS else ""
-    return f"{gain.ratio:.2f}x {what}{note}"
+    return f"{gain.ratio:.2f}x {what}"
 
 
 def _fmt_fixed(axis: str, v: object) -> str:

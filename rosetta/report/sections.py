@@ -18,7 +18,7 @@ from rosetta.report.fmt import DASH, fmt_interval, fmt_ms, fmt_num, fmt_pct, fmt
 from rosetta.report.frame import CHECKS, Tables, notebook_exists
 from rosetta.report.groups import machines, multi_machine
 from rosetta.report.order import backend_order, workload_key, workload_order
-from rosetta.report.stats import ONE_PROCESS, passed, robust_spread
+from rosetta.report.stats import TOO_FEW_ROUNDS, passed, robust_spread
 
 
 # -- per-workload timing tables ----------------------------------------------------------------
@@ -43,7 +43,7 @@ def ratio_rows(t: Tables) -> list[dict]:
                 "ratio": fmt_interval(x["ratio"], x["low"], x["high"], lambda v: f"{v:.2f}"),
                 "verdict": x["verdict"],
                 "stability": x["stability"] or DASH,
-                "one_process": x["method"] == ONE_PROCESS,
+                "too_few": x["method"] == TOO_FEW_ROUNDS,
                 "fastest": x["backend"] == x["fastest"],
                 "clear": bool(x["clear"]) and x["backend"] != x["fastest"],
                 "noisy": bool(x["noisy"]),

@@ -1,20 +1,27 @@
 """The report's statistics: step times across rounds, paired ratios, the verdict rule, noise.
 
 Pure NumPy (the pandas side is :mod:`rosetta.report.compare`). The rules, justified in
-``METHODOLOGY.md`` ("Statistics"):
+``METHODOLOGY.md`` ("Clocks"):
 
-- **A cell's steady-state step time** is the median of its rounds' medians (each round is one
-  fresh process). Its 95% interval is a *hierarchical bootstrap*: resample the rounds with
-  replacement, then each drawn round's steps with replacement, take the median of the drawn
-  rounds' medians; the 2.5th and 97.5th percentiles of 2000 such medians. With one round this is
-  the plain bootstrap of one process's median (method ``one process``), which says how well that
-  process's median is known, not how another process would come out.
+- **Rounds are processes.** The spread that matters is between processes (allocator, thread
+  placement, JIT), so every interval across rounds treats each round as *one* observation, its
+  median step time, and uses a method valid for few of them: **Student's t on the logarithms**
+  (``R - 1`` degrees of freedom). A bootstrap over R values cannot know the spread of two or three
+  values; Student's t is exact for log-normal round effects and conservative enough otherwise
+  (``tests/test_stats.py`` checks its coverage by simulation).
+- **A cell's steady-state step time** is the median of its rounds' medians; with R >= 2 rounds
+  its 95% interval is ``exp(mean(log m) +- t(R-1) sd(log m) / sqrt(R))`` over the round medians
+  ``m`` (widened to hold the median). With one round it is the plain bootstrap of that process's
+  median (method ``one process``): how well that process knows its own median, not how another
+  process would come out, so no verdict rests on it.
 - **A ratio between two backends** is computed within each round (same round, same machine
-  state: a uniform drift of the machine cancels), summarised as the median of the per-round
-  ratios, with the same hierarchical bootstrap over the *paired* rounds.
-- **The verdict**: with two or more rounds a ratio is clear when its interval excludes 1. With one
-  round (no process-to-process spread known) the old, stricter rule stays: the interval excludes
-  1 *and* the two medians' intervals do not overlap.
+  state: a uniform drift of the machine cancels), summarised as the geometric mean of the
+  per-round ratios with the t interval of the per-round log-ratios (method ``rounds``). It is
+  clear when that interval excludes 1. With fewer than :data:`MIN_ROUNDS` shared rounds there is
+  no interval: the verdict says :data:`TOO_FEW` (method ``too few rounds``).
+- **Two runs** (ratio of ratios to a common backend): the difference of the two runs' mean
+  log-ratios with Welch's t interval (the runs are independent); too few rounds in either run
+  gives :data:`TOO_FEW`.
 - **Noise**: a round's robust spread is IQR / median of its steps (one slow step cannot move it;
   bimodal steps do). A cell is flagged only when that spread is above :data:`SPREAD_LIMIT` *and*
   it could change a verdict: some other backend's median lies within that spread of its own.
@@ -29,9 +36,13 @@ from dataclasses import dataclass
 import numpy as np
 
 NO_CLEAR = "no clear difference"
+TOO_FEW = "too few rounds for an interval"
+MIN_ROUNDS = 2  # Student's t needs one degree of freedom: two processes
+EXCLUDE_EPS = 1e-9  # an interval excludes 1 only beyond float noise (rounds that agree exactly)
 RESAMPLES = 2000  # bootstrap replicates: the 2.5th/97.5th percentiles move < 1% between seeds
 SPREAD_LIMIT = 0.10  # IQR / median of one round's steps above which a cell *may* be noisy
-ROUNDS = "rounds"  # method: hierarchical bootstrap over >= 2 rounds
+ROUNDS = "rounds"  # method: Student's t over >= MIN_ROUNDS rounds (one value per process)
+TOO_FEW_ROUNDS = "too few rounds"  # method: a ratio over fewer rounds: no interval, no verdict
 ONE_PROCESS = "one process"  # method: one round, the within-process bootstrap
 FROM_INTERVALS = "from intervals"  # method: no raw steps kept, bounded by recorded intervals
 
@@ -70,17 +81,43 @@ def _boot_medians(t: np.ndarray, rng: np.random.Generator, resamples: int) -> np
     return (t[order[mid[:, n // 2 - 1]]] + hi) / 2  # np.median's mean of the middle two
 
 
-def _over_rounds(pools: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Second level of the hierarchical bootstrap.
+# Student's t, two-sided 95%: the 0.975 quantile for 1..30 degrees of freedom (standard tables;
+# tests/test_stats.py checks them against an independent computation), beyond by expansion.
+_T975 = (
+    12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
+    2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
+    2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
+)  # fmt: skip
+_Z975 = 1.959963984540054
 
-    ``pools`` (R, B) holds, per round, B bootstrap draws of that round's statistic (a median or a
-    ratio of medians). Each replicate draws R rounds with replacement and, for each drawn round, one
-    of its bootstrap draws at random (an independent step resample of that round), then takes the
-    median over the drawn rounds: returns (B,) replicates."""
-    r, b = pools.shape
-    rounds = rng.integers(r, size=(b, r))  # (B, R): which round fills each slot
-    draws = rng.integers(b, size=(b, r))  # (B, R): which step resample of it
-    return np.median(pools[rounds, draws], axis=1)
+
+def t975(df: float) -> float:
+    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (df >= 1; a fractional
+    df, as Welch's, is rounded down: the wider interval). Above 30, the Cornish-Fisher expansion
+    in 1/df, exact to 1e-4 there."""
+    if not df >= 1:
+        raise ValueError(f"Student's t needs at least one degree of freedom, got {df}")
+    k = int(math.floor(df))
+    if k <= len(_T975):
+        return _T975[k - 1]
+    z = _Z975
+    return (z + (z**3 + z) / (4 * k) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * k**2)
+            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * k**3))  # fmt: skip
+
+
+def excludes_one(lo: float, hi: float) -> bool:
+    """Whether the interval [lo, hi] lies off 1 by more than float noise (NaN: no)."""
+    return bool(lo > 1.0 + EXCLUDE_EPS or hi < 1.0 - EXCLUDE_EPS)
+
+
+def t_interval(logs: Sequence[float]) -> tuple[float, float, float]:
+    """(mean, low, high) of the 95% Student's t interval for the mean of ``logs`` (>= 2 values)."""
+    x = np.asarray(logs, dtype=float)
+    if x.size < MIN_ROUNDS:
+        raise ValueError(f"a t interval needs at least {MIN_ROUNDS} values, got {x.size}")
+    mean = float(x.mean())
+    half = t975(x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return mean, mean - half, mean + half
 
 
 @dataclass(frozen=True)
@@ -110,31 +147,33 @@ def estimate(
     """The cross-round estimate of one cell (None when no round has a positive median).
 
     ``rounds`` holds each round's raw steps; ``recorded`` each round's (median, low, high) as the
-    runner summarised it, used where a round kept no raw steps: then the median is the median of
-    the round medians and the interval spans the rounds' recorded intervals (never narrower)."""
+    runner summarised it, used where a round kept no raw steps. With two or more rounds the
+    interval is Student's t over the logarithms of the round medians (module docstring); with one,
+    the within-process bootstrap of its steps, or its recorded interval when it kept none."""
     raw = {k: np.asarray(v, dtype=float) for k, v in rounds.items() if len(v) >= 1}
     recorded = dict(recorded or {})
     keys = sorted(set(raw) | set(recorded))
     meds = {k: float(np.median(raw[k])) if k in raw else recorded[k][0] for k in keys}
-    keys = [k for k in keys if math.isfinite(meds[k]) and meds[k] > 0]
+    keys = [k for k in keys if _finite(meds[k]) and meds[k] > 0]
     if not keys:
         return None
     round_meds = tuple(meds[k] for k in keys)
     spread = max(robust_spread(raw[k]) if k in raw else 0.0 for k in keys)
     median = float(np.median(round_meds))
-    if not all(k in raw and raw[k].size >= 2 for k in keys):
-        lows = [recorded.get(k, (meds[k],) * 3)[1] for k in keys]
-        highs = [recorded.get(k, (meds[k],) * 3)[2] for k in keys]
-        lo = min([x for x in lows if _finite(x)] + list(round_meds))
-        hi = max([x for x in highs if _finite(x)] + list(round_meds))
-        return Estimate(median, lo, hi, FROM_INTERVALS, round_meds, spread)
-    rng = np.random.default_rng(seed)
-    pools = np.stack([_boot_medians(raw[k], rng, resamples) for k in keys])  # (R, B)
-    boot = pools[0] if len(keys) == 1 else _over_rounds(pools, rng)
-    lo, hi = np.percentile(boot, [2.5, 97.5])
-    method = ONE_PROCESS if len(keys) == 1 else ROUNDS
-    lo, hi = float(min(lo, median)), float(max(hi, median))
-    return Estimate(median, lo, hi, method, round_meds, spread)
+    if len(keys) >= MIN_ROUNDS:
+        _, lo, hi = t_interval(np.log(round_meds))
+        lo, hi = min(math.exp(lo), median), max(math.exp(hi), median)
+        return Estimate(median, lo, hi, ROUNDS, round_meds, spread)
+    (k,) = keys
+    if k in raw and raw[k].size >= 2:
+        rng = np.random.default_rng(seed)
+        lo, hi = np.percentile(_boot_medians(raw[k], rng, resamples), [2.5, 97.5])
+        lo, hi = float(min(lo, median)), float(max(hi, median))
+        return Estimate(median, lo, hi, ONE_PROCESS, round_meds, spread)
+    lo, hi = recorded.get(k, (median,) * 3)[1:]
+    lo = min(lo, median) if _finite(lo) else median
+    hi = max(hi, median) if _finite(hi) else median
+    return Estimate(median, lo, hi, FROM_INTERVALS, round_meds, spread)
 
 
 @dataclass(frozen=True)
@@ -142,15 +181,18 @@ class Ratio:
     """``a / b`` of step times, paired by round, with its 95% interval and the verdict on it."""
 
     ratio: float
-    low: float
+    low: float  # NaN where there is no interval (TOO_FEW_ROUNDS)
     high: float
     clear: bool  # the verdict rule of the module docstring
-    method: str  # ROUNDS | ONE_PROCESS | FROM_INTERVALS
+    method: str  # ROUNDS | TOO_FEW_ROUNDS | FROM_INTERVALS
     per_round: tuple[float, ...] = ()  # a / b within each shared round
 
     @property
     def verdict(self) -> str:
-        """'x.xx times slower' / 'x.xx times faster' / 'no clear difference'."""
+        """'x.xx times slower' / 'x.xx times faster' / 'no clear difference' / 'too few rounds
+        for an interval'."""
+        if self.method == TOO_FEW_ROUNDS:
+            return TOO_FEW
         if not self.clear:
             return NO_CLEAR
         if self.ratio >= 1:
@@ -170,50 +212,44 @@ class Ratio:
 
     @property
     def stability(self) -> str:
-        """'held in 3 of 3 rounds', or why there is no such statement."""
-        if self.method == ONE_PROCESS:
-            return "one round: within-process interval"
+        """'held in 3 of 3 rounds' beside a clear verdict only ("" beside no verdict: a count of
+        rounds on one side means nothing where the interval holds 1); where the interval came
+        from elsewhere, where from."""
         if self.method == FROM_INTERVALS:
             return "no raw steps: bounded by the recorded intervals"
-        return f"held in {self.held} of {self.rounds} rounds"
+        if self.method == ROUNDS and self.clear:
+            return f"held in {self.held} of {self.rounds} rounds"
+        return ""
 
 
-def paired_draws(
-    a: Rounds, b: Rounds, *, resamples: int = RESAMPLES, seed: int = 0
-) -> tuple[float, np.ndarray, tuple[float, ...]] | None:
-    """(median of per-round ratios a/b, its bootstrap replicates (B,), the per-round ratios) over
-    the rounds both cells ran with at least 2 raw steps each; None if they share no such round."""
-    keys = sorted(k for k in set(a) & set(b) if len(a[k]) >= 2 and len(b[k]) >= 2)
-    if not keys:
-        return None
-    ra = {k: np.asarray(a[k], dtype=float) for k in keys}
-    rb = {k: np.asarray(b[k], dtype=float) for k in keys}
-    per_round = tuple(float(np.median(ra[k]) / np.median(rb[k])) for k in keys)
-    rng = np.random.default_rng(seed)
-    pools = np.stack(
-        [_boot_medians(ra[k], rng, resamples) / _boot_medians(rb[k], rng, resamples) for k in keys]
-    )  # (R, B): per round, bootstrap ratios of medians
-    boot = pools[0] if len(keys) == 1 else _over_rounds(pools, rng)
-    return float(np.median(per_round)), boot, per_round
+def round_ratios(a: Rounds, b: Rounds) -> tuple[float, ...]:
+    """``median(a) / median(b)`` within every round both cells ran (each with a positive median),
+    in round order."""
+    out = []
+    for k in sorted(set(a) & set(b)):
+        if len(a[k]) and len(b[k]):
+            ma, mb = float(np.median(a[k])), float(np.median(b[k]))
+            if ma > 0 and mb > 0 and math.isfinite(ma / mb):
+                out.append(ma / mb)
+    return tuple(out)
 
 
-def paired_ratio(a: Rounds, b: Rounds, ea: Estimate, eb: Estimate, *, seed: int = 0) -> Ratio:
+def paired_ratio(a: Rounds, b: Rounds, ea: Estimate, eb: Estimate) -> Ratio:
     """``a / b`` paired by round (see the module docstring); ``ea``/``eb`` are the two cells'
-    estimates, used for the one-round rule and when raw steps are missing."""
-    got = paired_draws(a, b, seed=seed)
-    apart = ea.low > eb.high or eb.low > ea.high
-    if got is None:  # no shared round with raw steps: bounded by the two intervals
+    estimates, used when no round of raw steps is shared."""
+    per_round = round_ratios(a, b)
+    if not per_round:  # no shared round with raw steps: bounded by the two intervals
+        apart = ea.low > eb.high or eb.low > ea.high
         r = ea.median / eb.median
         lo = ea.low / eb.high if eb.high > 0 else 0.0
         hi = ea.high / eb.low if eb.low > 0 else math.inf
         return Ratio(r, lo, hi, bool(apart and not lo <= 1.0 <= hi), FROM_INTERVALS)
-    r, boot, per_round = got
-    lo, hi = (float(x) for x in np.percentile(boot, [2.5, 97.5]))
-    lo, hi = min(lo, r), max(hi, r)
-    excludes = not lo <= 1.0 <= hi
-    if len(per_round) == 1:
-        return Ratio(r, lo, hi, bool(excludes and apart), ONE_PROCESS, per_round)
-    return Ratio(r, lo, hi, bool(excludes), ROUNDS, per_round)
+    if len(per_round) < MIN_ROUNDS:
+        r = float(np.exp(np.mean(np.log(per_round))))
+        return Ratio(r, math.nan, math.nan, False, TOO_FEW_ROUNDS, per_round)
+    mean, lo, hi = t_interval(np.log(per_round))
+    r, lo, hi = math.exp(mean), math.exp(lo), math.exp(hi)
+    return Ratio(r, lo, hi, excludes_one(lo, hi), ROUNDS, per_round)
 
 
 @dataclass(frozen=True)
@@ -221,13 +257,15 @@ class RatioOfRatios:
     """Run ``other`` against run ``base`` for one backend, both relative to a common backend."""
 
     ratio: float  # (b/c in other) / (b/c in base)
-    low: float
+    low: float  # NaN where there is no interval
     high: float
     clear: bool  # the interval excludes 1
 
     @property
     def verdict(self) -> str:
         """'x.xx times slower' / 'x.xx times faster' (relative to the common backend), or none."""
+        if math.isnan(self.low):
+            return TOO_FEW
         if not self.clear:
             return NO_CLEAR
         if self.ratio >= 1:
@@ -236,19 +274,28 @@ class RatioOfRatios:
 
 
 def ratio_of_ratios(
-    base_b: Rounds, base_c: Rounds, other_b: Rounds, other_c: Rounds, *, seed: int = 0
+    base_b: Rounds, base_c: Rounds, other_b: Rounds, other_c: Rounds
 ) -> RatioOfRatios | None:
-    """How backend b moved between two runs relative to the common backend c: the paired ratio
-    b/c of ``other`` over that of ``base``; the interval from independent replicates of the two
-    (the runs are independent). None where either run has no shared round of b and c."""
-    base = paired_draws(base_b, base_c, seed=seed)
-    other = paired_draws(other_b, other_c, seed=seed + 1)
-    if base is None or other is None:
+    """How backend b moved between two runs relative to the common backend c: the geometric mean
+    of the per-round ratios b/c in ``other`` over that in ``base``, with Welch's t interval on the
+    difference of the mean log-ratios (the runs are independent). No interval (NaN, verdict
+    :data:`TOO_FEW`) where either run has fewer than :data:`MIN_ROUNDS` shared rounds; None where
+    either has none."""
+    base, other = np.log(round_ratios(base_b, base_c)), np.log(round_ratios(other_b, other_c))
+    if not base.size or not other.size:
         return None
-    rr = other[0] / base[0]
-    lo, hi = (float(x) for x in np.percentile(other[1] / base[1], [2.5, 97.5]))
-    lo, hi = min(lo, rr), max(hi, rr)
-    return RatioOfRatios(rr, lo, hi, not lo <= 1.0 <= hi)
+    diff = float(other.mean() - base.mean())
+    rr = math.exp(diff)
+    if base.size < MIN_ROUNDS or other.size < MIN_ROUNDS:
+        return RatioOfRatios(rr, math.nan, math.nan, False)
+    va, vb = other.var(ddof=1) / other.size, base.var(ddof=1) / base.size
+    se = math.sqrt(va + vb)
+    if se == 0:  # both runs' rounds agree exactly: the interval is the point
+        return RatioOfRatios(rr, rr, rr, excludes_one(rr, rr))
+    df = (va + vb) ** 2 / (va**2 / (other.size - 1) + vb**2 / (base.size - 1))
+    half = t975(max(df, 1.0)) * se
+    lo, hi = math.exp(diff - half), math.exp(diff + half)
+    return RatioOfRatios(rr, lo, hi, excludes_one(lo, hi))
 
 
 def machine_factor(pairs: Sequence[tuple[float, float]]) -> tuple[float, float, float] | None:

@@ -46,7 +46,7 @@ def _row(r: dict) -> dict:
             step_median_s=st["median"],
             step_ci95_low_s=st["ci95_low"],
             step_ci95_high_s=st["ci95_high"],
-            end_to_end_s=c["end_to_end_s"],
+            end_to_end_s=c.get("end_to_end_s", ""),  # a timing round has none
             test_accuracy=m.get("test_accuracy", ""),
             time_per_1000_images_s=m.get("time_per_1000_images_s", ""),
         )
@@ -128,13 +128,17 @@ def summary(recs: list[dict]) -> str:
             result = "forward only"
         elif row["test_accuracy"] != "":
             result = f"acc {row['test_accuracy']:.3f}"
-        else:
+        elif row["time_per_1000_images_s"] != "":
             result = f"{row['time_per_1000_images_s']:.1f} s/1k img"
+        else:
+            result = "timing round"  # steps only: no accuracy, no end to end
+        e2e = row["end_to_end_s"]
+        e2e = f"{e2e:>8.2f}" if isinstance(e2e, int | float) else f"{'-':>8}"
         eq = "yes" if row["equivalent"] else "NO"
         flag = " *" if row["flags"] else ""
         lines.append(
             f"{r['workload']:<9} {row['backend']:<11} {r['status']:<8} {eq:<5} "
-            f"{row['cold_start_s']:>7.2f} {step:>27} {row['end_to_end_s']:>8.2f} {result:>14} "
+            f"{row['cold_start_s']:>7.2f} {step:>27} {e2e} {result:>14} "
             f"{row['data_source']:<13} {wall}{flag}"
         )
         flags = r.get("flags", [])

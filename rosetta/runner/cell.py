@@ -1,5 +1,11 @@
 """One cell: (backend, workload, profile) measured end to end in the current process.
 
+A cell is one of two kinds (``CellConfig.kind``). The *training run* (round 0 of every cell) runs
+the profile's whole training (or feature batches) with every clock below, the test accuracy, the
+loss curve and batch-1 latency. A *timing round* (rounds >= 1) is a fresh process that imports,
+builds, warms up and times a fixed number of steps (``timing_steps`` after ``timing_warmup``):
+the steady state only, cheap enough that several rounds give an interval between processes.
+
 ``Cell`` splits the measurement into the steps a person reads in the backend's notebook
 (environment, spec, native model, gate, timed run, record); ``run_cell`` runs them all. The
 notebooks and ``rosetta bench`` call the same steps, so their records are the same schema.
@@ -58,6 +64,7 @@ class Cell:
     """One cell's measurement, step by step (each step needs the ones before it)."""
 
     def __init__(self, config: CellConfig):
+        config.check_kind()
         self.config = config
         self.started = time.time()
         self.load_before = manifest.load_snapshot()
@@ -231,8 +238,12 @@ class Cell:
 
     # -- step 4: the timed run -------------------------------------------------------------------
     def run(self, progress=None) -> dict:
-        """The timed run (training epochs + test accuracy, or feature batches)."""
-        if self.forward_only:
+        """The timed run: a training run (training epochs + test accuracy, the feature batches,
+        or a forward-only backend's forward pass over the test data) or a timing round
+        (``config.kind``)."""
+        if self.config.kind == "timing":
+            self.result = self._timing(progress)
+        elif self.forward_only:
             self.result = self._forward(progress)
         elif self.workload.task == "train":
             self.result = self._train(progress)
@@ -241,9 +252,73 @@ class Cell:
         flag = noise_flag(self.result["clocks"]["steady"])
         if flag:
             self.flags.append(flag)
-        if self.config.round == 0:  # after the timed run, outside its clocks; once per point
-            self.result["metrics"].update(self.latency())
+        if self.config.kind == "training" and self.config.round == 0:  # once per point
+            self.result["metrics"].update(self.latency())  # after the run, outside its clocks
         return self.result
+
+    # -- step 4, a timing round: a fixed number of steps, nothing else ---------------------------
+    def _timing(self, progress) -> dict:
+        """A timing round (``config.kind == "timing"``): the first step (cold, its time kept apart
+        as in every cell), ``timing_warmup`` untimed steps, then ``timing_steps`` steps each
+        bracketed by syncs (the steady state). Training steps take the profile's training data
+        in the run's sample order, epoch after epoch as needed; feature steps take the generated
+        images. No test evaluation, no losses kept (the last one is read back once to check it
+        is finite), no latency: the training run (round 0) has those."""
+        cfg, prof, model, w = self.config, self.profile, self.model, self.workload
+        n, bs = 1 + cfg.timing_warmup + cfg.timing_steps, prof.batch_size
+        train = w.task == "train" and not self.forward_only
+        if train:
+            batches, step = self._cycled_train_batches(), model.train_step
+        elif self.forward_only:  # as ``_forward``: the test data, cycled, the next batch timed
+            k = len(self.data.y_test) // bs * bs
+            order = np.resize(np.arange(k), n * bs)
+            batches = iter(model.loader(self.data.x_test, None, order, bs))
+            step = model.predict
+        else:  # as the feature run: the images made before any clock, the next batch timed
+            x = feature_images(w, 0, n * bs)
+            batches, step = iter(model.loader(x, None, np.arange(n * bs), bs)), model.predict
+        fetch_timed = not train
+        first_s, steps, out = None, [], None
+        for i in range(n):
+            model.sync()
+            if fetch_timed:
+                out, secs = clock.timed(lambda: step(next(batches)), model.sync)
+            else:
+                batch = next(batches)
+                out, secs = clock.timed(lambda b=batch: step(b), model.sync)
+            if i == 0:
+                first_s = secs
+            elif i > cfg.timing_warmup:
+                steps.append(secs)
+            if progress:
+                progress(i + 1, n)
+        if train and not np.isfinite(float(model.to_numpy(out))):
+            self.flags.append("non-finite training loss")
+        stats = clock.summarize(steps)
+        return {
+            "clocks": {
+                "first_step_s": first_s,
+                "steady": stats.as_dict(),
+                "steady_raw_s": steps,
+                "sample_every": 1,
+                "timed_s": float(sum(steps)),  # the timed steps back to back (no end to end)
+                "throughput_samples_per_s": bs / stats.median,
+            },
+            "metrics": {
+                "timing_steps": cfg.timing_steps,
+                "timing_warmup": cfg.timing_warmup,
+                **({"mode": "forward"} if self.forward_only else {}),
+            },
+        }
+
+    def _cycled_train_batches(self):
+        """The training data's native batches in the run's sample order, epoch after epoch."""
+        cfg, data = self.config, self.data
+        epoch = 0
+        while True:
+            order = epoch_order(len(data.y_train), shuffle=True, seed=cfg.seed, epoch=epoch)
+            yield from self.model.loader(data.x_train, data.y_train, order, self.profile.batch_size)
+            epoch += 1
 
     # -- step 4b: batch-1 latency (after the timed run, outside every clock) --------------------
     def latency(self) -> dict:

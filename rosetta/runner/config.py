@@ -25,8 +25,14 @@ _NOT_GATED = frozenset(
         "sample_every",
         "data_source",
         "latency",
+        "kind",
+        "timing_steps",
+        "timing_warmup",
     }
 )
+#: what a cell measures: the training run (round 0: all the profile's epochs or batches, end to
+#: end, accuracy, losses) or a timing round (rounds >= 1: a fixed number of steps, nothing else)
+KINDS = ("training", "timing")
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,9 @@ class CellConfig:
     data_source: str = ""  # what bench verified before the run (for records of failed cells)
     batch_size: int | None = None  # None: the profile's batch size (a sweep axis otherwise)
     round: int = 0  # repetition round, 0-based (each round runs every cell once)
+    kind: str = "training"  # KINDS: round 0 is the training run, rounds >= 1 timing rounds
+    timing_steps: int = 0  # a timing round: steps timed after its first step and the warm-up
+    timing_warmup: int = 0  # a timing round: untimed steps after its first (cold) one
     latency: bool = True  # measure batch-1 latency in round 0 (bench: once per function, threads)
     gate_from: str = ""  # a record of this run whose passing gate this cell reuses ("": gate here)
     gate_sha256: str = ""  # that record's sha256 when the run read it: any other bytes gate here
@@ -70,7 +79,23 @@ class CellConfig:
         unknown = sorted(set(raw) - known)
         if unknown:
             raise RosettaError(f"cell config has unknown fields {unknown}; valid: {sorted(known)}")
-        return cls(**raw)
+        config = cls(**raw)
+        config.check_kind()
+        return config
+
+    def check_kind(self) -> None:
+        """A kind this runner knows, and a timing round with at least one timed step."""
+        if self.kind not in KINDS:
+            valid = ", ".join(KINDS)
+            raise RosettaError(f"cell config: unknown kind {str(self.kind)[:40]!r}; valid: {valid}")
+        if self.kind == "timing" and not (
+            isinstance(self.timing_steps, int) and self.timing_steps >= 1
+            and isinstance(self.timing_warmup, int) and self.timing_warmup >= 0
+        ):  # fmt: skip
+            raise RosettaError(
+                f"cell config: a timing round needs timing_steps >= 1 and timing_warmup >= 0, "
+                f"got {self.timing_steps!r} and {self.timing_warmup!r}"
+            )
 
     def precision_unsupported(self) -> str:
         """Why this cell's backend cannot run its precision on its device, or ``""``

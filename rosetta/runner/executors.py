@@ -89,8 +89,11 @@ class CellProcess:
 
 
 def cell_command(config: CellConfig, executor: str = "papermill") -> list[str]:
-    """The command that runs one cell in a fresh Python process."""
-    return [sys.executable, "-m", EXECUTORS[executor], "--config", config.to_json()]
+    """The command that runs one cell in a fresh Python process. A timing round always runs
+    without a notebook (``rosetta.runner.cell``): a kernel's start would cost it more than its
+    steps, and its notebook would show a handful of step times that its record already holds."""
+    module = EXECUTORS["python" if config.kind == "timing" else executor]
+    return [sys.executable, "-m", module, "--config", config.to_json()]
 
 
 class Running:
@@ -124,7 +127,7 @@ class Running:
                 return None
             kill_tree(self.proc)
             why = (f"cell exceeded its {self.how.timeout_s:g} s timeout and was killed (raise "
-                   f"--timeout){self.how.notebook_note}")  # fmt: skip
+                   f"--timeout){self._note}")  # fmt: skip
             return self._record("timeout", why)
         if self.proc.returncode < 0:
             sig = signal.Signals(-self.proc.returncode).name
@@ -140,7 +143,12 @@ class Running:
     def stop(self, why: str) -> dict:
         """Kill the cell (an interruption); its record, ``interrupted`` unless it wrote one."""
         kill_tree(self.proc)
-        return self._record("interrupted", f"interrupted by {why}{self.how.notebook_note}")
+        return self._record("interrupted", f"interrupted by {why}{self._note}")
+
+    @property
+    def _note(self) -> str:
+        """The notebook note, for a cell that runs in one (never a timing round)."""
+        return "" if self.config.kind == "timing" else self.how.notebook_note
 
     def _record(self, status: str, error: str) -> dict:
         """The record the cell wrote, else the one that says why it wrote none."""

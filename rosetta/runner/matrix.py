@@ -1,6 +1,7 @@
 """The matrix: every (workload, backend) cell in its own process, each leaving exactly one record.
 
-The matrix owns the run: the cells and their order (``round_orders``, stored in ``run.json``),
+The matrix owns the run: the cells and their order (``round_orders``, stored in ``run.json``;
+round 0 is every cell's training run, later rounds are timing rounds: ``round_kind``),
 what is kept or skipped, which gate verdict a cell may reuse, which cell measures batch-1 latency,
 the index and every record. An executor (:mod:`rosetta.runner.executors`: a local process, the
 papermill kernel, or :mod:`rosetta.runner.ray_executor`) only transports a cell and returns its
@@ -52,14 +53,15 @@ from rosetta.runner.rundir import RunDir
 from rosetta.runner.signals import describe, ignore_signals, interrupt_on_signals
 
 __all__ = ["EXECUTORS", "Display", "Plan", "cell_label", "latency_cells", "round_cells",
-           "round_orders", "run_matrix"]  # fmt: skip
+           "round_kind", "round_orders", "run_matrix"]  # fmt: skip
 
 POLL_S = 0.5
 #: configuration fields a kept record must share with the cell it is kept for (the rest is
 #: bookkeeping: where the record goes, which verdict it reused, whether it timed latency)
 KEPT_FIELDS = ("backend", "workload", "profile", "run_id", "data_dir", "dtype", "device", "seed",
                "threads", "precision", "tf32", "sample_every", "batch_size", "round",
-               "torch_compile", "paddle_static")  # fmt: skip
+               "torch_compile", "paddle_static", "kind", "timing_steps",
+               "timing_warmup")  # fmt: skip
 _CONFIG_DEFAULTS = {f.name: f.default for f in fields(CellConfig)}
 
 
@@ -90,6 +92,7 @@ def round_cells(plan: Plan, round_: int = 0) -> list[CellConfig]:
             precision=prec,
             threads=t,
             round=round_,
+            **round_kind(plan, round_),
             data_source=(plan.data_sources or {}).get(w, ""),
         )
         for w in plan.workloads
@@ -99,6 +102,15 @@ def round_cells(plan: Plan, round_: int = 0) -> list[CellConfig]:
         for t in plan.threads
     ]
     return [c for c in cells if not any(skipped(c, point) for point in plan.skip_points)]
+
+
+def round_kind(plan: Plan, round_: int) -> dict:
+    """What round ``round_`` measures: round 0 is every cell's training run, the later rounds
+    are timing rounds of the plan's length (``CellConfig`` kind, timing_steps, timing_warmup)."""
+    if round_ == 0:
+        return {"kind": "training"}
+    return {"kind": "timing", "timing_steps": plan.timing_steps,
+            "timing_warmup": plan.timing_warmup}  # fmt: skip
 
 
 def skipped(config: CellConfig, point: dict) -> bool:
@@ -308,6 +320,8 @@ class _Matrix:
         if status == "ok":
             c = rec["clocks"]
             eq = "equivalent" if entry["equivalent"] else "NOT EQUIVALENT"
+            if config.kind == "timing":
+                eq = f"timing round, {eq}"
             if rec["equivalence"].get("reused_from"):
                 eq += f" (gate of {rec['equivalence']['reused_from']})"
             detail = f"{eq}, step {c['steady']['median']:.3f} s, {rec.get('wall_s', 0):.0f} s wall"

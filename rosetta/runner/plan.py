@@ -9,9 +9,11 @@ naming the option and its valid values, before anything runs), resolves what the
 ``None`` is the profile's. ``--device auto`` stays a request: each cell resolves it in its own
 process, first; the plan only says what it means on the driver's machine (the banner's words).
 
-Bounds, each with its reason: ``--repeat`` at most :data:`MAX_REPEAT` rounds and the whole run at
-most :data:`MAX_CELLS` cells unless ``--allow-large-run`` (an interrupted run writes a record per
-unstarted cell; a run that large is a typo more often than a plan), never beyond
+Bounds, each with its reason: ``--repeat`` at most :data:`MAX_REPEAT` rounds, the whole run at
+most :data:`MAX_CELLS` cells and its timing rounds at most an hour (:data:`MAX_TIMING_S`; or
+as long as its training runs) by the profile's estimate, unless ``--allow-large-run`` (an
+interrupted run writes a record per unstarted cell; a run that large is a typo more often than a
+plan), never beyond
 :data:`HARD_MAX_CELLS`; ``--wait-quiet`` 0 to :data:`MAX_WAIT_QUIET_S` s; ``--timeout``
 :data:`MIN_TIMEOUT_S` s to :data:`MAX_TIMEOUT_S` s; ``--sample-every`` 1 to
 :data:`MAX_SAMPLE_EVERY`.
@@ -32,6 +34,7 @@ from rosetta.runtime import DEVICES, DTYPES, PADDLE_STATIC, PRECISIONS, TORCH_CO
 #: how each cell is run locally (``rosetta.runner.matrix.EXECUTORS``), and Ray on top of them
 LOCAL_EXECUTORS = ("papermill", "python")
 MAX_REPEAT = 100  # rounds (issue 33: --repeat 100000 spent 9 minutes writing records)
+MAX_TIMING_S = 3600.0  # the timing rounds' estimate, unless the training runs take longer
 MAX_CELLS = 2000  # cells of one run, rounds included (smoke: 30, sweep: 90)
 HARD_MAX_CELLS = 1_000_000  # even with --allow-large-run
 MAX_WAIT_QUIET_S = 3600.0
@@ -100,7 +103,9 @@ class Plan:
     batch_sizes: tuple[int | None, ...] = (None,)  # axes: None = the profile's batch size
     precisions: tuple[str, ...] = ("fp32",)
     threads: tuple[int | None, ...] = (None,)  # None: all usable cores
-    repeat: int = 1  # rounds: every cell once per round, each in a fresh process
+    repeat: int = 1  # rounds, each cell once per round in a fresh process: 0 training, then timing
+    timing_steps: int = 3  # a timing round's timed steps (rosetta.runner.profiles)
+    timing_warmup: int = 1  # a timing round's untimed steps after its cold first one
     skip_points: tuple[dict, ...] = ()  # points of the product left out (a profile's grid)
     gate_once: bool = True  # gate each function once per run (CellConfig.gate_identity)
     ray: object | None = None  # a ray_executor.RayOptions: the cells run as tasks on a Ray cluster
@@ -236,6 +241,8 @@ class Plan:
             precisions=tuple(precisions),
             threads=tuple(threads),
             repeat=repeat,
+            timing_steps=prof.timing_steps,
+            timing_warmup=prof.timing_warmup,
             skip_points=tuple(skip_points),
             gate_once=not opts.gate_every_point,
             ray=ray,
@@ -262,6 +269,8 @@ class Plan:
                    batch_sizes=list(self.batch_sizes), precisions=list(self.precisions),
                    threads=list(self.threads), repeat=self.repeat,
                    skip_points=list(self.skip_points))  # fmt: skip
+        if self.repeat > 1:  # rounds 1.. are timing rounds of this length (a resume must match)
+            out["timing"] = {"warmup": self.timing_warmup, "steps": self.timing_steps}
         out.update(self.pins)
         return out
 
@@ -289,8 +298,18 @@ class Plan:
         skips = f" (without {', '.join(skip)})" if skip else ""
         return (
             f"batch {show(self.batch_sizes, 'spec')} x {show(self.precisions, '')} x "
-            f"threads {show(self.threads, 'all')}{skips} x {self.repeat} "
-            f"round{'s' if self.repeat > 1 else ''}"
+            f"threads {show(self.threads, 'all')}{skips} x {self.rounds_text()}"
+        )
+
+    def rounds_text(self) -> str:
+        """``1 round (the training run)`` or ``6 rounds (the training run + 5 timing rounds of
+        1 warm-up + 3 timed steps)``."""
+        if self.repeat <= 1:
+            return "1 round (the training run)"
+        n = self.repeat - 1
+        return (
+            f"{self.repeat} rounds (the training run + {n} timing round{'s' if n > 1 else ''} "
+            f"of {self.timing_warmup} warm-up + {self.timing_steps} timed steps)"
         )
 
 
@@ -439,11 +458,18 @@ def _cells_per_round(functions: int, batch_sizes, precisions, threads, skip_poin
 
 
 def _check_size(repeat: int, per_round: int, prof, allow_large: bool) -> None:
-    """Bound the run up front: ``--repeat`` and the whole count of cells, with a time estimate
-    at the profile's rough seconds per cell; ``--allow-large-run`` lifts the soft bounds."""
+    """Bound the run up front: ``--repeat`` and the whole count of cells, and the timing rounds'
+    time, each refusal one line with the estimate (the profile's rough seconds per training run
+    and per timing round); ``--allow-large-run`` lifts the soft bounds."""
     total = repeat * per_round
-    hours = total * prof.cell_s / 3600
-    estimate = f"{total:,} cells, about {hours:,.1f} h at ~{prof.cell_s:g} s a cell ({prof.name})"
+    train_s, timing_s = per_round * prof.cell_s, (repeat - 1) * per_round * prof.timing_cell_s
+    hours = (train_s + timing_s) / 3600
+    runs, rounds = per_round, (repeat - 1) * per_round
+    estimate = (
+        f"{total:,} cells, about {hours:,.1f} h ({runs:,} training run{'s' * (runs != 1)} at "
+        f"~{prof.cell_s:g} s and {rounds:,} timing round{'s' * (rounds != 1)} at "
+        f"~{prof.timing_cell_s:g} s a cell, {prof.name})"
+    )
     if total > HARD_MAX_CELLS:
         raise RosettaError(
             f"--repeat {repeat}: {estimate}, beyond the hard bound of {HARD_MAX_CELLS:,} cells; "
@@ -457,6 +483,14 @@ def _check_size(repeat: int, per_round: int, prof, allow_large: bool) -> None:
             f"--repeat {repeat}: {estimate}, over the bound of {MAX_REPEAT} rounds and "
             f"{MAX_CELLS:,} cells; valid: --repeat 1..{most} (fewer axes for more), or add "
             "--allow-large-run"
+        )
+    budget = max(MAX_TIMING_S, train_s)  # the rounds may take as long as the training runs
+    if timing_s > budget:
+        most = 1 + int(budget // max(per_round * prof.timing_cell_s, 1e-9))
+        raise RosettaError(
+            f"--repeat {repeat}: {estimate}; the timing rounds alone would run "
+            f"{timing_s / 3600:,.1f} h, over the bound of {budget / 3600:,.1f} h; valid: --repeat "
+            f"1..{most}, or add --allow-large-run"
         )
 
 

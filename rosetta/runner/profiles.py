@@ -2,9 +2,9 @@
 
 A workload's YAML holds its *spec profiles* (``ci``, ``smoke``, ``full``): how many samples, epochs
 or batches one cell runs. A *bench profile* (what ``rosetta bench --profile`` names) picks one of
-them and adds the matrix's defaults: the batch sizes, precisions and thread counts swept, and
-how many rounds (``repeat``) every cell runs. ``sweep`` is the only one that is not a spec profile
-of the same name: it runs the ``ci`` sample counts over a grid.
+them and adds the matrix's defaults: the batch sizes, precisions and thread counts swept, how
+many rounds (``repeat``) every cell runs and how long a timing round is. ``sweep`` is the only one
+that is not a spec profile of the same name: it runs the ``ci`` sample counts over a grid.
 
 Step counts stay in **samples**: a training profile's ``train_samples``/``test_samples`` and
 ``epochs`` are kept whatever the batch size, so a cell at batch 16 runs 4x the steps of one at 64
@@ -13,34 +13,48 @@ too, cut into ``images // B`` timed batches (after ``warmup_batches`` untimed on
 Every point of a sweep thus does the same work, and the time budget does not depend on the grid's
 batch sizes.
 
-Time budgets (2-core machine). The first budget was set from a quiet single smoke round of
-4 min 45 s for all 15 cells (per cell papermill start 0.9-2.3 s, cold start 0.1-5 s); two rounds
-then fitted 10 minutes (2 x (15 x 6 s fixed + 0.83 x 195 s timed) = 504 s, with the cuts below).
-Since then each cell gained a float64 gate of its timed program and a 200-request batch-1
-latency loop, and the machine measures slower (NumPy sgemm 175-196 GFLOP/s, 230-258 before):
+Rounds (issue 32): round 0 of every cell is its **training run** (all the profile's epochs or
+batches: training time, accuracy, loss curve, latency, the gate once per function); rounds 1 to
+``repeat - 1`` are **timing rounds**, each a fresh process (always ``python -m
+rosetta.runner.cell``, no notebook) that imports, builds, takes one cold step, ``timing_warmup``
+untimed steps and ``timing_steps`` timed ones. The report's intervals and verdicts come from the
+timing rounds (Student's t over processes, ``rosetta.report.stats``).
 
-- ``smoke``: R = 2 rounds. Measured quiet (run ``smoke-a``, 2026-11-23): 20 min 53 s. Per round
-  ~604 s of cell processes: timed loops 327 s (chainer cnn 78 s and numpy_ref cnn 55 s lead),
-  batch-1 latency 75 s, the float64 gate 55 s, cold starts 50 s, kernel start, data and test
-  evaluation ~100 s. Latency is now measured in round 0 only (one figure per point; rounds
-  measure the step time's spread), which saves ~75 s. Ten minutes for two rounds would leave
-  600 - 2 x 205 s fixed - 75 s latency = 115 s for both rounds' timed loops, 0.18x of today's
-  327 s each: the cnn would train 11 steps (the reference reaches 0.43 at 48 steps against the
-  0.6 ``tests/test_profiles.py`` holds) and a steady median would rest on 10 steps. So ``smoke``
-  keeps its accuracy and two rounds: measured back to back, quiet, with latency in round 0
-  only: 17 min 13 s (``smoke-b``) and 16 min 32 s (``smoke-c``); one round takes ~10.
-  The counts were cut where accuracy allows: gru 4096 -> 3072 train samples (96 steps; the
-  reference still passes ``tests/test_profiles.py``'s > 0.75), resnet50 8 -> 6 batches, tests
-  1024 -> 768; cnn keeps its 2048 (64 steps: at 1536 the reference fell to 0.45, below 0.6).
+Time budgets (2-core machine), estimated from recorded figures, not timed anew:
+
+- Per-step times of the smoke cells (quiet, this VM, runs ``smoke-b``/``smoke-c`` of issue 22's
+  closing note): the timed loops sum to 327 s a round (cnn 64 steps: chainer 72-78 s, numpy_ref
+  55 s; tensorflow fastest with numpy_ref 3.6x, jax 2.3x, chainer 5.9x of it), which with the
+  recorded ratios gives the five backends' steps together: cnn ~3.1 s, gru ~0.9 s (96 steps;
+  numpy_ref 103-131 ms), resnet50 at 112 px ~7.7 s (7 batches). One step of every smoke cell:
+  ~11.7 s.
+- Fixed cost of a timing round's process: its cold start (import, build, first step) 3.3 s on
+  average (50 s over the 15 smoke cells), plus ~1 s of interpreter, package import, data from the
+  run's cache and the record (a papermill kernel would add 2.6 s: 247 s over the sweep's 96
+  processes). ~4.3 s a cell, 65 s a round of 15 cells.
+- ``smoke``: 1 training run + 5 timing rounds (``repeat = 6``), timing rounds of 1 warm-up and
+  3 timed steps: a timing round ~65 s fixed + 4 x 11.7 s = ~112 s; five ~560 s. The training run
+  is one round of the former smoke with latency: ~555 s (smoke-b: 17 min 13 s for two rounds, the
+  second without latency). **Estimate: ~19 min quiet on this VM** (~13 min on the faster
+  machines of the issue, whose two old rounds took 13-14 min), not the 10 minutes asked: the
+  training run alone is ~9 min here, held by the accuracy the profile must reach (cnn 64 steps
+  for > 0.6, gru 96 for > 0.75: ``tests/test_profiles.py``), and 75 fresh processes cost ~5 min
+  of imports and builds whatever their step counts. Three timed steps per round suffice for the
+  interval: it is taken over the rounds' medians, whose spread it measures.
+- Before rounds were split (issue 22) smoke ran every cell twice in full: 17 min 13 s and
+  16 min 32 s measured back to back, quiet; the counts were cut where accuracy allows (gru
+  4096 -> 3072 train samples, resnet50 8 -> 6 batches, tests 1024 -> 768).
 - ``sweep``: ci sample counts; batch 16 and 64, each at fp32 and bf16 on all cores, and fp32
   on 1 thread too: each question against the others' default (batch scaling per precision,
   the bf16/fp32 ratio per batch at all cores, thread scaling per batch at fp32). 6 points x 15
   cells = 90 records, of which the 12 bf16 points of numpy_ref and chainer are skipped records
   with their reason (no process): 78 cell processes. The full product (bf16 on 1 thread too:
-  96 processes) measured 23 min 12 s quiet (run ``sweep-c``, the gate once per function and
-  the data cut cached), over the 20-minute budget; ``--precisions fp32,bf16 --threads 1,all``
-  runs it.
-- ``ci`` and ``full``: R = 1 (ci is a CI check, full the original settings, hours per round).
+  96 processes) measured 23 min 12 s quiet (run ``sweep-c``), over the 20-minute budget. One
+  round: its verdicts say "too few rounds for an interval"; ``--repeat 3`` adds two timing
+  rounds (~78 x 2 x 5 s: ~13 min more).
+- ``ci``: the training run only (a CI check); ``full``: the original settings, hours for the
+  training run, then 5 timing rounds of 10 steps (ResNet-50 at 224: 2.6-11 s a batch, so about
+  an hour of rounds).
 """
 
 from __future__ import annotations
@@ -57,22 +71,38 @@ class BenchProfile:
 
     name: str
     spec_profile: str  # the workload YAMLs' profile every cell runs (sample counts)
-    repeat: int = 1  # rounds: every cell runs this many times, each in a fresh process
+    repeat: int = 1  # rounds, each a fresh process per cell: the training run + repeat-1 timing
     batch_sizes: tuple[int | None, ...] = (None,)  # None: the spec profile's batch size
     precisions: tuple[str, ...] = ("fp32",)
     threads: tuple[int | None, ...] = (None,)  # None: all usable cores
     #: points of the axes' product this profile leaves out, while no axis is given on the command
     #: line (``rosetta.runner.matrix.skipped``); an axis given runs the whole product
     skip_points: tuple[dict, ...] = ()
-    #: rough seconds one cell takes on the 2-core machine (the budgets above / their cells): the
-    #: time estimate of the bound on the run's size (``rosetta.runner.plan``), not a promise
+    #: rough seconds one training run takes on the 2-core machine (the budgets above / their
+    #: cells): the time estimate of the bound on the run's size (``rosetta.runner.plan``)
     cell_s: float = 30.0
+    timing_warmup: int = 1  # a timing round: untimed steps after its first (cold) one
+    timing_steps: int = 3  # a timing round: timed steps
+    timing_cell_s: float = 8.0  # rough seconds one timing round of one cell takes (as cell_s)
+
+    @property
+    def timing_rounds(self) -> int:
+        """The timing rounds of ``repeat`` (round 0 is the training run)."""
+        return max(self.repeat - 1, 0)
 
 
 BENCH_PROFILES: dict[str, BenchProfile] = {
-    "ci": BenchProfile("ci", "ci", repeat=1, cell_s=12.0),
-    "smoke": BenchProfile("smoke", "smoke", repeat=2, cell_s=40.0),
-    "full": BenchProfile("full", "full", repeat=1, cell_s=1800.0),
+    "ci": BenchProfile("ci", "ci", repeat=1, cell_s=12.0, timing_cell_s=5.0),
+    "smoke": BenchProfile("smoke", "smoke", repeat=6, cell_s=40.0, timing_cell_s=8.0),
+    "full": BenchProfile(
+        "full",
+        "full",
+        repeat=6,
+        cell_s=1800.0,
+        timing_warmup=2,
+        timing_steps=10,
+        timing_cell_s=60.0,
+    ),  # fmt: skip
     "sweep": BenchProfile(
         "sweep",
         "ci",
@@ -82,6 +112,7 @@ BENCH_PROFILES: dict[str, BenchProfile] = {
         threads=(1, None),
         skip_points=({"precision": "bf16", "threads": 1},),  # bf16 at all cores only
         cell_s=15.0,
+        timing_cell_s=5.0,
     ),  # fmt: skip
 }
 

@@ -43,7 +43,8 @@ def make_record(*, backend: str, workload: str, profile: str, status: str, **fie
 
 
 def point(config: dict, runtime: dict | None = None) -> dict:
-    """Where on the measured surface a record sits: ``{batch_size, precision, round}``.
+    """Where on the measured surface a record sits: ``{batch_size, precision, round, kind}``
+    (``kind``: ``training`` for the training run, ``timing`` for a timing round).
 
     ``batch_size`` is the effective one (the profile's when the config says ``None``). The
     thread count is not repeated here: an ok record holds the count in effect once, in
@@ -62,6 +63,7 @@ def point(config: dict, runtime: dict | None = None) -> dict:
         "batch_size": batch,
         "precision": config.get("precision", "fp32"),
         "round": int(config.get("round", 0)),
+        "kind": str(config.get("kind", "training")),  # the training run or a timing round
     }
 
 
@@ -222,11 +224,13 @@ def record_problem(rec: dict) -> str:
     steady = clocks.get("steady") if isinstance(clocks, dict) else None
     if not isinstance(steady, dict):
         return "status ok but no clocks (clocks.steady)"
+    cfg = rec.get("config") if isinstance(rec.get("config"), dict) else {}
+    timing = cfg.get("kind") == "timing"  # a timing round has no end to end: its steps only
     for where, d, key in [
         ("clocks.steady", steady, k) for k in ("median", "ci95_low", "ci95_high")
     ] + [
         ("clocks", clocks, "cold_start_s"),
-        ("clocks", clocks, "end_to_end_s"),
+        *([] if timing else [("clocks", clocks, "end_to_end_s")]),
     ]:
         v = d.get(key)
         if isinstance(v, bool) or not isinstance(v, int | float):
