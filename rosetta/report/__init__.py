@@ -20,9 +20,12 @@ backends, titles from the spec), ``frame`` (pandas), ``groups`` (rounds of one p
 group), ``stats`` (NumPy: cross-round intervals, paired ratios, "no clear difference", noise),
 ``compare`` (ratios to the fastest, run against run), ``charts`` (matplotlib -> inline SVG),
 ``fmt`` (number formats), ``headline`` (the headline tables), ``sections`` (the other tables),
-``scaling`` (batch, threads, precision, latency), ``summary`` (the bench's text table and CSV,
-no pandas), ``html`` (Jinja2 -> index.html). The browser check of the page (headless Chromium
-over the DevTools protocol) lives with the tests and scripts that use it: ``tests/browser.py``.
+``scaling`` (batch, threads, precision, latency), ``ceilings`` (each cell against the run's
+measured ceilings and its roofline bound, no pandas), ``references`` (the shipped fractions of
+ceiling other machines reached), ``roofline`` (the roofline charts and table), ``summary``
+(the bench's text table and CSV, no pandas), ``html`` (Jinja2 -> index.html). The browser check
+of the page (headless Chromium over the DevTools protocol) lives with the tests and scripts that
+use it: ``tests/browser.py``.
 """
 
 from __future__ import annotations

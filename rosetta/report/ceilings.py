@@ -26,6 +26,10 @@ ABOVE = (
     "above 100%: the backend does fewer multiplications than the spec counts (Winograd or FFT "
     "convolutions, a skipped zero), or the ceiling was measured under more load than the cell"
 )
+ABOVE_PROBE = (
+    "above 100% of a matmul probe: a framework's own kernels can beat the probe's library, and "
+    "fewer multiplications than the spec counts (Winograd) can too; no measured ceiling here"
+)
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,7 @@ def standing(
         gflops=gflops,
         ceiling=ceil,
         fraction=fraction,
-        above=ABOVE if fraction is not None and fraction > 1.0 else "",
+        above=(ABOVE if ceil.measured else ABOVE_PROBE) if ceil and fraction > 1.0 else "",
         intensity=intensity,
         attainable=attainable,
         bound=bound,

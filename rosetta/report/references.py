@@ -61,20 +61,20 @@ def verdict(fraction: float | None, ref: Reference | None) -> str:
 
 
 def reference_for(
-    workload: str, backend: str, precision: str, batch: int | None, path: Path = DATA
+    workload: str, backend: str, precision: str, batch: int | None, path: Path | None = None
 ) -> Reference | None:
     """The reference range of one cell's kind, or None where no machine ran it."""
-    table, _ = load(path)
+    table, _ = load(path or DATA)
     return table.get((workload, backend, precision, batch))
 
 
-def problems(path: Path = DATA) -> list[str]:
+def problems(path: Path | None = None) -> list[str]:
     """Why the reference file could not be (fully) read: one line each."""
-    return list(load(path)[1])
+    return list(load(path or DATA)[1])
 
 
 @lru_cache(maxsize=8)
-def load(path: Path = DATA) -> tuple[dict[tuple, Reference], tuple[str, ...]]:
+def load(path: Path) -> tuple[dict[tuple, Reference], tuple[str, ...]]:
     """{(workload, backend, precision, batch): Reference} from the file, and its problems."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
