@@ -9,6 +9,8 @@ each gets to the roof above it).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -88,26 +90,26 @@ def chart(workload: str, run_id: str, p: pd.DataFrame, ceilings, label_run: bool
     ridges = [c.gflops / bw for c in roofs] if bw else []
     lo = min([*xs, *ridges]) / 8
     hi = max([*xs, *ridges]) * 8
-    for c in roofs:
-        ax.plot(
-            [lo, hi],
-            [c.gflops, c.gflops],
-            color="#333333",
-            lw=1.2,
-            ls="-" if c.precision == "fp32" else "--",
-        )
+    for c in roofs:  # the roofline: the memory line up to the ridge, the ceiling after it
+        ridge = c.gflops / bw if bw else lo
+        style = "-" if c.precision == "fp32" else "--"
+        ax.plot([max(ridge, lo), hi], [c.gflops, c.gflops], color="#333333", lw=1.4, ls=style)
         ax.annotate(
-            f"{c.label}: {c.gflops:.0f} GFLOP/s", (lo * 1.1, c.gflops), va="bottom", fontsize=8
+            f"{c.label}: {c.gflops:.0f} GFLOP/s",
+            (max(ridge, lo) * 1.1, c.gflops * 1.05),
+            ha="left",
+            va="bottom",
+            fontsize=8,
         )
     if bw:
         top = max(c.gflops for c in roofs) if roofs else max(ys)
         x_mem = np.array([lo, top / bw])
-        ax.plot(x_mem, x_mem * bw, color="#0b57d0", lw=1.2)
+        ax.plot(x_mem, x_mem * bw, color="#0b57d0", lw=1.4)
         ax.annotate(
             f"memory {bw:.0f} GB/s",
-            (lo * 1.1, lo * 1.1 * bw),
+            (lo * 1.3, lo * 1.3 * bw / 1.3),
             color="#0b57d0",
-            va="bottom",
+            va="top",
             fontsize=8,
         )
     for _, r in mine.iterrows():
@@ -126,10 +128,11 @@ def chart(workload: str, run_id: str, p: pd.DataFrame, ceilings, label_run: bool
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
-    y_top = max([*ys, *(c.gflops for c in roofs)]) * 2
-    ax.set_ylim(min(ys) / 4, y_top)
-    plain_log(ax.xaxis)
-    plain_log(ax.yaxis)
+    y_lo = min([*ys, lo * bw if bw else min(ys)]) / 2
+    y_hi = max([*ys, *(c.gflops for c in roofs)]) * 2
+    ax.set_ylim(y_lo, y_hi)
+    plain_log(ax.xaxis, log_ticks(lo, hi))
+    plain_log(ax.yaxis, log_ticks(y_lo, y_hi))
     ax.set_xlabel("arithmetic intensity (spec FLOP per byte a step must move)")
     ax.set_ylabel("GFLOP/s")
     ax.grid(True, which="major", color="#e4e4e8", lw=0.6)
@@ -142,6 +145,17 @@ def chart(workload: str, run_id: str, p: pd.DataFrame, ceilings, label_run: bool
         "compute ceiling and memory bandwidth",
         _to_svg(fig, chart_id),
     )
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """1-2-5 ticks between ``lo`` and ``hi`` (1-10 where the range spans more than 3 decades)."""
+    steps = (1, 2, 5) if hi / lo <= 1e3 else (1,)
+    k = math.floor(math.log10(lo))
+    out = []
+    while 10**k <= hi:
+        out.extend(m * 10**k for m in steps if lo <= m * 10**k <= hi)
+        k += 1
+    return out
 
 
 def section(t: Tables) -> dict | None:
