@@ -43,8 +43,16 @@ def machine_entry(run_dir: Path, placeholder: bool, note: str) -> dict:
         fractions.append({"workload": w, "backend": b, "precision": p, "batch": int(batch),
                           "fraction": round(float(statistics.median(g["peak_fraction"])), 4),
                           "rounds": int(len(g))})  # fmt: skip
-    loads = [q.get("load_avg") for q in run.info.get("quiet_checks") or [] if isinstance(q, dict)]
-    cells_load = sorted({x for x in list(ok["load_before"]) + list(ok["load_after"]) if x})
+    checks = run.info.get("quiet_checks") or []
+    loads = [q.get("load1") for q in checks if isinstance(q, dict)]  # 1-minute, at the start
+    cells_load = [  # each cell's 1-minute load average before and after it
+        rec["load"][when]["load_avg"][0]
+        for rec in run.records
+        for when in ("before", "after")
+        if isinstance(rec.get("load"), dict)
+        and isinstance(rec["load"].get(when), dict)
+        and rec["load"][when].get("load_avg")
+    ]
     cfg = run.info.get("config") if isinstance(run.info.get("config"), dict) else {}
     env = run.environment
     return {
@@ -61,8 +69,8 @@ def machine_entry(run_dir: Path, placeholder: bool, note: str) -> dict:
             "profile": cfg.get("profile"),
             "executor": cfg.get("executor"),
             "repeat": cfg.get("repeat"),
-            "load_avg_at_start": loads,
-            "cell_load_avg_before_after": cells_load[:1] + cells_load[-1:],
+            "load1_at_start": loads,
+            "cell_load1_range": [min(cells_load), max(cells_load)] if cells_load else [],
             "placeholder": placeholder,
             "note": note,
         },

@@ -112,7 +112,9 @@ def load(path: Path) -> tuple[dict[tuple, Reference], tuple[str, ...]]:
 
 
 def machine_name(m: dict) -> str:
-    """``"AMD EPYC (avx512f, avx512_bf16; 32 FLOP/cycle fp32)"``; '' where no CPU is named."""
+    """``"AMD EPYC (avx512f, avx512_bf16; 32 FLOP/cycle fp32)"``; '' where no CPU is named. The
+    measured FLOP per cycle is named at the nearest power of two (what cores have: 16, 32, 64),
+    so a figure measured on a busy machine (36.4) still names its generation."""
     cpu = _text(m.get("cpu"))
     if not cpu:
         return ""
@@ -122,8 +124,8 @@ def machine_name(m: dict) -> str:
     wide = [x for x in isa if x.startswith(("avx512f", "avx512_bf16", "amx", "sve"))] or isa[-1:]
     fpc = m.get("flop_per_cycle_fp32")
     bits = ", ".join(wide)
-    if _finite(fpc):
-        bits += f"; {fpc:.0f} FLOP/cycle fp32"
+    if _finite(fpc) and fpc > 0:
+        bits += f"; {2 ** round(math.log2(fpc))} FLOP/cycle fp32"
     return f"{cpu} ({bits})" if bits else cpu
 
 
