@@ -116,6 +116,15 @@ def test_no_compiler_falls_back_to_the_matmul_probe_stated(tmp_path):
     assert "matmul probe" in eff["torch"][8] and "recorded no measured ceiling" in eff["torch"][8]
 
 
+def test_a_cell_on_fewer_threads_is_held_to_its_share_of_the_cores():
+    fp32 = Ceiling("fp32", 200.0, "fp32 FMA ceiling", True, cores=4)
+    one = fp32.on(1)
+    assert one.gflops == 50.0 and "scaled to 1 of 4 cores" in one.label
+    assert fp32.on(4) is fp32 and fp32.on(None) is fp32 and fp32.on(8) is fp32
+    probe = Ceiling("fp32", 200.0, "fp32 matmul probe", False, cores=4)
+    assert probe.on(1) is probe  # a probe's rate does not scale by cores: left as measured
+
+
 def test_bf16_without_its_own_ceiling_is_held_to_fp32s():
     fp32 = Ceiling("fp32", 200.0, "fp32 FMA ceiling", True)
     assert Ceilings((fp32,), 20.0).of("bf16") is fp32

@@ -17,7 +17,7 @@ Pandas-free: the bench's text summary and the HTML report read the same figures 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rosetta.report.references import Reference, reference_for, verdict
 from rosetta.report.specfacts import TRAIN_FLOP_FACTOR, step_intensity
@@ -41,6 +41,18 @@ class Ceiling:
     label: str  # what it is, e.g. "fp32 FMA ceiling (fma512, 2 cores)"
     measured: bool  # True: the compiled kernel; False: a matmul probe standing in
     note: str = ""  # why it is the probe, or why bf16 is held to fp32
+    cores: int | None = None  # the cores it ran on (the kernel: one thread per usable core)
+
+    def on(self, threads: int | None) -> Ceiling:
+        """This ceiling for a cell on ``threads`` of its cores: the measured kernel scaled by
+        threads / cores (each core has its own FMA pipes); itself otherwise."""
+        if not (self.measured and self.cores and threads and 0 < threads < self.cores):
+            return self
+        return replace(
+            self,
+            gflops=self.gflops * threads / self.cores,
+            label=f"{self.label}, scaled to {threads} of {self.cores} cores",
+        )
 
 
 @dataclass(frozen=True)
@@ -66,11 +78,16 @@ def run_ceilings(info: dict) -> Ceilings:
     measured = rec.get("method") == "fma kernel"
     threads = _num(rec.get("threads"))
     cores = f", {threads:.0f} cores" if threads else ""
+    n = int(threads) if threads else None
     fp32 = rec.get("fp32") if isinstance(rec.get("fp32"), dict) else {}
     if measured and _pos(fp32.get("gflops")):
         out.append(
             Ceiling(
-                "fp32", float(fp32["gflops"]), f"fp32 FMA ceiling ({_kernel(fp32)}{cores})", True
+                "fp32",
+                float(fp32["gflops"]),
+                f"fp32 FMA ceiling ({_kernel(fp32)}{cores})",
+                True,
+                cores=n,
             )
         )
     else:
@@ -87,6 +104,7 @@ def run_ceilings(info: dict) -> Ceilings:
                 float(bf16["gflops"]),
                 f"bf16 dot-product ceiling ({_kernel(bf16)}{cores})",
                 True,
+                cores=n,
             )
         )
     bw = rec.get("bandwidth") if isinstance(rec.get("bandwidth"), dict) else {}
@@ -131,10 +149,13 @@ def standing(
     precision: str,
     batch: int | None,
     device: str = "cpu",
+    threads: int | None = None,
 ) -> Standing:
-    """Where a cell achieving ``gflops`` stands (GPU cells: no CPU ceiling, no roofline)."""
+    """Where a cell achieving ``gflops`` on ``threads`` threads stands (GPU cells: no CPU
+    ceiling, no roofline)."""
     on_cpu = not device or device.startswith("cpu")
     ceil = ceilings.of(precision) if on_cpu else None
+    ceil = ceil.on(threads) if ceil else None
     fraction = gflops / ceil.gflops if ceil else None
     attainable = None
     bound = ""

@@ -303,6 +303,7 @@ def cell_row(run: Run, rec: dict) -> dict:
             precision=row["precision"],
             batch=row["batch_size"],
             device=row["device"],
+            threads=row["threads"],
         )
         row["peak_fraction"] = row["standing"].fraction
     metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}

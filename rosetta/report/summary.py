@@ -189,6 +189,7 @@ def ceiling_lines(recs: list[dict], info: dict) -> list[str]:
             precision=cell["precision"],
             batch=cell["batch"],
             device=cell["device"],
+            threads=cell["threads"],
         )
         frac = f"{st.fraction:6.1%}" if st.fraction is not None else "     -"
         above.update({st.above: None} if st.above else {})
@@ -223,6 +224,14 @@ def _cell_facts(r: dict) -> dict:
             pt.get("precision") or cfg.get("precision") or rt.get("precision") or "fp32"
         ),
         "device": str(rt.get("device") or cfg.get("device") or "cpu"),
+        "threads": next(
+            (
+                t
+                for t in (rt.get("threads"), pt.get("threads"), cfg.get("threads"))
+                if isinstance(t, int) and not isinstance(t, bool)
+            ),
+            None,
+        ),  # fmt: skip
         "shape": shape,
     }
 
