@@ -69,9 +69,9 @@ def test_of_ceiling_is_the_planted_rate_over_the_planted_ceiling(tmp_path):
     torch = t.cells[(t.cells["workload"] == "cnn") & (t.cells["backend"] == "torch")].iloc[0]
     assert torch["gflops"] == pytest.approx(_gflops(), rel=1e-9)
     assert torch["peak_fraction"] == pytest.approx(_gflops() / 1000.0, rel=1e-9)
-    _, eff, _ = _tables(d, tmp_path)
-    assert eff["torch"][7] == f"{_gflops() / 1000.0:.1%}"
-    assert eff["torch"][8] == "1000 fp32 FMA ceiling (fma512, 2 cores)"
+    page, eff, _ = _tables(d, tmp_path)
+    assert eff["torch"][7] == f"{_gflops() / 1000.0:.1%}" and eff["torch"][8] == "1000 fp32 FMA"
+    assert "r: 1000 GFLOP/s fp32 FMA ceiling (fma512, 2 cores); 2000 GFLOP/s bf16" in page
 
 
 def test_the_roofline_bound_follows_the_planted_bandwidth(tmp_path):
@@ -97,6 +97,11 @@ def test_above_the_ceiling_is_explained_beside_the_figure(tmp_path):
     assert eff["torch"][7].startswith("200.0%") and "fewer multiplications" in eff["torch"][7]
     text = summary(records.read_records(d, []), info)
     assert "200.0% *" in text and "Winograd" in text
+    # against a matmul probe, a figure above 100% says a framework can beat the probe
+    probe = {**CEILING, "method": "matmul probe", "fp32": {"gflops": _gflops() / 2}}
+    d, _ = _run(tmp_path, probe, "probe")
+    _, eff, _ = _tables(d, tmp_path / "probe")
+    assert "can beat the probe's library" in eff["torch"][7]
 
 
 def test_no_compiler_falls_back_to_the_matmul_probe_stated(tmp_path):
@@ -104,16 +109,22 @@ def test_no_compiler_falls_back_to_the_matmul_probe_stated(tmp_path):
     probe["fp32"] = {"kernel": None, "gflops": 500.0, "what": "numpy 1024x1024 fp32 matmul"}
     probe["bf16"] = {"kernel": None, "gflops": None, "why": "no C compiler"}
     d, info = _run(tmp_path, probe)
-    _, eff, _ = _tables(d, tmp_path)
-    assert eff["torch"][7] == f"{_gflops() / 500.0:.1%}"
-    assert "fp32 matmul probe (numpy 1024x1024 fp32 matmul)" in eff["torch"][8]
-    assert NO_COMPILER in eff["torch"][8]
+    page, eff, _ = _tables(d, tmp_path)
+    assert (
+        eff["torch"][7] == f"{_gflops() / 500.0:.1%}" and eff["torch"][8] == "500 fp32 matmul probe"
+    )
+    assert f"fp32 matmul probe (numpy 1024x1024 fp32 matmul) ({NO_COMPILER})" in page
+    assert (
+        eff["torch"][10] == "not comparable (matmul probe)"
+    )  # references are of measured ceilings
     text = summary(records.read_records(d, []), info)
     assert "matmul probe" in text and NO_COMPILER in text
     # a run that recorded no ceiling at all (older runs) reads its matmul probe, saying so
     d, _ = _run(tmp_path, None, "old")
-    _, eff, _ = _tables(d, tmp_path / "old")
-    assert "matmul probe" in eff["torch"][8] and "recorded no measured ceiling" in eff["torch"][8]
+    page, eff, _ = _tables(d, tmp_path / "old")
+    assert eff["torch"][8] == "800 fp32 matmul probe"  # run.json's peak_gflops
+    said = "old: 800 GFLOP/s fp32 matmul probe (NumPy 2048x2048 fp32 matmul) "
+    assert said + "(this run recorded no measured ceiling)" in page
 
 
 def test_a_cell_on_fewer_threads_is_held_to_its_share_of_the_cores():
@@ -162,8 +173,9 @@ def test_a_cell_far_below_its_references_is_said_so(tmp_path, monkeypatch):
     frac = _gflops() / 1000.0
     d, info = _run(tmp_path, CEILING)
     monkeypatch.setattr(references, "DATA", _reference_file(tmp_path / "in.json", frac * 1.2))
-    _, eff, _ = _tables(d, tmp_path / "in")
-    assert eff["torch"][9] == f"{frac * 1.2:.0%} on Test EPYC (avx512f; 32 FLOP/cycle fp32)"
+    page, eff, _ = _tables(d, tmp_path / "in")
+    assert eff["torch"][9] == f"{frac * 1.2:.0%}"
+    assert "reference fractions from: Test EPYC (avx512f; 32 FLOP/cycle fp32)" in page
     assert eff["torch"][10] == "in line" and eff["numpy_ref"][10] == "no reference"
     monkeypatch.setattr(references, "DATA", _reference_file(tmp_path / "far.json", frac * 3))
     _, eff, _ = _tables(d, tmp_path / "far")

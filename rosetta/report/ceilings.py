@@ -23,12 +23,13 @@ from rosetta.report.references import Reference, reference_for, verdict
 from rosetta.report.specfacts import TRAIN_FLOP_FACTOR, step_intensity
 
 ABOVE = (
-    "above 100%: the backend does fewer multiplications than the spec counts (Winograd or FFT "
-    "convolutions, a skipped zero), or the ceiling was measured under more load than the cell"
+    "above 100%: fewer multiplications than the spec counts (Winograd, FFT), or a ceiling "
+    "measured under more load than the cell"
 )
+PROBE_VERDICT = "not comparable (matmul probe)"  # references are fractions of a measured ceiling
 ABOVE_PROBE = (
-    "above 100% of a matmul probe: a framework's own kernels can beat the probe's library, and "
-    "fewer multiplications than the spec counts (Winograd) can too; no measured ceiling here"
+    "above 100% of a matmul probe: a framework's own kernels can beat the probe's library "
+    "(no measured ceiling here)"
 )
 
 
@@ -42,6 +43,12 @@ class Ceiling:
     measured: bool  # True: the compiled kernel; False: a matmul probe standing in
     note: str = ""  # why it is the probe, or why bf16 is held to fp32
     cores: int | None = None  # the cores it ran on (the kernel: one thread per usable core)
+
+    @property
+    def short(self) -> str:
+        """``"FMA"``, ``"dot-product"`` or ``"matmul probe"``, and the cores where scaled."""
+        kind = "matmul probe" if not self.measured else "FMA" if self.precision == "fp32" else "dot"
+        return f"{self.precision} {kind}" + (", scaled" if "scaled to" in self.label else "")
 
     def on(self, threads: int | None) -> Ceiling:
         """This ceiling for a cell on ``threads`` of its cores: the measured kernel scaled by
@@ -174,7 +181,7 @@ def standing(
         attainable=attainable,
         bound=bound,
         reference=ref,
-        verdict=verdict(fraction, ref) if fraction is not None else "",
+        verdict=(verdict(fraction, ref) if ceil.measured else PROBE_VERDICT) if ceil else "",
     )
 
 

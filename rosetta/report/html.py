@@ -83,6 +83,7 @@ def context(t: Tables, out_dir: Path) -> dict:
         "ratios": sections.ratio_rows(t),
         "cold": sections.cold_rows(t),
         "efficiency": sections.efficiency_rows(t),
+        "ceiling_lines": sections.ceiling_lines(t),
         "roofline": roof,
         "equivalence": sections.equivalence_rows(t),
         "drift_maps": sections.drift_maps(t),

@@ -39,12 +39,17 @@ class Reference:
     machines: tuple[str, ...]  # each "CPU model (ISA, FLOP/cycle)"
     placeholder: bool  # any of them from a placeholder run (a loaded machine, the ci profile)
 
-    def text(self) -> str:
-        """``"12-15% on 2 machines"`` (with "placeholder" where one is)."""
+    def span(self) -> str:
+        """``"12-15%"`` (``"12%"`` from one figure), with "placeholder" where one is."""
         span = f"{self.low:.0%}" if self.low == self.high else f"{self.low:.0%}-{self.high:.0%}"
+        return span + (" (placeholder)" if self.placeholder else "")
+
+    def text(self) -> str:
+        """``"12-15% on 2 machines"``, or on the one machine by name."""
         n = len(self.machines)
         where = self.machines[0] if n == 1 else f"{n} machines"
-        return f"{span} on {where}" + (" (placeholder)" if self.placeholder else "")
+        span = self.span()
+        return f"{span.split(' (')[0]} on {where}" + (" (placeholder)" if self.placeholder else "")
 
 
 def verdict(fraction: float | None, ref: Reference | None) -> str:
@@ -66,6 +71,12 @@ def reference_for(
     """The reference range of one cell's kind, or None where no machine ran it."""
     table, _ = load(path or DATA)
     return table.get((workload, backend, precision, batch))
+
+
+def machines(path: Path | None = None) -> list[str]:
+    """Every reference machine's name, in the file's order (the report lists them once)."""
+    table, _ = load(path or DATA)
+    return list(dict.fromkeys(m for ref in table.values() for m in ref.machines))
 
 
 def problems(path: Path | None = None) -> list[str]:

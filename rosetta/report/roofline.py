@@ -141,8 +141,9 @@ def chart(workload: str, run_id: str, p: pd.DataFrame, ceilings, label_run: bool
     chart_id = _safe_id("roofline", workload, run_id)
     return Chart(
         chart_id,
-        f"{workload}{where}: achieved GFLOP/s against arithmetic intensity, under the measured "
-        "compute ceiling and memory bandwidth",
+        f"{workload}{where}: achieved GFLOP/s against arithmetic intensity, under "
+        + " and ".join([*(c.label for c in roofs), *([f"memory {bw:.0f} GB/s"] if bw else [])])
+        + ("" if bw else " (no bandwidth measured in this run)"),
         _to_svg(fig, chart_id),
     )
 

@@ -96,15 +96,34 @@ def efficiency_rows(t: Tables) -> list[dict]:
                 "factor": "3 (fwd + bwd)" if c["task"] == "train" else "1 (fwd)",
                 "gflops": fmt_num(c["gflops"], ".3g"),
                 "peak": fmt_pct(c["peak_fraction"]),
-                "ceiling": DASH if ceil is None else f"{ceil.gflops:.0f} {ceil.label}",
-                "ceiling_note": "" if ceil is None else ceil.note,
+                "ceiling": DASH if ceil is None else f"{ceil.gflops:.0f} {ceil.short}",
                 "above": st.above if st is not None else "",
-                "reference": ref.text() if ref is not None else DASH,
+                "reference": ref.span() if ref is not None else DASH,
                 "verdict": (st.verdict if st is not None else "") or DASH,
                 "far_below": st is not None and st.verdict == "far below",
                 "equivalent": passed(c["equivalent"]),
             }
         )
+    return out
+
+
+def ceiling_lines(t: Tables) -> list[str]:
+    """Once per run, above the efficiency table: what its ceilings are (and why a probe stands
+    in); then the reference machines the fractions came from."""
+    from rosetta.report import references
+
+    out = []
+    for run in t.runs.runs:
+        bits = [
+            f"{c.gflops:.0f} GFLOP/s {c.label}" + (f" ({c.note})" if c.note else "")
+            for c in run.ceilings.compute
+        ]
+        if run.ceilings.bandwidth_gbs:
+            bits.append(f"memory {run.ceilings.bandwidth_gbs:.0f} GB/s")
+        out.append(f"{run.run_id}: " + ("; ".join(bits) or "no ceiling recorded"))
+    names = references.machines()
+    if names:
+        out.append("reference fractions from: " + "; ".join(names))
     return out
 
 
