@@ -171,6 +171,7 @@ def ceiling_lines(recs: list[dict], info: dict) -> list[str]:
     bw = f"; memory {ceilings.bandwidth_gbs:.0f} GB/s" if ceilings.bandwidth_gbs else ""
     out = [head + bw + "):"]
     above: dict[str, None] = {}  # the explanations of figures above 100%, once each
+    machines: dict[str, None] = {}  # the reference machines named, once each
     for r in _ordered(recs):
         if r["status"] != "ok":
             continue
@@ -194,12 +195,16 @@ def ceiling_lines(recs: list[dict], info: dict) -> list[str]:
         frac = f"{st.fraction:6.1%}" if st.fraction is not None else "     -"
         above.update({st.above: None} if st.above else {})
         bound = f"{st.bound}-bound" if st.bound else ""
-        ref = f"ref {st.reference.text()}: {st.verdict}" if st.reference else st.verdict
+        comparable = st.reference is not None and st.ceiling is not None and st.ceiling.measured
+        ref = f"ref {st.reference.span()}: {st.verdict}" if comparable else st.verdict
+        machines.update(dict.fromkeys(st.reference.machines) if comparable else {})
         out.append(
             f"  {r['workload']:<9} {_name(r):<11} {gflops:8.1f} GFLOP/s {frac}"
             f"{' *' if st.above else '  '} {bound:<14} {ref}"
         )
     out.extend(f"  * {note}" for note in above)
+    if machines:
+        out.append(f"  ref: the fractions of ceiling reached on {'; '.join(machines)}")
     return out
 
 
