@@ -76,18 +76,25 @@ STUB_PEAKS = {"stub": "tests: the probes are tested in tests/test_peak.py", "gem
 @pytest.fixture(autouse=True)
 def _machine_peaks_stubbed(request, monkeypatch):
     """``rosetta bench`` probes the machine before its first cell (a 2048-square GEMM five times,
-    then a NumPy, a torch and a conv subprocess: seconds per run); ``tests/test_peak.py`` tests
-    the probes, and every other test that starts a run in this process gets fixed figures.
-    A test marked ``real_peaks`` gets the real probes."""
+    then a NumPy, a torch and a conv subprocess, then the compiled ceiling kernels and the triad:
+    seconds per run); ``tests/test_peak.py`` and ``tests/test_ceiling.py`` test the probes, and
+    every other test that starts a run in this process gets fixed figures (no ceiling: the
+    report falls back to the matmul probe's 100 GFLOP/s, stated as such). A test marked
+    ``real_peaks`` gets the real probes."""
     if request.node.get_closest_marker("real_peaks") or request.module.__name__.endswith(
-        "test_peak"
+        ("test_peak", "test_ceiling")
     ):
         yield
         return
-    from rosetta.runner import peak, probe
+    from rosetta.runner import ceiling, peak, probe
 
     monkeypatch.setattr(probe, "gemm_peak_gflops", lambda *a, **k: 100.0)
     monkeypatch.setattr(peak, "machine_peaks", lambda *a, **k: dict(STUB_PEAKS))
+
+    def _no_ceiling(*a, **k):
+        raise AssertionError("the ceiling probe ran in a test not about it (mark it real_peaks)")
+
+    monkeypatch.setattr(ceiling, "measure", _no_ceiling)
     yield
 
 

@@ -44,6 +44,7 @@ def test_ci_profile_runs_every_installed_backend_through_papermill(tmp_path, cap
     info = json.loads((run / "run.json").read_text())
     assert info["peak_gflops"] > 0  # the machine's peaks, measured before the first cell
     assert info["peaks"]["gemm"]["gflops"]["numpy"]["fp32"] > 0
+    assert info["peaks"]["ceiling"]["fp32"]["gflops"] > 0  # the measured ceiling (or the probe)
 
 
 @pytest.mark.slow

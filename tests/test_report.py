@@ -234,7 +234,8 @@ def test_report_html_has_the_tables_numbers(runs, tmp_path):
     assert eff[("cnn", "torch")][6] == f"{gf:.3g}"
     assert eff[("cnn", "torch")][7] == f"{gf / PEAK_GFLOPS * 100:.1f}%"
     # charts are inline SVG; nothing points off the page except the notebook links
-    assert html.count("<svg") == 3 + 3 + 2  # steps, cold start, losses (cnn, gru)
+    # steps, cold start, losses (cnn, gru), rooflines (cnn, gru, resnet50)
+    assert html.count("<svg") == 3 + 3 + 2 + 3
     assert "http://" not in html.replace("http://www.w3.org/", "")
     assert "https://" not in html
     assert "<script" not in html and "Content-Security-Policy" in html

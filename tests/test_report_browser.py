@@ -85,8 +85,10 @@ def test_report_in_headless_chromium(tmp_path):
         EXPECTED["gru_torch_time"],
         f"{EXPECTED['gru_torch_acc']} synthetic",
     ]
-    # every chart has a size: steps and cold start per workload, losses per training run
-    assert len(p["charts"]) == 3 + 3 + 2 * 2
+    # every chart has a size: steps and cold start per workload, losses per training run, a
+    # roofline per workload and run
+    assert "roofline" in p["sections"]
+    assert len(p["charts"]) == 3 + 3 + 2 * 2 + 3 * 2
     assert all(c["width"] > 100 and c["height"] > 50 for c in p["charts"]), p["charts"]
     # the notebook links resolve to files
     assert len(p["links"]) == 2 * 8

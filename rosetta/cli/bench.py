@@ -140,7 +140,7 @@ def _finish(plan: Plan, index: dict[str, dict]) -> int:
     recs = records.read_records(run_dir, errors)
     for line in [*errors, *records.data_changes(recs)]:
         print(f"warning: {line}")
-    print(summary(recs))
+    print(summary(recs, _run_info(run_dir)))
     print(f"summary CSV: {write_csv(recs, run_dir / 'summary.csv')}")
     if plan.report_dir is not None:
         _report(run_dir, plan.report_dir)
@@ -156,6 +156,13 @@ def _finish(plan: Plan, index: dict[str, dict]) -> int:
         print(f"{len(unequal)} of {len(index)} cells are NOT EQUIVALENT: {', '.join(unequal)}")
         return 3
     return 0
+
+
+def _run_info(run_dir: Path) -> dict:
+    """The run's ``run.json`` (its measured ceilings) for the summary; {} if unreadable."""
+    from rosetta.report.load import read_json
+
+    return read_json(run_dir / "run.json")[0]
 
 
 def _report(run_dir: Path, report_dir: Path) -> None:

@@ -21,7 +21,10 @@ group), ``stats`` (NumPy: cross-round intervals, paired ratios, "no clear differ
 ``compare`` (ratios to the fastest, run against run), ``charts`` (matplotlib -> inline SVG),
 ``fmt`` (number formats), ``headline`` (the headline tables), ``sections`` (the other tables),
 ``scaling`` (batch, threads, precision, latency), ``serving`` (batch-1 latency and throughput
-of every backend that ran a forward pass, with its engine's version and settings), ``summary``
+of every backend that ran a forward pass, with its engine's version and settings), ``ceilings``
+(each cell against the run's measured ceilings and its roofline bound, no pandas),
+``references`` (the shipped fractions of ceiling other machines reached), ``roofline`` (the
+roofline charts and table), ``summary``
 (the bench's text table and CSV, no pandas), ``html`` (Jinja2 -> index.html). The browser check
 of the page (headless Chromium over the DevTools protocol) lives with the tests and scripts that
 use it: ``tests/browser.py``.

@@ -22,13 +22,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rosetta.report.ceilings import achieved_gflops, standing
 from rosetta.report.groups import group_frame
 from rosetta.report.load import Run, Runs, _get
 from rosetta.report.order import backend_order, row_key
 from rosetta.report.specfacts import spec_facts
 
 __all__ = ["Tables", "backend_order", "build_tables", "cell_row", "tidy_frame"]
-TRAIN_FLOP_FACTOR = 3  # training step = forward + backward, backward counted as 2x forward
 CHECKS = ("forward", "loss", "grads", "params", "float64")  # float64: the worst of the float64 gate
 ID_COLUMNS = ["run_id", "backend", "workload", "batch_size", "precision", "threads", "round",
               "profile", "status", "equivalent", "data_source"]  # fmt: skip
@@ -210,6 +210,7 @@ _EMPTY_ROW = dict.fromkeys(
         "flops_per_sample",
         "gflops",
         "peak_fraction",
+        "standing",
         "test_accuracy",
         "test_samples",
         "time_per_1000",
@@ -303,11 +304,20 @@ def cell_row(run: Run, rec: dict) -> dict:
     if thr is None and row["batch_size"] and row["steady_median"]:
         thr = row["batch_size"] / row["steady_median"]
     row["throughput"] = thr
-    if thr is not None and row["flops_per_sample"]:
-        factor = TRAIN_FLOP_FACTOR if row["task"] == "train" else 1
-        row["gflops"] = thr * row["flops_per_sample"] * factor / 1e9
-        if run.peak_gflops:
-            row["peak_fraction"] = row["gflops"] / run.peak_gflops
+    row["gflops"] = achieved_gflops(row["task"], thr, row["flops_per_sample"])
+    if row["gflops"] is not None:  # against the run's measured ceiling (rosetta.report.ceilings)
+        row["standing"] = standing(
+            run.ceilings,
+            gflops=row["gflops"],
+            workload=workload,
+            profile=profile,
+            backend=row["backend"],
+            precision=row["precision"],
+            batch=row["batch_size"],
+            device=row["device"],
+            threads=row["threads"],
+        )
+        row["peak_fraction"] = row["standing"].fraction
     metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
     row["test_accuracy"] = _num(metrics.get("test_accuracy"))
     row["test_samples"] = _num(metrics.get("test_samples"))

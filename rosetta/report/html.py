@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
-from rosetta.report import charts, headline, scaling, sections, serving
+from rosetta.report import charts, headline, references, roofline, scaling, sections, serving
 from rosetta.report.compare import ratios_to_fastest
 from rosetta.report.frame import CHECKS, Tables
 from rosetta.report.groups import primary
@@ -62,13 +62,18 @@ def context(t: Tables, out_dir: Path) -> dict:
         for run in t.runs.runs
         if (c := drawn(charts.loss_chart, w, run.run_id, first, losses, REFERENCE))
     ]
+    try:
+        roof = roofline.section(t)
+    except Exception as exc:  # noqa: BLE001 - as above: the page stands without its roofline
+        failed.append(f"roofline not drawn ({type(exc).__name__}: {exc})")
+        roof = None
     ids = [r.run_id for r in t.runs.runs]
     return {
         "title": " vs ".join(ids),
         "lede": lede(t),
         "machine": machine_line(t),
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "problems": [*t.runs.problems, *failed],
+        "problems": [*t.runs.problems, *failed, *references.problems()],
         "headlines": headline.headlines(t),
         "step_charts": step_charts,
         "round_charts": round_charts,
@@ -80,6 +85,8 @@ def context(t: Tables, out_dir: Path) -> dict:
         "ratios": sections.ratio_rows(t),
         "cold": sections.cold_rows(t),
         "efficiency": sections.efficiency_rows(t),
+        "ceiling_lines": sections.ceiling_lines(t),
+        "roofline": roof,
         "equivalence": sections.equivalence_rows(t),
         "drift_maps": sections.drift_maps(t),
         "checks": CHECKS,
@@ -177,6 +184,20 @@ def _apart(r, run_id: str, workload: str) -> bool:
     )
 
 
+def _ceiling_text(run) -> str | None:
+    """``ceiling 234 GFLOP/s fp32 (FMA), 469 bf16, 34 GB/s`` or the probe standing in."""
+    fp32, bf16 = run.ceilings.of("fp32"), run.ceilings.of("bf16")
+    if fp32 is None:
+        return None
+    kind = "FMA" if fp32.measured else "matmul probe"
+    bits = [f"ceiling {fp32.gflops:.0f} GFLOP/s fp32 ({kind})"]
+    if bf16 is not None and bf16.precision == "bf16":
+        bits.append(f"{bf16.gflops:.0f} bf16")
+    if run.ceilings.bandwidth_gbs:
+        bits.append(f"{run.ceilings.bandwidth_gbs:.0f} GB/s")
+    return ", ".join(bits)
+
+
 def machine_line(t: Tables) -> str:
     """CPU, cores, OS and the peak GFLOP/s of the (first) run's machine."""
     bits = []
@@ -188,7 +209,7 @@ def machine_line(t: Tables) -> str:
                 env.get("cpu"),
                 f"{env['cpu_count']} cores" if env.get("cpu_count") else None,
                 env.get("os"),
-                f"peak {run.peak_gflops:.0f} GFLOP/s fp32" if run.peak_gflops else None,
+                _ceiling_text(run),
             )
             if x
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from rosetta.errors import RosettaError
@@ -46,6 +47,13 @@ class Run:
         """The machine's fp32 matmul peak recorded with the run (None if not recorded)."""
         v = self.info.get("peak_gflops")
         return float(v) if isinstance(v, int | float) and v > 0 else None
+
+    @cached_property
+    def ceilings(self):
+        """The run's measured ceilings (:func:`rosetta.report.ceilings.run_ceilings`)."""
+        from rosetta.report.ceilings import run_ceilings
+
+        return run_ceilings(self.info)
 
     @property
     def environment(self) -> dict:

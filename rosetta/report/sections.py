@@ -74,24 +74,57 @@ def cold_rows(t: Tables) -> list[dict]:
 
 
 def efficiency_rows(t: Tables) -> list[dict]:
-    """Samples/s, achieved GFLOP/s (spec FLOPs; training = 3x forward) and share of the peak."""
+    """Samples/s, achieved GFLOP/s (spec FLOPs; training = 3x forward), its share of the run's
+    measured ceiling (explained beside it above 100%), and the reference fractions other
+    machines reached with the verdict against them (:mod:`rosetta.report.ceilings`)."""
     ok = t.cells[t.cells["status"] == "ok"]
-    return [
-        {
-            "run_id": c["run_id"],
-            "workload": c["workload"],
-            "backend": _name(c),
-            "throughput": fmt_num(c["throughput"], ".4g"),
-            "flops": fmt_num(
-                None if missing(c["flops_per_sample"]) else c["flops_per_sample"] / 1e9, ".3g"
-            ),
-            "factor": "3 (fwd + bwd)" if c["task"] == "train" else "1 (fwd)",
-            "gflops": fmt_num(c["gflops"], ".3g"),
-            "peak": fmt_pct(c["peak_fraction"]),
-            "equivalent": passed(c["equivalent"]),
-        }
-        for _, c in _sorted(ok).iterrows()
-    ]
+    out = []
+    for _, c in _sorted(ok).iterrows():
+        st = c["standing"] if not missing(c["standing"]) else None
+        ceil = st.ceiling if st is not None else None
+        ref = st.reference if st is not None else None
+        out.append(
+            {
+                "run_id": c["run_id"],
+                "workload": c["workload"],
+                "backend": _name(c),
+                "throughput": fmt_num(c["throughput"], ".4g"),
+                "flops": fmt_num(
+                    None if missing(c["flops_per_sample"]) else c["flops_per_sample"] / 1e9,
+                    ".3g",
+                ),
+                "factor": "3 (fwd + bwd)" if c["task"] == "train" else "1 (fwd)",
+                "gflops": fmt_num(c["gflops"], ".3g"),
+                "peak": fmt_pct(c["peak_fraction"]),
+                "ceiling": DASH if ceil is None else f"{ceil.gflops:.0f} {ceil.short}",
+                "above": st.above if st is not None else "",
+                "reference": ref.span() if ref is not None else DASH,
+                "verdict": (st.verdict if st is not None else "") or DASH,
+                "far_below": st is not None and st.verdict == "far below",
+                "equivalent": passed(c["equivalent"]),
+            }
+        )
+    return out
+
+
+def ceiling_lines(t: Tables) -> list[str]:
+    """Once per run, above the efficiency table: what its ceilings are (and why a probe stands
+    in); then the reference machines the fractions came from."""
+    from rosetta.report import references
+
+    out = []
+    for run in t.runs.runs:
+        bits = [
+            f"{c.gflops:.0f} GFLOP/s {c.label}" + (f" ({c.note})" if c.note else "")
+            for c in run.ceilings.compute
+        ]
+        if run.ceilings.bandwidth_gbs:
+            bits.append(f"memory {run.ceilings.bandwidth_gbs:.0f} GB/s")
+        out.append(f"{run.run_id}: " + ("; ".join(bits) or "no ceiling recorded"))
+    names = references.machines()
+    if names:
+        out.append("reference fractions from: " + "; ".join(names))
+    return out
 
 
 def equivalence_rows(t: Tables) -> list[dict]:
@@ -299,6 +332,7 @@ def environments(t: Tables) -> dict:
             {k: _plain(cfg.get(k)) for k in ("profile", "dtype", "device", "seed", "threads")}
         )
         vals["peak fp32 GFLOP/s (matmul probe)"] = fmt_num(run.peak_gflops, ".1f")
+        vals.update(ceiling_facts(run))
         vals.update({k: _plain(env.get(k)) for k in ENV_KEYS})
         sources = {
             str(r["manifest"].get("data_source"))
@@ -316,6 +350,36 @@ def environments(t: Tables) -> dict:
             continue
         rows.append((k, vals, len(set(vals)) > 1 and k not in ("created", "records")))
     return {"runs": [r.run_id for r in t.runs.runs], "rows": rows}
+
+
+def ceiling_facts(run) -> dict[str, str]:
+    """The run's measured ceilings as environment rows: per precision the GFLOP/s with what it
+    is (and why a probe stands in), FLOP per cycle, the bandwidth with how it was measured."""
+    out = {}
+    for c in run.ceilings.compute:
+        out[f"ceiling {c.precision} GFLOP/s"] = f"{c.gflops:.1f}: {c.label}" + (
+            f" ({c.note})" if c.note else ""
+        )
+    peaks = run.info.get("peaks") if isinstance(run.info.get("peaks"), dict) else {}
+    rec = peaks.get("ceiling") if isinstance(peaks.get("ceiling"), dict) else {}
+    for p in ("fp32", "bf16"):
+        part = rec.get(p) if isinstance(rec.get(p), dict) else {}
+        fpc = part.get("flop_per_cycle")
+        if isinstance(fpc, int | float) and not isinstance(fpc, bool):
+            out[f"FLOP per cycle per core {p} (measured)"] = f"{fpc:.1f}"
+    if run.ceilings.bandwidth_gbs:
+        out["memory bandwidth GB/s"] = (
+            f"{run.ceilings.bandwidth_gbs:.1f}: {run.ceilings.bandwidth_how}"
+        )
+    comp = rec.get("compiler") if isinstance(rec.get("compiler"), dict) else {}
+    src = rec.get("source") if isinstance(rec.get("source"), dict) else {}
+    if comp:
+        flags = " ".join(str(f) for f in comp.get("flags") or [])
+        out["ceiling kernel"] = (
+            f"{src.get('file', '')} sha256 {str(src.get('sha256', ''))[:16]}, built by "
+            f"{comp.get('version', '')} {flags}"
+        )
+    return out
 
 
 def notebook_rows(t: Tables, out_dir: Path) -> list[dict]:

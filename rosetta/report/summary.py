@@ -11,7 +11,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from rosetta.report.ceilings import achieved_gflops, run_ceilings, standing
 from rosetta.report.order import row_key
+from rosetta.report.specfacts import spec_facts
 from rosetta.safetext import csv_cell, plain
 
 SUMMARY_COLUMNS = ["workload", "backend", "status", "equivalent", "cold_start_s", "step_median_s",
@@ -97,8 +99,9 @@ def write_csv(recs: list[dict], path: Path) -> Path:
 SPREAD_FLAG = "steady-state spread (IQR/median)"
 
 
-def summary(recs: list[dict]) -> str:
-    """A plain-text table of a run's records (the HTML report reads the same records).
+def summary(recs: list[dict], info: dict | None = None) -> str:
+    """A plain-text table of a run's records (the HTML report reads the same records), then each
+    ok cell against the run's measured ceiling (``info``: its ``run.json``, when given).
 
     Flags are listed one per line under the table, except the steady-state spread flag: alone it
     does not say whether the noise matters (the report decides that against the other
@@ -154,4 +157,104 @@ def summary(recs: list[dict]) -> str:
             f"  * {spread} of {ok} ok records have a {SPREAD_FLAG} above 10% (uneven steps); "
             "whether that could change a verdict is the report's call (its noisy cells)"
         )
+    if info is not None:
+        notes.extend(ceiling_lines(recs, info))
     return plain("\n".join(lines + notes))  # a record's text may hold terminal escapes
+
+
+def ceiling_lines(recs: list[dict], info: dict) -> list[str]:
+    """Per ok cell: achieved GFLOP/s, its share of the run's ceiling (explained above 100%), the
+    roofline bound, and the reference range with the verdict (:mod:`rosetta.report.ceilings`)."""
+    ceilings = run_ceilings(info)
+    fp32 = ceilings.of("fp32")
+    if fp32 is None:
+        return ["of ceiling: this run recorded no ceiling"]
+    head = f"of ceiling ({fp32.gflops:.0f} GFLOP/s {fp32.label}"
+    head += f"; {fp32.note}" if fp32.note else ""
+    bf16 = ceilings.of("bf16")
+    if bf16 is not None and bf16.precision == "bf16":
+        head += f"; bf16 {bf16.gflops:.0f}"
+    bw = f"; memory {ceilings.bandwidth_gbs:.0f} GB/s" if ceilings.bandwidth_gbs else ""
+    out = [head + bw + "):"]
+    above: dict[str, None] = {}  # the explanations of figures above 100%, once each
+    machines: dict[str, None] = {}  # the reference machines named, once each
+    for r in _ordered(recs):
+        if r["status"] != "ok":
+            continue
+        cell = _cell_facts(r)
+        task, _, flops = spec_facts(r["workload"], cell["profile"], cell["shape"])
+        thr = _throughput(r, cell["batch"])
+        gflops = achieved_gflops(task, thr, flops)
+        if gflops is None:
+            continue
+        st = standing(
+            ceilings,
+            gflops=gflops,
+            workload=r["workload"],
+            profile=cell["profile"],
+            backend=r["backend"],
+            precision=cell["precision"],
+            batch=cell["batch"],
+            device=cell["device"],
+            threads=cell["threads"],
+        )
+        frac = f"{st.fraction:6.1%}" if st.fraction is not None else "     -"
+        above.update({st.above: None} if st.above else {})
+        bound = f"{st.bound}-bound" if st.bound else ""
+        comparable = st.reference is not None and st.ceiling is not None and st.ceiling.measured
+        ref = f"ref {st.reference.span()}: {st.verdict}" if comparable else st.verdict
+        machines.update(dict.fromkeys(st.reference.machines) if comparable else {})
+        out.append(
+            f"  {r['workload']:<9} {_name(r):<11} {gflops:8.1f} GFLOP/s {frac}"
+            f"{' *' if st.above else '  '} {bound:<14} {ref}"
+        )
+    out.extend(f"  * {note}" for note in above)
+    if machines:
+        out.append(f"  ref: the fractions of ceiling reached on {'; '.join(machines)}")
+    return out
+
+
+def _cell_facts(r: dict) -> dict:
+    """Profile, batch, precision, device and input shape of a record (point, config, manifest)."""
+    pt = r.get("point") if isinstance(r.get("point"), dict) else {}
+    cfg = r.get("config") if isinstance(r.get("config"), dict) else {}
+    man = r.get("manifest") if isinstance(r.get("manifest"), dict) else {}
+    rt = man.get("runtime") if isinstance(man.get("runtime"), dict) else {}
+    profile = str(r.get("profile") or cfg.get("profile") or "")
+    shape = man.get("input_shape")
+    shape = (
+        tuple(shape) if isinstance(shape, list) and all(isinstance(d, int) for d in shape) else None
+    )
+    batch = (
+        pt.get("batch_size") or cfg.get("batch_size") or spec_facts(r["workload"], profile, None)[1]
+    )
+    return {
+        "profile": profile,
+        "batch": batch if isinstance(batch, int) and not isinstance(batch, bool) else None,
+        "precision": str(
+            pt.get("precision") or cfg.get("precision") or rt.get("precision") or "fp32"
+        ),
+        "device": str(rt.get("device") or cfg.get("device") or "cpu"),
+        "threads": next(
+            (
+                t
+                for t in (rt.get("threads"), pt.get("threads"), cfg.get("threads"))
+                if isinstance(t, int) and not isinstance(t, bool)
+            ),
+            None,
+        ),  # fmt: skip
+        "shape": shape,
+    }
+
+
+def _throughput(r: dict, batch: int | None) -> float | None:
+    clocks = r.get("clocks") if isinstance(r.get("clocks"), dict) else {}
+    thr = clocks.get("throughput_samples_per_s")
+    if isinstance(thr, int | float) and not isinstance(thr, bool) and thr > 0:
+        return float(thr)
+    med = (
+        (clocks.get("steady") or {}).get("median")
+        if isinstance(clocks.get("steady"), dict)
+        else None
+    )
+    return batch / med if batch and isinstance(med, int | float) and med > 0 else None

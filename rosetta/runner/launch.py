@@ -49,8 +49,9 @@ def launch(plan: Plan, say: Callable[[str], None] = _say) -> dict[str, dict]:
 
 
 def _record_peaks(run: RunDir, plan: Plan) -> None:
-    """The peaks this run's backends are measured against, in ``run.json``: the CPU's
-    theoretical peak and each of their frameworks' own GEMM (fp32, bf16) and conv probes."""
+    """The peaks this run's backends are measured against, in ``run.json``: the measured
+    compute ceiling and memory bandwidth (``peaks.ceiling``) and each of their frameworks' own
+    GEMM (fp32, bf16) and conv probes."""
     from rosetta.runner.manifest import environment
     from rosetta.runner.peak import GEMM_PROBES, machine_peaks
     from rosetta.runner.probe import gemm_peak_gflops

@@ -1,19 +1,13 @@
-"""Peaks that mean something: the CPU's theoretical rate, each framework's own GEMM, a conv probe.
+"""Peaks that mean something: the measured ceilings, each framework's own GEMM, a conv probe.
 
-An "effective GFLOP/s" figure (the spec's FLOPs over the measured time) can exceed a measured
-NumPy sgemm, because a framework may run faster kernels than NumPy's (oneDNN against an
-OpenBLAS held to its AVX2 kernel) or fewer multiplications than the spec counts (Winograd
-convolutions). So a run records, in ``run.json`` (``machine_peaks()``):
+An "effective GFLOP/s" figure (the spec's FLOPs over the measured time) is read against a
+ceiling the hardware really gives, so a run records, in ``run.json`` (``machine_peaks()``):
 
-(a) **theoretical** = cores x clock x FLOP per cycle, from the ISA flags in ``/proc/cpuinfo``:
-    ``avx512f``: 2 FMA units x 16 fp32 lanes x 2 FLOP = 64 per cycle (Zen 4/5 and Intel's
-    server cores have two 512-bit FMA pipes; the flags cannot tell a one-unit part, so this is
-    an upper bound there); ``avx2`` + ``fma``: 2 x 8 x 2 = 32; else SSE2 2 x 4 x 2 = 16.
-    ``avx512_bf16`` (``VDPBF16PS``: a pair of bf16 products per fp32 lane) doubles the bf16
-    rate. The clock is read from the machine, and where it came from is stated:
-    ``cpufreq/scaling_max_freq`` when the kernel exposes it, else the highest ``cpu MHz`` in
-    ``/proc/cpuinfo`` (on a VM that is often the *nominal* clock: the cores may boost above it,
-    so ``implied_clock_ghz`` backs the clock out of the best measured GEMM as a check);
+(a) the **ceiling** (:mod:`rosetta.runner.ceiling`): a multiply-add kernel compiled at run time
+    on every usable core, fp32 and bf16, with FLOP per cycle *measured* (the kernel's rate over
+    the clock a dependent add chain shows), and a STREAM triad for the memory bandwidth; where
+    no C compiler exists, the best GEMM below stands in, stated as such. (CPU flags cannot tell
+    FLOP per cycle: Zen 4 and Zen 5 both flag ``avx512f`` and give 32 and 64.)
 (b) **measured GEMM** per framework, with its own library, fp32 and bf16 (NumPy sgemm,
     ``torch.mm``, ``tf.matmul``, ``jnp.dot``), each in its own subprocess (pools and libraries
     never mix), about a second each; a framework that is not installed is ``None`` with why;
@@ -107,64 +101,11 @@ def cpu_flags(cpuinfo: str) -> set[str]:
     return set()
 
 
-def flops_per_cycle(flags: set[str]) -> dict:
-    """FLOP per cycle per core, fp32 and bf16, with the ISA that decides it (module docstring)."""
-    if "avx512f" in flags:
-        isa, fp32 = "avx512f", 2 * 16 * 2
-    elif "avx2" in flags and "fma" in flags:
-        isa, fp32 = "avx2+fma", 2 * 8 * 2
-    else:
-        isa, fp32 = "sse2", 2 * 4 * 2
-    bf16 = 2 * fp32 if "avx512_bf16" in flags else fp32  # without it bf16 computes at fp32's
-    return {"isa": isa, "fp32": fp32, "bf16": bf16, "avx512_bf16": "avx512_bf16" in flags}
-
-
 def best_isa(flags: set[str]) -> str:
     """The widest vector ISA the CPU has: ``avx512``, ``avx2`` or ``sse``."""
     if "avx512f" in flags:
         return "avx512"
     return "avx2" if "avx2" in flags else "sse"
-
-
-MAX_FREQ = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq")
-
-
-def cpu_clock(cpuinfo: str, max_freq_file: Path = MAX_FREQ) -> tuple[float | None, str]:
-    """(GHz, where it was read): ``scaling_max_freq`` (kHz) if readable, else the highest
-    ``cpu MHz`` of ``cpuinfo``; ``(None, why)`` when neither says."""
-    try:
-        khz = int(max_freq_file.read_text().strip())
-        return khz / 1e6, f"{max_freq_file} ({khz} kHz)"
-    except (OSError, ValueError):
-        pass
-    mhz = [
-        float(line.split(":", 1)[1])
-        for line in cpuinfo.splitlines()
-        if line.startswith("cpu MHz") and line.split(":", 1)[1].strip()
-    ]
-    if mhz:
-        return max(mhz) / 1e3, (
-            f"/proc/cpuinfo 'cpu MHz' (max over cores, {max(mhz):.0f} MHz; no cpufreq here: on a "
-            "VM this is often the nominal clock, and boosted cores run faster)"
-        )
-    return None, "no clock readable (no cpufreq, no 'cpu MHz')"
-
-
-def theoretical(cpuinfo: str, cores: int, clock: tuple[float | None, str]) -> dict:
-    """(a): cores x clock x FLOP/cycle, fp32 and bf16, GFLOP/s, with every factor stated."""
-    ghz, source = clock
-    fpc = flops_per_cycle(cpu_flags(cpuinfo))
-    out = {
-        "cores": cores,
-        "clock_ghz": ghz,
-        "clock_source": source,
-        "flop_per_cycle": fpc,
-        "formula": f"{cores} cores x {ghz} GHz x {fpc['fp32']} FLOP/cycle fp32 "
-        f"({fpc['isa']}: 2 FMA units x lanes x 2)",
-    }
-    for p in ("fp32", "bf16"):
-        out[f"{p}_gflops"] = None if ghz is None else cores * ghz * fpc[p]
-    return out
 
 
 def run_probe(source: str, threads: int, timeout: float = PROBE_TIMEOUT_S) -> dict:
@@ -192,37 +133,40 @@ def run_probe(source: str, threads: int, timeout: float = PROBE_TIMEOUT_S) -> di
         return {"error": f"unreadable probe output {proc.stdout[-200:]!r}"}
 
 
-def implied_clock_ghz(measured_gflops: float | None, cores: int, fpc: int) -> float | None:
-    """The clock a measured rate implies at ``fpc`` FLOP/cycle on ``cores``: a check on (a)."""
-    if not measured_gflops or not cores or not fpc:
-        return None
-    return measured_gflops / (cores * fpc)
-
-
 def machine_peaks(threads: int | None = None, frameworks: tuple[str, ...] | None = None) -> dict:
-    """Everything of items (a)-(c) for ``run.json``: the theoretical peak with its formula and
-    clock source, each framework's measured GEMM (fp32, bf16), the conv probe, and the clock the
-    best measured fp32 GEMM implies. ``threads`` defaults to all usable cores; ``frameworks`` to
+    """Everything of items (a)-(c) for ``run.json``: the measured ceiling (fp32, bf16, memory
+    bandwidth; the best GEMM where no compiler builds the kernel), each framework's measured GEMM
+    (fp32, bf16) and the conv probe. ``threads`` defaults to all usable cores; ``frameworks`` to
     every one of ``GEMM_PROBES``. Takes a few seconds per installed framework."""
+    from rosetta.runner import ceiling
+
     try:
         cpuinfo = Path("/proc/cpuinfo").read_text()
     except OSError:
         cpuinfo = ""
     cores = threads or usable_cores()
-    theo = theoretical(cpuinfo, cores, cpu_clock(cpuinfo))
     gemm = {name: run_probe(GEMM_PROBES[name], cores) for name in frameworks or GEMM_PROBES}
     conv = run_probe(CONV_PROBE.format(**CONV_SHAPE), cores)
-    best = max(
-        (v["fp32"] for v in gemm.values() if isinstance(v.get("fp32"), int | float)), default=None
-    )
+    rates = {n: v["fp32"] for n, v in gemm.items() if isinstance(v.get("fp32"), int | float)}
+    best = max(rates.values(), default=None)
+    best_of = max(rates, key=rates.__getitem__) if rates else ""
     return {
-        "theoretical": theo,
+        "ceiling": ceiling.measure(
+            cores, best, f"{best_of} {GEMM_N}x{GEMM_N} fp32 matmul on {cores} threads"
+        ),
         "gemm": {"n": GEMM_N, "threads": cores, "gflops": gemm},
         "conv": {"shape": CONV_SHAPE, "op": "torch conv2d 3x3, padding 1", "gflops": conv},
         "best_measured_fp32_gflops": best,
-        "implied_clock_ghz": implied_clock_ghz(best, cores, theo["flop_per_cycle"]["fp32"]),
         "best_isa": best_isa(cpu_flags(cpuinfo)),
-        "label": "effective GFLOP/s = spec FLOPs / time (may exceed a measured GEMM: faster "
-        "kernels or fewer multiplications, e.g. Winograd, than the spec counts)",
+        "cpu_flags": sorted(cpu_flags(cpuinfo) & ISA_FLAGS),
+        "label": "effective GFLOP/s = spec FLOPs / time, against the measured ceiling (may exceed "
+        "it: fewer multiplications than the spec counts, e.g. Winograd)",
         "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
     }
+
+
+#: the ISA flags worth naming beside a machine (the reference fractions name machines by them)
+ISA_FLAGS = frozenset(
+    {"sse2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "asimd",
+     "sve"}
+)  # fmt: skip

@@ -3,8 +3,10 @@
 Efficiency figures (achieved GFLOP/s as a fraction of peak) need a peak measured on the same
 machine, the same day, under the same thread setting; this takes about a second. It measures
 NumPy's BLAS only, whose kernel the platform may hold below the CPU's ISA (OPENBLAS_CORETYPE), so
-a framework can beat it: ``rosetta.runner.peak.machine_peaks`` records the theoretical peak, each
-framework's own GEMM (fp32, bf16) and a convolution probe beside it.
+a framework can beat it: ``rosetta.runner.peak.machine_peaks`` records the measured ceiling (an
+FMA kernel on every core, :mod:`rosetta.runner.ceiling`), each framework's own GEMM (fp32, bf16)
+and a convolution probe beside it. The report reads "of ceiling" against the measured ceiling,
+and against this probe only where a run has none (stated).
 """
 
 from __future__ import annotations

@@ -1,0 +1,96 @@
+"""Refresh the shipped reference fractions (``rosetta/report/reference_fractions.json``) from a
+run: per (workload, backend, precision, batch), the median over rounds of the fraction of the
+run's *measured* ceiling its ok, equivalent CPU cells reached. The machine is named by its CPU
+model, its ISA flags and its measured FLOP per cycle; an entry for the same machine is replaced,
+another machine's kept. A run whose ceiling is the matmul probe (no compiler) is refused: its
+fractions would not travel.
+
+    python -m benchmarks reference_fractions RUN_DIR [--placeholder] [--note TEXT]
+
+``--placeholder`` marks the entry as not a reference yet (e.g. a ci run on a loaded machine);
+the load averages the run recorded are stored with it either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from rosetta.report import load_tables
+from rosetta.report.references import DATA, SCHEMA, machine_name
+
+
+def machine_entry(run_dir: Path, placeholder: bool, note: str) -> dict:
+    """The reference entry of one run (module docstring); ``SystemExit`` naming what is wrong."""
+    t = load_tables([run_dir])
+    run = t.runs.runs[0]
+    peaks = run.info.get("peaks") if isinstance(run.info.get("peaks"), dict) else {}
+    ceil = peaks.get("ceiling") if isinstance(peaks.get("ceiling"), dict) else {}
+    if ceil.get("method") != "fma kernel":
+        what = ceil.get("method") or "none recorded"
+        raise SystemExit(
+            f"{run_dir}: its ceiling is not the measured FMA kernel ({what}): its fractions "
+            "would not travel"
+        )
+    ok = t.cells[(t.cells["status"] == "ok") & t.cells["peak_fraction"].notna()]
+    ok = ok[[e is True or e == 1 for e in ok["equivalent"]]]
+    ok = ok[[str(d).startswith("cpu") or not d for d in ok["device"]]]
+    fractions = []
+    keys = ["workload", "backend", "precision", "batch_size"]
+    for (w, b, p, batch), g in ok.groupby(keys, sort=False):
+        fractions.append({"workload": w, "backend": b, "precision": p, "batch": int(batch),
+                          "fraction": round(float(statistics.median(g["peak_fraction"])), 4),
+                          "rounds": int(len(g))})  # fmt: skip
+    checks = run.info.get("quiet_checks") or []
+    loads = [q.get("load1") for q in checks if isinstance(q, dict)]  # 1-minute, at the start
+    cells_load = [  # each cell's 1-minute load average before and after it
+        rec["load"][when]["load_avg"][0]
+        for rec in run.records
+        for when in ("before", "after")
+        if isinstance(rec.get("load"), dict)
+        and isinstance(rec["load"].get(when), dict)
+        and rec["load"][when].get("load_avg")
+    ]
+    cfg = run.info.get("config") if isinstance(run.info.get("config"), dict) else {}
+    env = run.environment
+    return {
+        "cpu": env.get("cpu") or "unknown CPU",
+        "isa": peaks.get("cpu_flags") or [],
+        "cores": ceil.get("threads"),
+        "flop_per_cycle_fp32": (ceil.get("fp32") or {}).get("flop_per_cycle"),
+        "ceiling_fp32_gflops": (ceil.get("fp32") or {}).get("gflops"),
+        "ceiling_bf16_gflops": (ceil.get("bf16") or {}).get("gflops"),
+        "bandwidth_gbs": (ceil.get("bandwidth") or {}).get("gbs"),
+        "run": {
+            "run_id": run.run_id,
+            "created": run.info.get("created"),
+            "profile": cfg.get("profile"),
+            "executor": cfg.get("executor"),
+            "repeat": cfg.get("repeat"),
+            "load1_at_start": loads,
+            "cell_load1_range": [min(cells_load), max(cells_load)] if cells_load else [],
+            "placeholder": placeholder,
+            "note": note,
+        },
+        "fractions": fractions,
+    }
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks reference_fractions")
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("--placeholder", action="store_true")
+    ap.add_argument("--note", default="")
+    ap.add_argument("--data", type=Path, default=DATA)
+    args = ap.parse_args(argv)
+    entry = machine_entry(args.run_dir, args.placeholder, args.note)
+    doc = json.loads(args.data.read_text()) if args.data.exists() else {}
+    if doc.get("schema") != SCHEMA:
+        doc = {"schema": SCHEMA, "about": doc.get("about", ""), "machines": []}
+    name = machine_name(entry)
+    doc["machines"] = [m for m in doc.get("machines", []) if machine_name(m) != name] + [entry]
+    args.data.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"{name}: {len(entry['fractions'])} fractions written to {args.data}")
+    return 0
