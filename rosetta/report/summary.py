@@ -179,8 +179,8 @@ def ceiling_lines(recs: list[dict], info: dict) -> list[str]:
     above: dict[str, None] = {}  # the explanations of figures above 100%, once each
     machines: dict[str, None] = {}  # the reference machines named, once each
     for r in _ordered(recs):
-        if r["status"] != "ok":
-            continue
+        if r["status"] != "ok" or (r.get("metrics") or {}).get("mode") == "forward":
+            continue  # a serving engine's forward pass: the report's serving view has it
         cell = _cell_facts(r)
         task, _, flops = spec_facts(r["workload"], cell["profile"], cell["shape"])
         thr = _throughput(r, cell["batch"])
