@@ -156,7 +156,13 @@ class KerasModel(Model):
         # variables, bfloat16 compute), passed as the layer's dtype: no global policy is set, so
         # no other model of the process is touched
         layer_dtype = KERAS_POLICIES.get(self.runtime.precision, self.dtype)
-        ctx = Ctx(layer_dtype, self.fast.data_format, self._dropout_on, seed=self.runtime.seed)
+        ctx = Ctx(
+            layer_dtype,
+            self.fast.data_format,
+            self._dropout_on,
+            seed=self.runtime.seed,
+            backend=self.backend,
+        )
         net = driver.lower(TABLE, w.graph, w.input.shape, ctx)
         shape = tuple(w.input.shape)
         if w.input.dtype == "int32":
