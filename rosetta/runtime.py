@@ -42,6 +42,11 @@ TORCH_COMPILE = ("default", "on", "off")
 #: what ``Runtime.request`` asks for when its caller names no compile setting; the test suite's
 #: fixture (``tests/conftest.py``) makes it ``off`` so that its many builds stay eager
 TORCH_COMPILE_DEFAULT = "default"
+#: Keras' training step on the JAX and PyTorch engines (``Runtime.keras_step``): ``default`` is
+#: each engine's documented choice (``rosetta/backends/keras_common/model.py``); ``keras`` is
+#: Keras' own training API (``compile`` + ``train_on_batch``), ``custom`` the backend's own step
+#: (JAX: a jitted stateless step; PyTorch: an eager ``backward`` and ``optimizer.apply``)
+KERAS_STEP = ("default", "keras", "custom")
 
 
 def usable_cores() -> int:
@@ -68,6 +73,7 @@ class Runtime:
     tf32: bool = False  # TF32 allowed for fp32 matmul/conv on CUDA (off: fp32 means fp32)
     seed: int = 0  # drives every random stream: weights, sample order, dropout
     torch_compile: str = "default"  # torch.compile: default (per task, dtype) | on | off
+    keras_step: str = "default"  # Keras on JAX/PyTorch: default (per engine) | keras | custom
 
     @classmethod
     def request(
@@ -81,6 +87,7 @@ class Runtime:
         tf32: bool = False,
         seed: int = 0,
         torch_compile: str | None = None,
+        keras_step: str = "default",
     ) -> Runtime:
         """A validated request; bad values are one ``BackendError`` naming the valid ones.
         ``torch_compile=None`` asks for :data:`TORCH_COMPILE_DEFAULT`."""
@@ -98,6 +105,10 @@ class Runtime:
             raise BackendError(
                 f"unknown torch compile setting {compile_!r}; valid: {', '.join(TORCH_COMPILE)}"
             )
+        if keras_step not in KERAS_STEP:
+            raise BackendError(
+                f"unknown Keras step setting {keras_step!r}; valid: {', '.join(KERAS_STEP)}"
+            )
         return cls(
             backend=backend,
             device=device,
@@ -107,6 +118,7 @@ class Runtime:
             tf32=bool(tf32),
             seed=int(seed),
             torch_compile=compile_,
+            keras_step=keras_step,
         )
 
     @property

@@ -46,6 +46,12 @@ REGISTRY: dict[str, BackendInfo] = {
     ),
     "jax": BackendInfo("jax", "JAX/Flax", (("jax",), ("jaxlib",), ("flax",), ("optax",)), "jax"),
     "chainer": BackendInfo("chainer", "Chainer", (("chainer",),), "chainer"),
+    "keras_jax": BackendInfo(
+        "keras_jax", "Keras 3 on JAX", (("keras",), ("jax",), ("jaxlib",)), "jax"
+    ),
+    "keras_torch": BackendInfo(
+        "keras_torch", "Keras 3 on PyTorch", (("keras",), ("torch",)), "torch"
+    ),
 }
 
 
@@ -187,6 +193,7 @@ def make(
     precision: str = "fp32",
     tf32: bool = False,
     torch_compile: str | None = None,
+    keras_step: str = "default",
     **options,
 ):
     """Configure ``backend`` for this process and build ``workload`` on it: the two contract
@@ -204,6 +211,7 @@ def make(
         tf32=tf32,
         seed=seed,
         torch_compile=torch_compile,
+        keras_step=keras_step,
     )
     return module.build(workload, params, module.configure(request), **options)
 

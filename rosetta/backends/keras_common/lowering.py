@@ -103,11 +103,20 @@ class GatedDropout(layers.Dropout):
 
     def __init__(self, rate: float, gate, **kwargs):
         super().__init__(rate, **kwargs)
+        # Dropout is built (and its state locked) in its constructor; a keras.Variable gate must
+        # still become this layer's state, as Keras' own _untrack_variable unlocks to change it
+        locked = self._tracker.locked
+        self._tracker.unlock()
         self._gate = gate
+        if locked:
+            self._tracker.lock()
 
     def call(self, inputs, training=False):
         dropped = super().call(inputs, training=training)
-        return keras.ops.where(self._gate, dropped, inputs) if training else dropped
+        gate = keras.ops.convert_to_tensor(
+            self._gate
+        )  # the value in effect (a stateless call: its input)
+        return keras.ops.where(gate, dropped, inputs) if training else dropped
 
 
 def same_is_exact(kernel, stride, padding, in_hw) -> bool:
@@ -270,3 +279,24 @@ def residual(body: Layer, shortcut: Layer, site: Site, ctx: Ctx) -> Layer:
     """``body(x) + shortcut(x)`` through a Keras ``Add``."""
     add = layers.Add(dtype=ctx.dtype)
     return lambda x: add([body(x), shortcut(x)])
+
+
+def apply_keras_op(
+    table, op: object, x, dtype: str, data_format: str, seed: int, training: bool, backend: str
+):
+    """One parameter-free op on a canonical NumPy batch through ``table``, in ``data_format``,
+    on the engine of this process's Keras (the caller enters its device and precision scope):
+    canonical NumPy out. Dropout's gate is on, its seed from ``seed``."""
+    import numpy as np
+
+    from rosetta.backends.driver import lower_op
+
+    x = np.asarray(x, dtype=dtype)
+    gate = keras.Variable(True, trainable=False, dtype="bool", name="dropout_on")
+    ctx = Ctx(dtype, data_format, gate, seed=seed, training=training, backend=backend)
+    layer = lower_op(table, op, tuple(x.shape[1:]), ctx)  # in_shape: canonical (C, H, W)
+    y = layer(keras.ops.convert_to_tensor(weights.images_to_layout(x, data_format)))
+    y = np.asarray(keras.ops.convert_to_numpy(y))
+    if ctx.flattened_from is not None:
+        return weights.flat_hwc_to_chw(y, ctx.flattened_from)
+    return weights.images_to_canonical(y, data_format)
