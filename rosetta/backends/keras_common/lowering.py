@@ -37,6 +37,7 @@ from keras import layers
 from rosetta.backends.driver import Site
 from rosetta.backends.keras_common import weights
 from rosetta.backends.keras_common.weights import Binding
+from rosetta.backends.snippet import attr
 from rosetta.errors import BackendError
 from rosetta.spec import ops
 
@@ -56,9 +57,16 @@ class Ctx:
     flattened_from: tuple[int, int, int] | None = None  # (C, H, W) of a pending NHWC flatten
     layer_count: int = 0
     backend: str = "keras"  # the backend's name, for its errors
+    #: layer names as identifiers (``layer1_0_conv1``, as the generated source names them):
+    #: Keras on PyTorch registers each variable as a torch parameter, whose name may hold no "."
+    identifier_names: bool = False
 
     def bind(self, names, find, to_native, to_canonical) -> None:
         self.bindings.append(Binding(tuple(names), find, to_native, to_canonical))
+
+    def layer_name(self, name: str) -> str:
+        """The Keras layer name of the op named ``name`` (the canonical one on TensorFlow)."""
+        return attr(name) if self.identifier_names else name
 
     def next_seed(self) -> int:
         self.layer_count += 1
@@ -161,7 +169,7 @@ def conv2d(op: ops.Conv2D, site: Site, ctx: Ctx) -> Layer:
         data_format=ctx.data_format,
         use_bias=op.bias,
         dtype=ctx.dtype,
-        name=op.name,
+        name=ctx.layer_name(op.name),
     )
     ctx.bind(*_weights(op, layer), weights.oihw_to_hwio, weights.hwio_to_oihw)
     if explicit is None:
@@ -202,7 +210,7 @@ def flatten(op: ops.Flatten, site: Site, ctx: Ctx) -> Layer:
 
 
 def dense(op: ops.Dense, site: Site, ctx: Ctx) -> Layer:
-    layer = layers.Dense(op.units, use_bias=op.bias, dtype=ctx.dtype, name=op.name)
+    layer = layers.Dense(op.units, use_bias=op.bias, dtype=ctx.dtype, name=ctx.layer_name(op.name))
     if ctx.flattened_from is not None:
         chw, ctx.flattened_from = ctx.flattened_from, None
         convert = weights.chw_rows_to_hwc(chw), weights.hwc_rows_to_chw(chw)
@@ -219,7 +227,11 @@ def batchnorm(op: ops.BatchNorm, site: Site, ctx: Ctx) -> Layer:
         )
     axis = -1 if ctx.data_format == "channels_last" or len(site.in_shape) == 1 else 1
     layer = InferenceBatchNorm(
-        axis=axis, epsilon=op.eps, momentum=1.0 - op.momentum, dtype=ctx.dtype, name=op.name
+        axis=axis,
+        epsilon=op.eps,
+        momentum=1.0 - op.momentum,
+        dtype=ctx.dtype,
+        name=ctx.layer_name(op.name),
     )
     names = [f"{op.name}.{r}" for r in ("gamma", "beta", "mean", "var")]
     find = lambda: (layer.gamma, layer.beta, layer.moving_mean, layer.moving_variance)  # noqa: E731
@@ -232,7 +244,7 @@ def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Ctx) -> Layer:
 
 
 def embedding(op: ops.Embedding, site: Site, ctx: Ctx) -> Layer:
-    layer = layers.Embedding(op.vocab, op.dim, dtype=ctx.dtype, name=op.name)
+    layer = layers.Embedding(op.vocab, op.dim, dtype=ctx.dtype, name=ctx.layer_name(op.name))
     ctx.bind([f"{op.name}.table"], lambda: (layer.embeddings,), weights.identity, weights.identity)
     return layer  # (N, T) -> (N, T, E)
 
@@ -254,7 +266,7 @@ def gru(op: ops.GRU, site: Site, ctx: Ctx) -> Layer:
         unroll=False,
         return_sequences=False,
         dtype=ctx.dtype,
-        name=op.name,
+        name=ctx.layer_name(op.name),
     )
     names = [
         f"{op.name}.{r}" for r in ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")

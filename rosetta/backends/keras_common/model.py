@@ -133,6 +133,7 @@ class KerasEngineModel(Model):
                 self._gate,
                 seed=runtime.seed,
                 backend=self.backend,
+                identifier_names=True,
             )
             self.net, self.bindings = functional(workload, self.table, ctx, runtime.dtype)
             self.optimizer = optim.make_optimizer(workload.optimizer)

@@ -14,6 +14,8 @@ NAME = "keras_jax"
 DEVICES = ("cpu", "cuda")
 DTYPES = ("float32", "float64")
 PRECISIONS = ("fp32", "bf16")  # bf16: Keras mixed_bfloat16 per layer (keras_common/model.py)
+#: Keras' engine, chosen once per process (keras_common/engine.py); a process runs one
+KERAS_ENGINE = "jax"
 
 _api = BackendAPI(__name__, DEVICES)
 available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available
