@@ -28,6 +28,8 @@ NEEDS = {
     "tensorflow": ("tensorflow", "keras"),
     "jax": ("jax", "optax"),
     "chainer": ("chainer",),
+    "keras_jax": ("keras", "jax"),
+    "keras_torch": ("keras", "torch"),
 }
 #: the quick suite: one case per framework, every workload and both dtypes among them
 QUICK = {
@@ -36,6 +38,8 @@ QUICK = {
     ("tensorflow", "cnn", "float32"),
     ("jax", "resnet50", "float32"),
     ("chainer", "gru", "float64"),
+    ("keras_jax", "gru", "float64"),
+    ("keras_torch", "cnn", "float64"),
 }
 RESNET_SIZE = 32  # ResNet-50 at 32x32: the same parameters, a fraction of the time
 
