@@ -79,3 +79,21 @@ def keep_float64() -> None:
             "its JAX/PyTorch engines; run --dtype float32, or the tensorflow backend for float64"
         )
     table["float64"] = "float64"
+
+
+def step_in_effect(setting: str, engine: str) -> tuple[str, str]:
+    """``(keras | custom, why)`` for the Runtime's ``keras_step`` on ``engine`` (``jax`` |
+    ``torch``): the default is ``custom``, for the reasons ``keras_common/model.py`` gives."""
+    if setting in ("keras", "custom"):
+        return setting, f"asked for (keras_step {setting})"
+    if engine == "jax":
+        why = (
+            "default on JAX: a jitted stateless step keeps the state on the device between steps; "
+            "train_on_batch writes every variable back and reads the loss to the host per call"
+        )
+    else:
+        why = (
+            "default on PyTorch: Keras' own TorchTrainer.train_step (forward, backward, "
+            "optimizer.apply) without its per-call metric updates and host read-back of the loss"
+        )
+    return "custom", why

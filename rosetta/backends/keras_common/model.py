@@ -41,11 +41,13 @@ import numpy as np
 from rosetta.backends import driver
 from rosetta.backends.base import Model, Params, hwc_flatten_at_output
 from rosetta.backends.keras_common import optim, weights
-from rosetta.backends.keras_common.engine import FLOAT64_NOTE
+from rosetta.backends.keras_common.engine import FLOAT64_NOTE, step_in_effect
 from rosetta.backends.keras_common.lowering import Ctx
 from rosetta.errors import BackendError
 from rosetta.runtime import Runtime
 from rosetta.spec.workload import Workload
+
+__all__ = ["KerasEngineModel", "KerasFastPath", "functional", "step_in_effect"]
 
 #: the Keras dtype policy of each mixed-precision policy (per layer, never global)
 KERAS_POLICIES = {"bf16": "mixed_bfloat16"}
@@ -81,23 +83,6 @@ def check_policy(backend: str, runtime: Runtime) -> None:
             f"backend {backend!r} runs bf16 over float32 master weights only; got precision "
             f"{runtime.precision!r} with dtype {runtime.dtype!r} (use --dtype float32)"
         )
-
-
-def step_in_effect(setting: str, engine: str) -> tuple[str, str]:
-    """``(keras | custom, why)`` for the Runtime's ``keras_step`` on ``engine``."""
-    if setting in ("keras", "custom"):
-        return setting, f"asked for (keras_step {setting})"
-    if engine == "jax":
-        why = (
-            "default on JAX: a jitted stateless step keeps the state on the device between steps; "
-            "train_on_batch writes every variable back and reads the loss to the host per call"
-        )
-    else:
-        why = (
-            "default on PyTorch: Keras' own TorchTrainer.train_step (forward, backward, "
-            "optimizer.apply) without its per-call metric updates and host read-back of the loss"
-        )
-    return "custom", why
 
 
 @dataclass(frozen=True)
@@ -144,10 +129,20 @@ class KerasEngineModel(Model):
             if self.optimizer is not None:
                 self.optimizer.build(self.net.trainable_variables)
                 if fast.step == "keras":
-                    self.net.compile(
-                        optimizer=self.optimizer, loss=self.loss, jit_compile=self.keras_jit()
-                    )
+                    self._compile_keras_step()
         self.set_params(params)
+
+    def _compile_keras_step(self) -> None:
+        """``model.compile`` for the ``keras`` step. ``train_on_batch`` reports the loss through
+        the loss tracker compile makes (a ``keras.metrics.Mean`` in ``floatx``): for a float64
+        model floatx is float64 while compile makes it (then restored), else the reported loss
+        would be rounded to float32."""
+        floatx = keras.config.floatx()
+        keras.config.set_floatx("float64" if self.dtype == "float64" else floatx)
+        try:
+            self.net.compile(optimizer=self.optimizer, loss=self.loss, jit_compile=self.keras_jit())
+        finally:
+            keras.config.set_floatx(floatx)
 
     # -- what an engine supplies -------------------------------------------------------------
     def scope(self):
