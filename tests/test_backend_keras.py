@@ -51,6 +51,28 @@ for step in ("keras", "custom"):
                  "checks": sorted(c.what for c in gate.checks),
                  "keras_step": man["keras_step"], "reason": man["keras_step_reason"],
                  "engine": man["engine"], "precision_mode": man["precision_mode"]}
+# sync() with no value waits for the last step dispatched (the runner's clock calls it so)
+batch = next(iter(model.loader(x, y, np.arange(4), 4)))
+loss = model.train_step(batch)
+model.sync()
+out["ready"] = bool(loss.is_ready()) if hasattr(loss, "is_ready") else None
+# bf16 (Keras' mixed_bfloat16 per layer) on the GRU: the bf16 gate, and really bf16
+from rosetta.spec import get_workload
+from tests.conformance.conftest import gate_batch
+gru = get_workload("gru")
+gp = canonical_weights(gru, 0)
+gx, gy = gate_batch(gru, n=4, seed=1)
+def build(wl, p, key):
+    if key == "bf16":
+        return backends.make(module, wl, p, precision="bf16")
+    return backends.make(module, wl, p, dtype=key)
+bf16 = backends.make(module, gru, gp, precision="bf16")
+gate = run_gate(bf16, gru, gp, gx, gy, "bf16", build=build)
+ref = backends.make("numpy_ref", gru, gp, dtype="float64").predict_numpy(gx)
+out["bf16"] = {"equivalent": gate.equivalent, "divergence": gate.divergence,
+               "fp32_violation": gru.tolerances["float32"].forward.violation(
+                   bf16.predict_numpy(gx), ref),
+               "mode": bf16.manifest()["precision_mode"]}
 # planted defect: Keras' own float64 -> float32 narrowing put back fails the float64 gate
 from keras.src.backend.common import dtypes
 dtypes.BIT64_TO_BIT32_DTYPE["float64"] = "float32"
@@ -110,6 +132,19 @@ def test_float64_fails_the_gate_when_keras_narrows_it_to_float32(engine_run):
     if name != "keras_torch":
         pytest.skip("Keras' JAX dense layer does not narrow: nothing to plant")
     assert out["narrowed"] is False, name
+
+
+def test_sync_without_a_value_waits_for_the_last_step(engine_run):
+    name, out = engine_run
+    assert out["ready"] in ((True,) if name == "keras_jax" else (None, True)), name
+
+
+def test_bf16_passes_the_bf16_gate_and_really_computes_in_bf16(engine_run):
+    name, out = engine_run
+    got = out["bf16"]
+    assert got["equivalent"], f"{name} bf16: {got['divergence']}"
+    assert got["fp32_violation"] > 1.0  # float32's forward bound fails: bf16 really ran
+    assert "mixed_bfloat16" in got["mode"]
 
 
 def test_another_keras_engine_in_the_same_process_is_one_line(engine_run):

@@ -52,6 +52,7 @@ class KerasJaxModel(KerasEngineModel):
         self._jdev = jrt.jax_device(runtime.device)
         self._state: tuple | None = None  # (trainable, non_trainable, optimizer) JAX arrays
         self._stale = False  # True while the state is newer than Keras' variables
+        self._last = None  # the output of the last dispatched program (what sync waits on)
         super().__init__(workload, params, runtime, fast)
         net, loss, opt = self.net, self.loss, self.optimizer
 
@@ -121,14 +122,19 @@ class KerasJaxModel(KerasEngineModel):
             loss, tv, ntv, ov = self._step_fn(tv, ntv, ov, batch[0], batch[1])
         self._state = (tv, ntv, ov)
         self._stale = True
+        self._last = loss
         return loss
 
     def predict(self, batch: Batch):
         tv, ntv, _ = self._state
         with self.scope():
-            return self._predict_fn(tv, ntv, batch[0])
+            self._last = self._predict_fn(tv, ntv, batch[0])
+        return self._last
 
     def sync(self, value=None) -> None:
+        """Wait for ``value`` or, without one, for the last program dispatched (JAX's calls
+        return before the device is done)."""
+        value = self._last if value is None else value
         if value is not None and not isinstance(value, float):
             jax.block_until_ready(value)
 
