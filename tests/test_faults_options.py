@@ -50,6 +50,7 @@ def _bench(tmp_path, *args: str) -> None:
         (["--precisions", ""], "--precisions '': an empty name; give a comma list of fp32, bf16, "
          "fp16"),
         (["--torch-compile", "maybe"], "--torch-compile 'maybe': valid: default, on, off"),
+        (["--keras-step", "fit"], "--keras-step 'fit': valid: default, keras, custom"),
         (["--dtype", "float16"], "--dtype 'float16': valid: float32, float64"),
         # issue 33, item 5: the run's size bounded up front, with a time estimate
         (["--repeat", "100000"], "--repeat 100000: 100,000 cells, about 333.3 h at ~12 s a cell "

@@ -26,9 +26,10 @@ state tuple and writes every one back (``jax_state_sync``) around each call, whe
 step keeps the state on the device between steps (Keras' guide "Writing a training loop from
 scratch in JAX" and ``fit`` itself do so). On PyTorch the custom step is Keras' own
 ``TorchTrainer.train_step`` (forward, ``loss.backward()``, ``optimizer.apply``) without the
-tracker and the read-back. The measurement that would confirm it: ``python -m benchmarks``-style
-interleaved rounds of ``--keras-step keras`` against ``custom`` per engine and workload (the
-manifest records which ran, and why).
+tracker and the read-back. The measurement that would confirm it, on a quiet machine: the same
+cells under ``--keras-step keras`` and ``--keras-step custom`` (``rosetta bench --profile smoke
+--backends keras_jax,keras_torch --keras-step keras``, then ``custom``, two run ids), comparing
+the steady step times with their intervals; the manifest records which step ran, and why.
 """
 
 from __future__ import annotations
