@@ -86,6 +86,8 @@ PROBE = {  # what each framework itself says about its threads, independent of t
     "jax": "import os; print(len(os.sched_getaffinity(0)))",
     "chainer": "from threadpoolctl import threadpool_info as t; "
     "print(min(p['num_threads'] for p in t() if p['user_api'] == 'blas'))",
+    "keras_jax": "import os; print(len(os.sched_getaffinity(0)))",
+    "keras_torch": "import torch; print(torch.get_num_threads())",
 }
 
 
