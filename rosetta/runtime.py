@@ -45,6 +45,11 @@ TORCH_COMPILE_DEFAULT = "default"
 #: Paddle's compiled path (``Runtime.paddle_static``: ``paddle.jit.to_static``): ``default`` is
 #: the choice per (task, dtype) (:func:`paddle_static_in_effect`); ``on`` and ``off`` override it
 PADDLE_STATIC = ("default", "on", "off")
+#: Keras' training step on the JAX and PyTorch engines (``Runtime.keras_step``): ``default`` is
+#: each engine's documented choice (``rosetta/backends/keras_common/model.py``); ``keras`` is
+#: Keras' own training API (``compile`` + ``train_on_batch``), ``custom`` the backend's own step
+#: (JAX: a jitted stateless step; PyTorch: an eager ``backward`` and ``optimizer.apply``)
+KERAS_STEP = ("default", "keras", "custom")
 
 
 def usable_cores() -> int:
@@ -73,6 +78,7 @@ class Runtime:
     seed: int = 0  # drives every random stream: weights, sample order, dropout
     torch_compile: str = "default"  # torch.compile: default (per task, dtype) | on | off
     paddle_static: str = "default"  # paddle.jit.to_static: default (per task, dtype) | on | off
+    keras_step: str = "default"  # Keras on JAX/PyTorch: default (per engine) | keras | custom
 
     @classmethod
     def request(
@@ -87,6 +93,7 @@ class Runtime:
         seed: int = 0,
         torch_compile: str | None = None,
         paddle_static: str | None = None,
+        keras_step: str = "default",
     ) -> Runtime:
         """A validated request; bad values are one ``BackendError`` naming the valid ones.
         ``torch_compile=None`` asks for :data:`TORCH_COMPILE_DEFAULT`, ``paddle_static=None``
@@ -110,6 +117,10 @@ class Runtime:
             raise BackendError(
                 f"unknown paddle static setting {static!r}; valid: {', '.join(PADDLE_STATIC)}"
             )
+        if keras_step not in KERAS_STEP:
+            raise BackendError(
+                f"unknown Keras step setting {keras_step!r}; valid: {', '.join(KERAS_STEP)}"
+            )
         return cls(
             backend=backend,
             device=device,
@@ -120,6 +131,7 @@ class Runtime:
             seed=int(seed),
             torch_compile=compile_,
             paddle_static=static,
+            keras_step=keras_step,
         )
 
     @property

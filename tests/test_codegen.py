@@ -30,6 +30,8 @@ FRAMEWORK_IMPORTS = {
     "jax": {"numpy", "jax", "optax"},
     "chainer": {"numpy", "chainer", "warnings"},
     "paddle": {"numpy", "paddle"},
+    "keras_jax": {"numpy", "jax", "keras", "os"},
+    "keras_torch": {"numpy", "torch", "keras", "os"},
 }
 STDLIB_OK = {"argparse", "dataclasses", "__future__", "collections"}
 
@@ -119,6 +121,10 @@ def test_adam_written_out_where_the_framework_differs():
         assert "class Adam:" in text and "(sqrt(v_hat) + eps)" in text
     assert "torch.optim.Adam(" in codegen.generate("gru", "torch").text
     assert "optax.adam(" in codegen.generate("gru", "jax").text
+    for backend in ("keras_jax", "keras_torch"):  # a keras.optimizers.Optimizer on these engines
+        text = codegen.generate("gru", backend).text
+        assert "class Adam(keras.optimizers.Optimizer):" in text
+        assert "(keras.ops.sqrt(v_hat) + self.eps)" in text
 
 
 def _helpers(names):

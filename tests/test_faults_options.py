@@ -51,6 +51,7 @@ def _bench(tmp_path, *args: str) -> None:
          "fp16"),
         (["--torch-compile", "maybe"], "--torch-compile 'maybe': valid: default, on, off"),
         (["--paddle-static", "maybe"], "--paddle-static 'maybe': valid: default, on, off"),
+        (["--keras-step", "fit"], "--keras-step 'fit': valid: default, keras, custom"),
         (["--dtype", "float16"], "--dtype 'float16': valid: float32, float64"),
         # issue 33, item 5: the run's size bounded up front, with a time estimate
         (["--repeat", "100000"], "--repeat 100000: 100,000 cells, about 138.9 h (1 training run "

@@ -90,6 +90,8 @@ PROBE = {  # what each framework itself says about its threads, independent of t
     "paddle": "from threadpoolctl import threadpool_info as t; "
     "print(min(p['num_threads'] for p in t() if 'paddle' in p['filepath'] "
     "and p['user_api'] == 'openmp'))",
+    "keras_jax": "import os; print(len(os.sched_getaffinity(0)))",
+    "keras_torch": "import torch; print(torch.get_num_threads())",
 }
 
 

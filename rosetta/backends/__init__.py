@@ -46,13 +46,19 @@ REGISTRY: dict[str, BackendInfo] = {
     ),
     "jax": BackendInfo("jax", "JAX/Flax", (("jax",), ("jaxlib",), ("flax",), ("optax",)), "jax"),
     "chainer": BackendInfo("chainer", "Chainer", (("chainer",),), "chainer"),
+    "keras_jax": BackendInfo(
+        "keras_jax", "Keras 3 on JAX", (("keras",), ("jax",), ("jaxlib",)), "jax"
+    ),
+    "keras_torch": BackendInfo(
+        "keras_torch", "Keras 3 on PyTorch", (("keras",), ("torch",)), "torch"
+    ),
+    "paddle": BackendInfo(
+        "paddle", "PaddlePaddle", (("paddlepaddle", "paddlepaddle-gpu"),), "paddle"
+    ),
     "onnxruntime": BackendInfo(
         "onnxruntime", "ONNX Runtime", (("onnxruntime",), ("onnx",)), "onnx"
     ),
     "openvino": BackendInfo("openvino", "OpenVINO", (("openvino",), ("onnx",)), "onnx"),
-    "paddle": BackendInfo(
-        "paddle", "PaddlePaddle", (("paddlepaddle", "paddlepaddle-gpu"),), "paddle"
-    ),
 }
 
 
@@ -211,6 +217,7 @@ def make(
     tf32: bool = False,
     torch_compile: str | None = None,
     paddle_static: str | None = None,
+    keras_step: str = "default",
     **options,
 ):
     """Configure ``backend`` for this process and build ``workload`` on it: the two contract
@@ -229,6 +236,7 @@ def make(
         seed=seed,
         torch_compile=torch_compile,
         paddle_static=paddle_static,
+        keras_step=keras_step,
     )
     return module.build(workload, params, module.configure(request), **options)
 

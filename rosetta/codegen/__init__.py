@@ -64,7 +64,8 @@ __all__ = [
 ]
 
 #: backends that render source, in the report's column order (the reference first)
-BACKENDS = ("numpy_ref", "torch", "tensorflow", "jax", "chainer", "paddle")
+BACKENDS = ("numpy_ref", "torch", "tensorflow", "jax", "chainer", "paddle", "keras_jax",
+            "keras_torch")  # fmt: skip
 
 
 @dataclass(frozen=True)

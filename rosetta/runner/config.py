@@ -51,6 +51,7 @@ class CellConfig:
     threads: int | None = None  # None: all usable cores (the Runtime records the number)
     torch_compile: str | None = None  # default (per task, dtype) | on | off; None: the Runtime's
     paddle_static: str = "default"  # paddle.jit.to_static: default (per task) | on | off
+    keras_step: str = "default"  # Keras on JAX/PyTorch: default (per engine) | keras | custom
     precision: str = "fp32"  # numeric policy (rosetta.runtime.PRECISIONS)
     tf32: bool = False  # allow TF32 on CUDA (recorded; refused on the CPU)
     sample_every: int | None = None  # steady state: time every n-th step (None: 1 CPU, 4 CUDA)
@@ -135,6 +136,7 @@ class CellConfig:
             seed=self.seed,
             torch_compile=self.torch_compile,
             paddle_static=self.paddle_static,
+            keras_step=self.keras_step,
         )
 
     def gate_identity(self) -> tuple:

@@ -29,7 +29,15 @@ from pathlib import Path
 from rosetta import backends
 from rosetta.errors import RosettaError
 from rosetta.runner.config import CellConfig
-from rosetta.runtime import DEVICES, DTYPES, PADDLE_STATIC, PRECISIONS, TORCH_COMPILE, Runtime
+from rosetta.runtime import (
+    DEVICES,
+    DTYPES,
+    KERAS_STEP,
+    PADDLE_STATIC,
+    PRECISIONS,
+    TORCH_COMPILE,
+    Runtime,
+)
 
 #: how each cell is run locally (``rosetta.runner.matrix.EXECUTORS``), and Ray on top of them
 LOCAL_EXECUTORS = ("papermill", "python")
@@ -81,6 +89,7 @@ class BenchOptions:
     ray_timeout: str = "30"
     torch_compile: str = "default"
     paddle_static: str = "default"
+    keras_step: str = "default"
 
     @classmethod
     def from_namespace(cls, ns) -> BenchOptions:
@@ -151,6 +160,7 @@ class Plan:
         device_here = _device_here(device, opts.tf32)
         torch_compile = _choice("--torch-compile", opts.torch_compile, TORCH_COMPILE)
         paddle_static = _choice("--paddle-static", opts.paddle_static, PADDLE_STATIC)
+        keras_step = _choice("--keras-step", opts.keras_step, KERAS_STEP)
         seed = _integer("--seed", opts.seed, 0, MAX_SEED)
         batch_sizes = (
             prof.batch_sizes if opts.batch_sizes is None else _batch_list(opts.batch_sizes)
@@ -222,6 +232,7 @@ class Plan:
             sample_every=sample_every,  # None: each cell decides from its resolved device
             torch_compile=torch_compile,
             paddle_static=paddle_static,
+            keras_step=keras_step,
         )
         pins = {"data_dir": opts.data_dir and str(Path(opts.data_dir).absolute())}
         if opts.oversubscribe:

@@ -10,6 +10,11 @@ first (which, by the contract, also resets the optimiser state), so the order th
 does not matter. A check that needs another runtime (one thread, another precision) or a model
 that must fail to build still calls ``make`` itself. Under ``pytest -n`` every backend's checks
 go to one worker (``tests/conftest.py`` groups them), so a model is built once per run.
+
+**A backend whose engine is a setting of the process** (Keras on JAX or PyTorch: its package
+names a ``KERAS_ENGINE``) runs its checks in one child pytest of its own, started by the first
+of them (``engine_process.py``): Keras picks its engine once per process, and this process may
+hold Keras on TensorFlow already. Each check here reports the child's outcome for it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from rosetta import backends
 from rosetta.backends import make
 from rosetta.backends.base import dtype_unsupported, training_unsupported
 from rosetta.spec import canonical_weights, get_workload
+from tests.conformance import engine_process
 
 WORKLOADS = ("cnn", "gru", "resnet50")
 DTYPES = ("float32", "float64")
@@ -38,6 +44,21 @@ RESNET_SIZE = 64  # quick suite: ResNet-50 on 64x64 inputs (same parameters; 224
 def slow_tier(params: dict) -> bool:
     """Whether a conformance check with these parameters belongs to the slow tier."""
     return any(params.get(name) in values for name, values in SLOW_PARAMS.items())
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A check of a backend whose engine is a setting of the process reports what its own
+    process found (see the module docstring); every other check runs here."""
+    backend = engine_process.delegated(pyfuncitem)
+    if backend is None:
+        return None
+    got = engine_process.outcome(pyfuncitem, backend)
+    if got["outcome"] == "skipped":
+        pytest.skip(got["text"])
+    if got["outcome"] == "failed":
+        pytest.fail(f"in {backend}'s own process: {got['text']}", pytrace=False)
+    return True
 
 
 @pytest.fixture(params=backends.names())

@@ -29,6 +29,8 @@ NEEDS = {
     "jax": ("jax", "optax"),
     "chainer": ("chainer",),
     "paddle": ("paddle",),
+    "keras_jax": ("keras", "jax"),
+    "keras_torch": ("keras", "torch"),
 }
 #: the quick suite: one case per framework, every workload among them, at float32 (float64 is the
 #: slow tier's: conftest.SLOW_PARAMS)
@@ -39,6 +41,8 @@ QUICK = {
     ("jax", "resnet50", "float32"),
     ("chainer", "gru", "float32"),
     ("paddle", "cnn", "float32"),
+    ("keras_jax", "gru", "float32"),
+    ("keras_torch", "cnn", "float32"),
 }
 RESNET_SIZE = 32  # ResNet-50 at 32x32: the same parameters, a fraction of the time
 

@@ -40,6 +40,7 @@ import tensorflow as tf
 
 from rosetta.backends import driver
 from rosetta.backends.base import Batch, Model, Params, hwc_flatten_at_output
+from rosetta.backends.keras_common.model import KERAS_POLICIES, functional
 from rosetta.backends.tensorflow import optim, weights
 from rosetta.backends.tensorflow import runtime as tf_runtime
 from rosetta.backends.tensorflow.loader import TFLoader
@@ -89,10 +90,6 @@ def choose(
         jit_compile = False
         why = "graph has no GRU: TensorFlow's oneDNN convolutions measured faster than XLA's"
     return FastPath(data_format, bool(jit_compile), why)
-
-
-#: the Keras dtype policy of each mixed-precision policy (per layer, never global)
-KERAS_POLICIES = {"bf16": "mixed_bfloat16"}
 
 
 def softmax_cross_entropy(logits, labels):
@@ -150,25 +147,21 @@ class KerasModel(Model):
 
     def _lower(self) -> tuple[keras.Model, list[weights.Binding]]:
         """The graph through the driver and ``TABLE``, applied to a ``keras.Input``: a
-        functional ``keras.Model`` and its weight bindings (graph order)."""
+        functional ``keras.Model`` and its weight bindings (graph order; the shared
+        ``keras_common.model.functional``)."""
         w = self.workload
         # bf16: each layer this model builds takes Keras' "mixed_bfloat16" policy (float32
         # variables, bfloat16 compute), passed as the layer's dtype: no global policy is set, so
         # no other model of the process is touched
         layer_dtype = KERAS_POLICIES.get(self.runtime.precision, self.dtype)
-        ctx = Ctx(layer_dtype, self.fast.data_format, self._dropout_on, seed=self.runtime.seed)
-        net = driver.lower(TABLE, w.graph, w.input.shape, ctx)
-        shape = tuple(w.input.shape)
-        if w.input.dtype == "int32":
-            inputs = keras.Input(shape=shape, dtype="int32", name="tokens")  # (T,), batch-major
-        else:
-            native = shape  # (F,) or (T, E): a cut's activations (the localiser's suffixes)
-            if len(shape) == 3 and self.fast.data_format == "channels_last":
-                native = (*shape[1:], shape[0])  # (C, H, W) -> (H, W, C)
-            inputs = keras.Input(
-                shape=native, dtype=self.dtype, name="images"
-            )  # (H, W, C)|(C, H, W)
-        return keras.Model(inputs, net(inputs), name=f"rosetta_{w.name}"), ctx.bindings
+        ctx = Ctx(
+            layer_dtype,
+            self.fast.data_format,
+            self._dropout_on,
+            seed=self.runtime.seed,
+            backend=self.backend,
+        )
+        return functional(w, TABLE, ctx, self.dtype)
 
     # -- compiled functions ----------------------------------------------------------------------
     def _forward(self, x):

@@ -1,98 +1,18 @@
-"""The spec's optimisers on Keras: Keras' own SGD, and Algorithm 1 Adam as a small Optimizer.
-
-Hyper-parameters are handed to Keras as ``np.float64`` scalars (a ``float`` subclass, so Keras
-accepts them) and the learning rate as a callable: TensorFlow turns a Python float into a float32
-tensor before any cast, so Keras' ``ops.cast(0.9, "float64")`` is 0.8999999761581421 and a
-float64 model would be updated with float32-rounded momentum and learning rate (~3e-8 relative,
-above the spec's float64 bound of 1e-8). A float64 scalar is cast exactly, and rounded once to
-float32 for float32 variables.
-
-- **SGD**: ``keras.optimizers.SGD`` unchanged. Its form ``v = m*v - lr*g; w += v`` equals the
-  spec's ``buf = m*buf + g; w -= lr*buf`` at constant lr (``v = -lr*buf``); the float64 test
-  (``tests/test_backend_tensorflow.py``) shows it.
-- **Adam**: Keras' Adam puts epsilon outside the bias correction
-  (``w -= lr*sqrt(1-b2^t)/(1-b1^t) * m/(sqrt(v)+eps)``); ``SpecAdam`` implements the spec's
-  Kingma & Ba Algorithm 1, ``w -= lr * m_hat / (sqrt(v_hat) + eps)``, densely (an embedding
-  row without gradient still decays its moments and moves, as in the reference).
-"""
+"""The spec's optimisers on Keras/TensorFlow: the shared Keras ones (``keras_common/optim.py``:
+Keras' SGD, and Algorithm 1 Adam as a small Optimizer), with an embedding's sparse gradient
+(``tf.IndexedSlices``) made dense before Adam's dense update."""
 
 from __future__ import annotations
 
 import keras
-import numpy as np
 import tensorflow as tf
-from keras import ops
 
-from rosetta.spec.workload import SGD, Adam
+from rosetta.backends.keras_common.optim import SpecAdam, describe
+from rosetta.backends.keras_common.optim import make_optimizer as _make
 
-
-class SpecAdam(keras.optimizers.Optimizer):
-    """Adam as Kingma & Ba's Algorithm 1 (the spec's form; PyTorch and Optax use it too)."""
-
-    def __init__(self, lr: float, beta1: float, beta2: float, eps: float, name: str = "spec_adam"):
-        super().__init__(learning_rate=_constant(lr), name=name)
-        self.beta1 = np.float64(beta1)
-        self.beta2 = np.float64(beta2)
-        self.eps = np.float64(eps)
-
-    def build(self, variables) -> None:
-        if self.built:
-            return
-        super().build(variables)
-        self._m = self.add_optimizer_variables(variables, "m")
-        self._v = self.add_optimizer_variables(variables, "v")
-
-    def update_step(self, gradient, variable, learning_rate) -> None:
-        dt = variable.dtype
-        g = ops.cast(tf.convert_to_tensor(gradient), dt)  # embedding: IndexedSlices -> dense
-        i = self._get_variable_index(variable)
-        m, v = self._m[i], self._v[i]
-        t = ops.cast(self.iterations + 1, "float64")
-        b1, b2 = ops.cast(self.beta1, dt), ops.cast(self.beta2, dt)
-        self.assign(m, b1 * m + ops.cast(1.0 - self.beta1, dt) * g)
-        self.assign(v, b2 * v + ops.cast(1.0 - self.beta2, dt) * (g * g))
-        # bias corrections in float64, rounded once to the variable's dtype (as the reference)
-        m_hat = m / ops.cast(1.0 - ops.power(self.beta1, t), dt)
-        v_hat = v / ops.cast(1.0 - ops.power(self.beta2, t), dt)
-        step = ops.cast(learning_rate, dt) * m_hat / (ops.sqrt(v_hat) + ops.cast(self.eps, dt))
-        self.assign_sub(variable, step)
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(beta1=float(self.beta1), beta2=float(self.beta2), eps=float(self.eps))
-        return config
-
-
-def _constant(lr: float):
-    """A constant learning rate Keras casts exactly (see the module docstring)."""
-    value = np.float64(lr)
-    return lambda: value
+__all__ = ["SpecAdam", "describe", "make_optimizer"]
 
 
 def make_optimizer(spec) -> keras.optimizers.Optimizer | None:
     """The Keras optimiser for the spec's ``SGD``/``Adam`` (``None`` for forward-only work)."""
-    if isinstance(spec, SGD):
-        return keras.optimizers.SGD(
-            learning_rate=_constant(spec.lr),
-            momentum=np.float64(spec.momentum),
-            nesterov=spec.nesterov,
-        )
-    if isinstance(spec, Adam):
-        return SpecAdam(spec.lr, spec.beta1, spec.beta2, spec.eps)
-    return None
-
-
-def describe(spec) -> str:
-    """The optimiser line of the manifest."""
-    if isinstance(spec, SGD):
-        return (
-            "keras.optimizers.SGD (v = m*v - lr*g; w += v: the spec's form at constant lr), "
-            "hyper-parameters passed as float64 so none is rounded through float32"
-        )
-    if isinstance(spec, Adam):
-        return (
-            "SpecAdam (a keras Optimizer): Kingma & Ba Algorithm 1, "
-            "w -= lr*m_hat/(sqrt(v_hat)+eps), "
-            "dense; Keras' Adam (eps outside the bias correction) is not used"
-        )
-    return "n/a (forward only)"
+    return _make(spec, dense=tf.convert_to_tensor)

@@ -1,7 +1,8 @@
 """TensorFlow's process settings: Keras' backend, the thread pools, the device, TF32.
 
-This is the one place Keras' backend is chosen (``KERAS_BACKEND=tensorflow`` is set before
-``keras`` is imported) and TensorFlow's log noise lowered. Importing this module imports
+This is where Keras' engine is chosen (``keras_common.engine.select``: ``KERAS_BACKEND=tensorflow``
+before ``keras`` is imported, or one line saying this process's Keras runs another engine) and
+TensorFlow's log noise lowered. Importing this module imports
 TensorFlow (the seconds of the runner's ``import_s``). Every setting is applied through
 TensorFlow's own API and read back from it:
 
@@ -20,18 +21,14 @@ from __future__ import annotations
 import importlib.metadata
 import os
 
-os.environ["KERAS_BACKEND"] = "tensorflow"  # before keras is imported, and nowhere else
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
 
-import keras  # noqa: E402
+from rosetta.backends.keras_common.engine import select  # noqa: E402
+
+keras = select("tensorflow", "tensorflow")  # Keras on TensorFlow, or one line why not
 import tensorflow as tf  # noqa: E402
 from tensorflow.python.eager import context  # noqa: E402  (the eager context's state)
 
-if keras.backend.backend() != "tensorflow":
-    raise ImportError(
-        f"keras was imported with backend {keras.backend.backend()!r} before rosetta's "
-        f"tensorflow backend could select 'tensorflow'; run this backend in its own process"
-    )
 tf.get_logger().setLevel("ERROR")
 
 

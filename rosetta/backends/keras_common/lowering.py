@@ -1,0 +1,314 @@
+"""The Rosetta of Keras: one small function per spec op, building its Keras layer(s), on any engine.
+
+Every Keras backend (``tensorflow``, ``keras_jax``, ``keras_torch``) lowers through these
+functions: they speak only ``keras.layers`` and ``keras.ops``, which Keras 3 runs on each engine.
+A backend's ``lowering.py`` imports them (so its ``TABLE = OPS.lowering(globals())`` finds them
+by name) and adds what is its engine's own: the tensor ``apply_op`` feeds and the device.
+
+Each entry turns an op into a *layer*, here a function of Keras tensors made of Keras layers
+(most ops one layer, some a padding layer and the layer), and registers the weights under their
+canonical names (``ctx.bind``; the variables are found once the layer is built). The driver
+walks the graph; ``model.py`` applies the result to a ``keras.Input`` and gets a functional
+``keras.Model``. ``site.in_shape`` is the op's input in the *canonical* per-sample layout
+``(C, H, W)``; the tensors themselves are in ``ctx.data_format``.
+
+Padding: the spec's padding is explicit numbers. Where Keras' ``"same"`` would pad exactly those
+numbers (stride 1, odd kernel: every 3x3 conv of the CNN) the op uses ``padding="same"``, one op
+(on TensorFlow the CNN's train step with ZeroPadding2D + "valid" instead took 1.08 [1.01, 1.12]
+times as long, interleaved, 12 rounds, load 15). Elsewhere (ResNet's stride-2 convs and its stem,
+where "same" would pad bottom/right only) an explicit ``ZeroPadding2D`` precedes a ``"valid"``
+conv, and max-pooling pads with -inf (``NegInfPadding2D``): padded cells are never selected, as
+the spec says.
+
+Dropout is Keras' own (same rate, seed generator, mask and scaling) with its output selected by
+``ctx.dropout_on``, a boolean variable read *inside* the compiled program: ``Model.set_dropout``
+flips it, and the timed program runs on without retracing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import keras
+from keras import layers
+
+from rosetta.backends.driver import Site
+from rosetta.backends.keras_common import weights
+from rosetta.backends.keras_common.weights import Binding
+from rosetta.backends.snippet import attr
+from rosetta.errors import BackendError
+from rosetta.spec import ops
+
+Layer = Callable[[Any], Any]  # Keras tensor -> Keras tensor, through Keras layers
+
+
+@dataclass
+class Ctx:
+    """What the entries need besides the op: dtype, layout, seeds, the dropout gate, bindings."""
+
+    dtype: str
+    data_format: str  # "channels_last" (NHWC) | "channels_first" (NCHW)
+    dropout_on: Any  # a boolean variable, read inside the trace (Model.set_dropout)
+    seed: int = 0
+    training: bool | None = None  # None: the keras.Model call decides; bool: apply_op
+    bindings: list[Binding] = field(default_factory=list)
+    flattened_from: tuple[int, int, int] | None = None  # (C, H, W) of a pending NHWC flatten
+    layer_count: int = 0
+    backend: str = "keras"  # the backend's name, for its errors
+    #: layer names as identifiers (``layer1_0_conv1``, as the generated source names them):
+    #: Keras on PyTorch registers each variable as a torch parameter, whose name may hold no "."
+    identifier_names: bool = False
+
+    def bind(self, names, find, to_native, to_canonical) -> None:
+        self.bindings.append(Binding(tuple(names), find, to_native, to_canonical))
+
+    def layer_name(self, name: str) -> str:
+        """The Keras layer name of the op named ``name`` (the canonical one on TensorFlow)."""
+        return attr(name) if self.identifier_names else name
+
+    def next_seed(self) -> int:
+        self.layer_count += 1
+        return self.seed * 1000 + self.layer_count
+
+
+class NegInfPadding2D(layers.Layer):
+    """Pads H and W with -inf: max-pooling's explicit padding (a padded cell is never the max)."""
+
+    def __init__(self, padding: tuple[int, int, int, int], data_format: str, **kwargs):
+        super().__init__(**kwargs)
+        self.padding = tuple(padding)
+        self.data_format = data_format
+
+    def call(self, x):
+        t, b, left, right = self.padding
+        hw = [[t, b], [left, right]]
+        widths = (
+            [[0, 0], *hw, [0, 0]] if self.data_format == "channels_last" else [[0, 0], [0, 0], *hw]
+        )
+        return keras.ops.pad(x, widths, constant_values=float("-inf"))
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "padding": self.padding, "data_format": self.data_format}
+
+
+class InferenceBatchNorm(layers.BatchNormalization):
+    """``BatchNormalization`` that always normalises with its moving statistics (the spec's
+    inference-mode BatchNorm), whatever ``training`` flag the model is called with."""
+
+    def call(self, inputs, training=None, mask=None):
+        return super().call(inputs, training=False, mask=mask)
+
+
+class GatedDropout(layers.Dropout):
+    """Keras' ``Dropout`` whose training-mode output is ``where(gate, dropout(x), x)``: the mask
+    is drawn either way (the random stream does not depend on the gate), and ``gate`` is a
+    boolean variable read inside the compiled program, so switching dropout off changes no trace.
+    On TensorFlow the gate is a ``tf.Variable`` (not a Keras weight: Keras tracks only its own
+    variables); on JAX and PyTorch it is a non-trainable ``keras.Variable``, which this layer then
+    tracks, so a stateless call (JAX) takes its current value as an input like any other state."""
+
+    def __init__(self, rate: float, gate, **kwargs):
+        super().__init__(rate, **kwargs)
+        # Dropout is built (and its state locked) in its constructor; a keras.Variable gate must
+        # still become this layer's state, as Keras' own _untrack_variable unlocks to change it
+        locked = self._tracker.locked
+        self._tracker.unlock()
+        self._gate = gate
+        if locked:
+            self._tracker.lock()
+
+    def call(self, inputs, training=False):
+        dropped = super().call(inputs, training=training)
+        gate = keras.ops.convert_to_tensor(
+            self._gate
+        )  # the value in effect (a stateless call: its input)
+        return keras.ops.where(gate, dropped, inputs) if training else dropped
+
+
+def same_is_exact(kernel, stride, padding, in_hw) -> bool:
+    """Whether TensorFlow's ``padding="same"`` pads exactly ``padding`` (t, b, l, r)."""
+    pads = []
+    for k, s, n in zip(kernel, stride, in_hw, strict=True):
+        out = -(-n // s)  # ceil(n / s)
+        total = max((out - 1) * s + k - n, 0)
+        pads += [total // 2, total - total // 2]  # TensorFlow puts the odd cell at the end
+    return tuple(pads) == tuple(padding)
+
+
+def _padding(op, site: Site) -> tuple[tuple[int, int, int, int] | None, str]:
+    """``(explicit, keras_padding)``: "valid" or exact "same" (explicit None), else the spec's
+    ``(t, b, l, r)`` to pad with a layer of its own before a "valid" op."""
+    if not any(op.padding):
+        return None, "valid"
+    if same_is_exact(op.kernel, op.stride, op.padding, site.in_shape[1:]):
+        return None, "same"
+    return tuple(op.padding), "valid"
+
+
+def _after(pad: layers.Layer, layer: layers.Layer) -> Layer:
+    """``layer`` preceded by the explicit padding layer ``pad``."""
+    return lambda x: layer(pad(x))
+
+
+def _weights(op, layer) -> tuple[list[str], Callable[[], tuple]]:
+    """Canonical names and the variable finder of a kernel (+ bias) layer."""
+    names = [f"{op.name}.kernel"] + ([f"{op.name}.bias"] if op.bias else [])
+    return names, lambda: (layer.kernel, layer.bias) if op.bias else (layer.kernel,)
+
+
+# -- the table's entries: entry(op, site, ctx) -> layer ----------------------------------------
+def conv2d(op: ops.Conv2D, site: Site, ctx: Ctx) -> Layer:
+    explicit, padding = _padding(op, site)
+    layer = layers.Conv2D(
+        op.out_channels,
+        op.kernel,
+        strides=op.stride,
+        padding=padding,
+        data_format=ctx.data_format,
+        use_bias=op.bias,
+        dtype=ctx.dtype,
+        name=ctx.layer_name(op.name),
+    )
+    ctx.bind(*_weights(op, layer), weights.oihw_to_hwio, weights.hwio_to_oihw)
+    if explicit is None:
+        return layer
+    t, b, left, right = explicit
+    return _after(
+        layers.ZeroPadding2D(((t, b), (left, right)), ctx.data_format, dtype=ctx.dtype), layer
+    )
+
+
+def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: Ctx) -> Layer:
+    explicit, padding = _padding(op, site)
+    pool = layers.MaxPooling2D(
+        op.kernel, strides=op.stride, padding=padding, data_format=ctx.data_format, dtype=ctx.dtype
+    )
+    if explicit is None:
+        return pool
+    return _after(NegInfPadding2D(explicit, ctx.data_format, dtype=ctx.dtype), pool)
+
+
+def relu(op: ops.ReLU, site: Site, ctx: Ctx) -> Layer:
+    return layers.ReLU(dtype=ctx.dtype)
+
+
+def dropout(op: ops.Dropout, site: Site, ctx: Ctx) -> Layer:
+    layer = GatedDropout(op.rate, ctx.dropout_on, seed=ctx.next_seed(), dtype=ctx.dtype)
+    return layer if ctx.training is None else lambda x: layer(x, training=ctx.training)
+
+
+def flatten(op: ops.Flatten, site: Site, ctx: Ctx) -> Layer:
+    if op.order != "CHW":
+        raise BackendError(
+            f"backend {ctx.backend!r}: flatten order {op.order!r} is not the spec's CHW"
+        )
+    if ctx.data_format == "channels_last" and len(site.in_shape) == 3:
+        ctx.flattened_from = tuple(site.in_shape)  # the next dense layer's rows are permuted
+    return layers.Flatten(dtype=ctx.dtype)  # channels_first: already C, H, W order
+
+
+def dense(op: ops.Dense, site: Site, ctx: Ctx) -> Layer:
+    layer = layers.Dense(op.units, use_bias=op.bias, dtype=ctx.dtype, name=ctx.layer_name(op.name))
+    if ctx.flattened_from is not None:
+        chw, ctx.flattened_from = ctx.flattened_from, None
+        convert = weights.chw_rows_to_hwc(chw), weights.hwc_rows_to_chw(chw)
+    else:
+        convert = weights.identity, weights.identity
+    ctx.bind(*_weights(op, layer), *convert)
+    return layer
+
+
+def batchnorm(op: ops.BatchNorm, site: Site, ctx: Ctx) -> Layer:
+    if ctx.flattened_from is not None:
+        raise BackendError(
+            f"backend {ctx.backend!r}: batchnorm after an NHWC flatten is not lowered"
+        )
+    axis = -1 if ctx.data_format == "channels_last" or len(site.in_shape) == 1 else 1
+    layer = InferenceBatchNorm(
+        axis=axis,
+        epsilon=op.eps,
+        momentum=1.0 - op.momentum,
+        dtype=ctx.dtype,
+        name=ctx.layer_name(op.name),
+    )
+    names = [f"{op.name}.{r}" for r in ("gamma", "beta", "mean", "var")]
+    find = lambda: (layer.gamma, layer.beta, layer.moving_mean, layer.moving_variance)  # noqa: E731
+    ctx.bind(names, find, weights.identity, weights.identity)
+    return layer
+
+
+def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Ctx) -> Layer:
+    return layers.GlobalAveragePooling2D(data_format=ctx.data_format, dtype=ctx.dtype)
+
+
+def embedding(op: ops.Embedding, site: Site, ctx: Ctx) -> Layer:
+    layer = layers.Embedding(op.vocab, op.dim, dtype=ctx.dtype, name=ctx.layer_name(op.name))
+    ctx.bind([f"{op.name}.table"], lambda: (layer.embeddings,), weights.identity, weights.identity)
+    return layer  # (N, T) -> (N, T, E)
+
+
+def gru(op: ops.GRU, site: Site, ctx: Ctx) -> Layer:
+    if (op.gate_order, op.reset_after) != (("z", "r", "h"), True):
+        raise BackendError(f"backend {ctx.backend!r}: GRU must be z, r, h with reset_after=True")
+    if (op.initial_state, op.output) != ("zeros", "last"):
+        raise BackendError(
+            f"backend {ctx.backend!r}: GRU must start at zeros and return the last step"
+        )
+    # the cuDNN-eligible configuration: tanh, sigmoid, reset_after, bias, no unroll
+    layer = layers.GRU(
+        op.units,
+        activation="tanh",
+        recurrent_activation="sigmoid",
+        use_bias=True,
+        reset_after=True,
+        unroll=False,
+        return_sequences=False,
+        dtype=ctx.dtype,
+        name=ctx.layer_name(op.name),
+    )
+    names = [
+        f"{op.name}.{r}" for r in ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")
+    ]
+    find = lambda: (layer.cell.kernel, layer.cell.recurrent_kernel, layer.cell.bias)  # noqa: E731
+    ctx.bind(names, find, weights.gru_to_keras, weights.gru_from_keras)
+    return layer  # (N, T, E) -> (N, H), the last step
+
+
+def sequence(chain: list[Layer], site: Site, ctx: Ctx) -> Layer:
+    """The layers applied in order (an empty chain is the identity: a plain shortcut)."""
+
+    def sequence_layer(x):
+        for layer in chain:
+            x = layer(x)
+        return x
+
+    return sequence_layer
+
+
+def residual(body: Layer, shortcut: Layer, site: Site, ctx: Ctx) -> Layer:
+    """``body(x) + shortcut(x)`` through a Keras ``Add``."""
+    add = layers.Add(dtype=ctx.dtype)
+    return lambda x: add([body(x), shortcut(x)])
+
+
+def apply_keras_op(
+    table, op: object, x, dtype: str, data_format: str, seed: int, training: bool, backend: str
+):
+    """One parameter-free op on a canonical NumPy batch through ``table``, in ``data_format``,
+    on the engine of this process's Keras (the caller enters its device and precision scope):
+    canonical NumPy out. Dropout's gate is on, its seed from ``seed``."""
+    import numpy as np
+
+    from rosetta.backends.driver import lower_op
+
+    x = np.asarray(x, dtype=dtype)
+    gate = keras.Variable(True, trainable=False, dtype="bool", name="dropout_on")
+    ctx = Ctx(dtype, data_format, gate, seed=seed, training=training, backend=backend)
+    layer = lower_op(table, op, tuple(x.shape[1:]), ctx)  # in_shape: canonical (C, H, W)
+    y = layer(keras.ops.convert_to_tensor(weights.images_to_layout(x, data_format)))
+    y = np.asarray(keras.ops.convert_to_numpy(y))
+    if ctx.flattened_from is not None:
+        return weights.flat_hwc_to_chw(y, ctx.flattened_from)
+    return weights.images_to_canonical(y, data_format)

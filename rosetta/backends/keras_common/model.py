@@ -1,0 +1,238 @@
+"""The Keras model's engine-neutral half: the functional ``keras.Model`` the shared lowering makes,
+its NumPy face, and the base class of the Keras backends on JAX and PyTorch.
+
+``functional(...)`` is the graph through the driver and a backend's table, applied to a
+``keras.Input`` (TensorFlow's ``KerasModel`` and :class:`KerasEngineModel` both call it).
+:class:`KerasEngineModel` holds what Keras does the same on every engine: the dropout gate (a
+non-trainable boolean ``keras.Variable``), the spec's optimiser (``optim.py``), the loss
+(``keras.losses.SparseCategoricalCrossentropy``, mean over the batch, computed in float32 under
+bf16), ``set_params``/``get_params`` through the bindings, and the manifest. Its engine subclass
+(``keras_jax/model.py``, ``keras_torch/model.py``) supplies the timed face: the loader, the
+training step, the forward pass and the gradients.
+
+**The training step** is a Runtime setting (``Runtime.keras_step``, ``--keras-step``):
+
+- ``keras``: Keras' own training API, ``model.compile(optimizer, loss)`` and
+  ``model.train_on_batch(x, y)`` per batch (``fit`` runs whole epochs and cannot serve the
+  contract's one-batch ``train_step``; both call the same compiled ``train_function``);
+- ``custom``: the backend's own step over the same Keras model, optimiser and loss.
+
+``default`` is ``custom`` on both engines, from what Keras' own documentation and source say
+``train_on_batch`` does per call, which a per-batch timed step pays every time and ``fit`` pays
+once per epoch: it returns the logs as Python floats (``pythonify_logs``: a host read-back of the
+loss, and so a device sync, inside every step, which the contract forbids in the timed loop),
+resets and updates its metrics (the loss tracker), and on JAX gathers every variable into a
+state tuple and writes every one back (``jax_state_sync``) around each call, where a stateless
+step keeps the state on the device between steps (Keras' guide "Writing a training loop from
+scratch in JAX" and ``fit`` itself do so). On PyTorch the custom step is Keras' own
+``TorchTrainer.train_step`` (forward, ``loss.backward()``, ``optimizer.apply``) without the
+tracker and the read-back. The measurement that would confirm it, on a quiet machine: the same
+cells under ``--keras-step keras`` and ``--keras-step custom`` (``rosetta bench --profile smoke
+--backends keras_jax,keras_torch --keras-step keras``, then ``custom``, two run ids), comparing
+the steady step times with their intervals; the manifest records which step ran, and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import keras
+import numpy as np
+
+from rosetta.backends import driver
+from rosetta.backends.base import Model, Params, hwc_flatten_at_output
+from rosetta.backends.keras_common import optim, weights
+from rosetta.backends.keras_common.engine import FLOAT64_NOTE, step_in_effect
+from rosetta.backends.keras_common.lowering import Ctx
+from rosetta.errors import BackendError
+from rosetta.runtime import Runtime
+from rosetta.spec.workload import Workload
+
+__all__ = ["KerasEngineModel", "KerasFastPath", "functional", "step_in_effect"]
+
+#: the Keras dtype policy of each mixed-precision policy (per layer, never global)
+KERAS_POLICIES = {"bf16": "mixed_bfloat16"}
+
+
+def functional(
+    workload: Workload, table: driver.LoweringTable, ctx: Ctx, dtype: str
+) -> tuple[keras.Model, list[weights.Binding]]:
+    """The graph through the driver and ``table``, applied to a ``keras.Input``: a functional
+    ``keras.Model`` and its weight bindings (graph order). Images arrive in ``ctx.data_format``."""
+    net = driver.lower(table, workload.graph, workload.input.shape, ctx)
+    shape = tuple(workload.input.shape)
+    if workload.input.dtype == "int32":
+        inputs = keras.Input(shape=shape, dtype="int32", name="tokens")  # (T,), batch-major
+    else:
+        native = shape  # (F,) or (T, E): a cut's activations (the localiser's suffixes)
+        if len(shape) == 3 and ctx.data_format == "channels_last":
+            native = (*shape[1:], shape[0])  # (C, H, W) -> (H, W, C)
+        inputs = keras.Input(shape=native, dtype=dtype, name="images")  # (H, W, C)|(C, H, W)
+    return keras.Model(inputs, net(inputs), name=f"rosetta_{workload.name}"), ctx.bindings
+
+
+def check_policy(backend: str, runtime: Runtime) -> None:
+    """One line where ``runtime``'s dtype and precision are not what a Keras model runs."""
+    if runtime.dtype not in ("float32", "float64"):
+        raise BackendError(
+            f"backend {backend!r} supports float32 and float64, not {runtime.dtype!r}"
+        )
+    if runtime.precision != "fp32" and (
+        runtime.precision not in KERAS_POLICIES or runtime.dtype != "float32"
+    ):
+        raise BackendError(
+            f"backend {backend!r} runs bf16 over float32 master weights only; got precision "
+            f"{runtime.precision!r} with dtype {runtime.dtype!r} (use --dtype float32)"
+        )
+
+
+@dataclass(frozen=True)
+class KerasFastPath:
+    """The choices one Keras-engine model runs with (see the module docstrings)."""
+
+    data_format: str  # "channels_last" | "channels_first"
+    step: str  # "keras" (train_on_batch) | "custom"
+    why_step: str
+    why_layout: str
+
+
+class KerasEngineModel(Model):
+    """A workload as a Keras 3 functional model on the JAX or PyTorch engine: the engine-neutral
+    half (see the module docstring); a subclass supplies the engine's timed face."""
+
+    backend = "keras"
+    engine = ""
+    table: driver.LoweringTable
+
+    def __init__(self, workload: Workload, params: Params, runtime: Runtime, fast: KerasFastPath):
+        check_policy(self.backend, runtime)
+        self.workload = workload
+        self.runtime = runtime
+        self.fast = fast
+        self._trainable = {p.name for p in workload.param_specs if p.trainable}
+        layer_dtype = KERAS_POLICIES.get(runtime.precision, runtime.dtype)
+        with self.scope():
+            self._gate = keras.Variable(True, trainable=False, dtype="bool", name="dropout_on")
+            ctx = Ctx(
+                layer_dtype,
+                fast.data_format,
+                self._gate,
+                seed=runtime.seed,
+                backend=self.backend,
+                identifier_names=True,
+            )
+            self.net, self.bindings = functional(workload, self.table, ctx, runtime.dtype)
+            self.optimizer = optim.make_optimizer(workload.optimizer)
+            loss_dtype = "float32" if runtime.precision == "bf16" else runtime.dtype
+            self.loss = keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True, dtype=loss_dtype
+            )
+            if self.optimizer is not None:
+                self.optimizer.build(self.net.trainable_variables)
+                if fast.step == "keras":
+                    self._compile_keras_step()
+        self.set_params(params)
+
+    def _compile_keras_step(self) -> None:
+        """``model.compile`` for the ``keras`` step. ``train_on_batch`` reports the loss through
+        the loss tracker compile makes (a ``keras.metrics.Mean`` in ``floatx``): for a float64
+        model floatx is float64 while compile makes it (then restored), else the reported loss
+        would be rounded to float32."""
+        floatx = keras.config.floatx()
+        keras.config.set_floatx("float64" if self.dtype == "float64" else floatx)
+        try:
+            self.net.compile(optimizer=self.optimizer, loss=self.loss, jit_compile=self.keras_jit())
+        finally:
+            keras.config.set_floatx(floatx)
+
+    # -- what an engine supplies -------------------------------------------------------------
+    def scope(self):
+        """A context manager entered around every build and call (device, precision mode)."""
+        raise NotImplementedError
+
+    def keras_jit(self) -> bool:
+        """``jit_compile`` of Keras' own train function (the ``keras`` step)."""
+        raise NotImplementedError
+
+    def before_read(self) -> None:
+        """Bring the Keras variables up to date (an engine that holds the state elsewhere)."""
+
+    def after_write(self) -> None:
+        """The Keras variables were assigned: take them up (an engine that holds the state)."""
+
+    # -- NumPy face ----------------------------------------------------------------------------
+    def set_params(self, params: Params) -> None:
+        from rosetta.spec.weights import check_weights
+
+        check_weights(self.workload, params)
+        self.before_read()
+        with self.scope():
+            weights.load(self.bindings, params, self.dtype)
+            if self.optimizer is not None:  # loading weights starts training afresh
+                for var in self.optimizer.variables:
+                    var.assign(keras.ops.zeros(var.shape, dtype=var.dtype))
+        self.after_write()
+
+    def get_params(self) -> Params:
+        self.before_read()
+        return weights.read(self.bindings)
+
+    def set_dropout(self, enabled: bool) -> None:
+        self.before_read()
+        self._gate.assign(bool(enabled))  # read inside the compiled step: no retracing
+        self.after_write()
+
+    def output_to_canonical(self, out: np.ndarray) -> np.ndarray:
+        """channels_last images (N, H, W, C) -> (N, C, H, W); an NHWC flatten's H, W, C rows ->
+        the spec's C, H, W order. Sequences are batch-major (N, T, E) already."""
+        channels_last = self.fast.data_format == "channels_last"
+        chw = hwc_flatten_at_output(self.workload, channels_last)
+        if chw is not None:
+            return weights.flat_hwc_to_chw(out, chw)
+        return weights.images_to_canonical(out, self.fast.data_format)
+
+    def canonical_grads(self, by_var: dict[int, np.ndarray]) -> Params:
+        """Gradients keyed by ``id(variable)`` in canonical names and layouts."""
+        return weights.grads(self.bindings, by_var, self._trainable, self.dtype)
+
+    def need_training(self) -> None:
+        if self.optimizer is None:
+            raise BackendError(
+                f"workload {self.workload.name!r} is forward-only ({self.workload.task})"
+            )
+
+    # -- description ---------------------------------------------------------------------------
+    def keras_manifest(self) -> dict:
+        """The manifest entries every Keras engine states the same way."""
+        image = len(self.workload.input.shape) == 3
+        step = (
+            "keras: model.compile(optimizer, loss) + model.train_on_batch(x, y) per batch"
+            if self.fast.step == "keras"
+            else "custom: the backend's own step over the Keras model, optimiser and loss"
+        )
+        return {
+            **self.runtime_manifest(),
+            "engine": self.engine,
+            "keras_backend": keras.backend.backend(),
+            "layout": ("NHWC" if self.fast.data_format == "channels_last" else "NCHW")
+            if image
+            else "NTC",
+            "layout_reason": self.fast.why_layout,
+            "keras_step": step,
+            "keras_step_reason": self.fast.why_step,
+            "precision_mode": (
+                "bf16 (Keras mixed_bfloat16 policy on every layer this model builds: float32 "
+                "variables, bfloat16 compute; fp32 optimiser state and loss; no global policy)"
+                if self.runtime.precision == "bf16"
+                else f"fp32: {self.dtype} throughout"
+                + (f" ({FLOAT64_NOTE})" if self.dtype == "float64" else "")
+            ),
+            "optimizer": optim.describe(self.workload.optimizer),
+            "inference": "model(x, training=False); BatchNorm on moving stats",
+            "versions": f"keras {keras.__version__} on {keras.backend.backend()}",
+        }
+
+    def summary(self) -> str:
+        lines: list[str] = []
+        self.net.summary(print_fn=lambda line, *a, **k: lines.append(line), line_length=100)
+        return "\n".join(lines)

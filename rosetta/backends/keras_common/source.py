@@ -1,0 +1,248 @@
+"""The Rosetta of Keras, in text: each op of the spec as the Keras functional-API line that says it.
+
+Keras' functional API reads the same on every engine (TensorFlow, JAX, PyTorch), so this table is
+shared: each Keras backend's ``source.py`` is ``OPS = op_table(NAME)`` and
+``RENDER = OPS.rendering()``, and its ``lowering.py`` defines the build functions the entries
+name (``rosetta/backends/keras_common/lowering.py``). The file is channels-last
+(NHWC, Keras' default and the layout TensorFlow's CPU kernels want), so three layout
+conversions show up here, each at the op where it happens: conv kernels OIHW -> HWIO; a flatten
+of NHWC activations yields rows in H, W, C order, so the next dense layer's kernel rows are
+permuted from the spec's C, H, W; and the GRU's two biases are Keras' one ``bias`` of shape
+(2, 3H) (its gate order z | r | h is the spec's own, with ``reset_after=True``). Text only.
+"""
+
+from __future__ import annotations
+
+from rosetta.backends.driver import Entry, OpTable, Site
+from rosetta.backends.snippet import (
+    RenderCtx,
+    Snippet,
+    Weight,
+    add_branches,
+    attr,
+    fmt_shape,
+    nhwc,
+    q,
+    statements,
+)
+from rosetta.spec import ops
+
+
+def _pair(p: tuple[int, int]) -> str:
+    return str(p[0]) if p[0] == p[1] else f"({p[0]}, {p[1]})"
+
+
+def _shape(site_shape: tuple[int, ...]) -> str:
+    return fmt_shape(nhwc(site_shape))
+
+
+def _layer(n: str) -> str:
+    return f"model.get_layer({q(n)})"
+
+
+def conv2d(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    t, b, left, right = op.padding
+    kh, kw = op.kernel
+    same = op.stride == (1, 1) and (t, b, left, right) == (
+        (kh - 1) // 2,
+        kh // 2,
+        (kw - 1) // 2,
+        kw // 2,
+    )
+    forward = []
+    args = [str(op.out_channels), _pair(op.kernel)]
+    if op.stride != (1, 1):
+        args.append(f"strides={_pair(op.stride)}")
+    if same and (t, b, left, right) != (0, 0, 0, 0):
+        args.append('padding="same"')
+    elif (t, b, left, right) != (0, 0, 0, 0):
+        forward.append(f"{{x}} = layers.ZeroPadding2D((({t}, {b}), ({left}, {right})))({{x}})")
+    if not op.bias:
+        args.append("use_bias=False")
+    args.append(f"name={q(n)}")
+    forward.append(f"{{x}} = layers.Conv2D({', '.join(args)})({{x}})  # {_shape(site.out_shape)}")
+    weights = [
+        Weight(
+            f"{op.name}.kernel",
+            f"{_layer(n)}.kernel",
+            "oihw_to_hwio(a)",
+            "hwio_to_oihw(a)",
+            note="OIHW -> HWIO",
+        )
+    ]
+    if op.bias:
+        weights.append(Weight(f"{op.name}.bias", f"{_layer(n)}.bias"))
+    return Snippet(
+        forward=tuple(forward),
+        weights=tuple(weights),
+        helpers=("oihw_to_hwio", "hwio_to_oihw"),
+        notes=(f"{op.name}.kernel: OIHW -> HWIO (channels-last)",),
+    )
+
+
+def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: RenderCtx) -> Snippet:
+    t, b, left, right = op.padding
+    forward = []
+    if any(op.padding):
+        pads = f"[[0, 0], [{t}, {b}], [{left}, {right}], [0, 0]]"
+        forward.append(
+            f'{{x}} = keras.ops.pad({{x}}, {pads}, constant_values=float("-inf"))'
+            "  # a padded cell never wins"
+        )
+    args = [_pair(op.kernel)]
+    if op.stride != op.kernel:
+        args.append(f"strides={_pair(op.stride)}")
+    forward.append(
+        f"{{x}} = layers.MaxPooling2D({', '.join(args)})({{x}})  # {_shape(site.out_shape)}"
+    )
+    return Snippet(forward=tuple(forward))
+
+
+def relu(op: ops.ReLU, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=("{x} = layers.ReLU()({x})",))
+
+
+def dropout(op: ops.Dropout, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=(f"{{x}} = layers.Dropout({op.rate})({{x}})",))
+
+
+def flatten(op: ops.Flatten, site: Site, ctx: RenderCtx) -> Snippet:
+    ctx.pending_flatten = site.in_shape  # the next dense layer permutes its kernel rows
+    line = (
+        f"{{x}} = layers.Flatten()({{x}})  # {_shape(site.in_shape)} -> "
+        f"{fmt_shape(site.out_shape)}, rows in H, W, C order"
+    )
+    return Snippet(
+        forward=(line,),
+        notes=(
+            "flatten of NHWC activations: H, W, C order; the next dense kernel's rows permuted",
+        ),
+    )
+
+
+def dense(op: ops.Dense, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    bias = "" if op.bias else ", use_bias=False"
+    kernel = Weight(f"{op.name}.kernel", f"{_layer(n)}.kernel", note="IO, as stored")
+    helpers: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    if ctx.pending_flatten is not None:
+        chw, ctx.pending_flatten = ctx.pending_flatten, None
+        kernel = Weight(
+            kernel.canonical,
+            kernel.native,
+            f"chw_rows_to_hwc(a, {chw})",
+            f"hwc_rows_to_chw(a, {chw})",
+            note="rows C, H, W -> H, W, C (the flatten permutation)",
+        )
+        helpers = ("chw_rows_to_hwc", "hwc_rows_to_chw")
+        notes = (f"{op.name}.kernel: rows permuted from C, H, W to H, W, C",)
+    weights = [kernel]
+    if op.bias:
+        weights.append(Weight(f"{op.name}.bias", f"{_layer(n)}.bias"))
+    line = (
+        f"{{x}} = layers.Dense({op.units}{bias}, name={q(n)})({{x}})  # {fmt_shape(site.out_shape)}"
+    )
+    return Snippet(forward=(line,), weights=tuple(weights), helpers=helpers, notes=notes)
+
+
+def batchnorm(op: ops.BatchNorm, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    roles = (
+        ("gamma", "gamma"),
+        ("beta", "beta"),
+        ("mean", "moving_mean"),
+        ("var", "moving_variance"),
+    )
+    momentum = round(1.0 - op.momentum, 12)  # Keras' momentum is 1 - PyTorch's (the spec's)
+    line = (
+        f"{{x}} = layers.BatchNormalization(epsilon={op.eps}, momentum={momentum}, name={q(n)})"
+        "({x})"
+    )
+    return Snippet(
+        forward=(line,),
+        weights=tuple(Weight(f"{op.name}.{c}", f"{_layer(n)}.{k}") for c, k in roles),
+    )
+
+
+def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: RenderCtx) -> Snippet:
+    line = (
+        f"{{x}} = layers.GlobalAveragePooling2D()({{x}})  # {_shape(site.in_shape)} -> "
+        f"{fmt_shape(site.out_shape)}"
+    )
+    return Snippet(forward=(line,))
+
+
+def embedding(op: ops.Embedding, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    line = (
+        f"{{x}} = layers.Embedding({op.vocab}, {op.dim}, name={q(n)})({{x}})  # ids "
+        f"{fmt_shape(site.in_shape)} -> {fmt_shape(site.out_shape)}"
+    )
+    return Snippet(
+        forward=(line,), weights=(Weight(f"{op.name}.table", f"{_layer(n)}.embeddings"),)
+    )
+
+
+def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    cell = f"{_layer(n)}.cell"
+    line = (
+        f"{{x}} = layers.GRU({op.units}, reset_after=True, name={q(n)})({{x}})"
+        f"  # {fmt_shape(site.out_shape)}, the last step"
+    )
+    return Snippet(
+        forward=(line,),
+        weights=(
+            Weight(f"{op.name}.kernel", f"{cell}.kernel", note="(E, 3H) z|r|h, as the spec"),
+            Weight(f"{op.name}.recurrent_kernel", f"{cell}.recurrent_kernel"),
+            Weight(f"{op.name}.bias_input", f"{cell}.bias", native_part="0", note="bias[0]"),
+            Weight(f"{op.name}.bias_recurrent", f"{cell}.bias", native_part="1", note="bias[1]"),
+        ),
+        notes=("GRU: the two biases are rows 0 (input) and 1 (recurrent) of Keras' bias (2, 3H)",),
+    )
+
+
+def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
+    """Forward lines one after the other, on one variable (the functional API)."""
+    return statements(parts)
+
+
+def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
+    """The block's input kept aside, the body, the shortcut on the kept input, ``Add``."""
+    join = "{x} = layers.Add()([{x}, {s}])  # " + _shape(site.out_shape)
+    return add_branches(body, shortcut, site, join)
+
+
+def op_table(backend: str) -> OpTable:
+    """The one op table of the Keras backend ``backend`` (its build functions, named, are found
+    in that backend's ``lowering.py``; the rendering is shared: the Keras source is the same on
+    every engine)."""
+    return OpTable(
+        backend=backend,
+        entries={
+            # [ZeroPadding2D] + Conv2D (kernel OIHW -> HWIO)
+            ops.Conv2D: Entry("conv2d", conv2d),
+            # [NegInfPadding2D] + MaxPooling2D
+            ops.MaxPool2D: Entry("maxpool2d", maxpool2d),
+            # ReLU
+            ops.ReLU: Entry("relu", relu),
+            # Dropout (inverted), gated by a boolean variable in training mode
+            ops.Dropout: Entry("dropout", dropout),
+            # Flatten (NHWC: the next Dense's rows permuted to C, H, W)
+            ops.Flatten: Entry("flatten", flatten),
+            # Dense (kernel IO)
+            ops.Dense: Entry("dense", dense),
+            # BatchNormalization, always with the moving statistics
+            ops.BatchNorm: Entry("batchnorm", batchnorm),
+            # GlobalAveragePooling2D
+            ops.GlobalAvgPool: Entry("global_avgpool", global_avgpool),
+            # Embedding
+            ops.Embedding: Entry("embedding", embedding),
+            # GRU(reset_after=True): kernel z|r|h as the spec, bias (2, 3H)
+            ops.GRU: Entry("gru", gru),
+        },
+        sequence=Entry("sequence", sequence),
+        residual=Entry("residual", residual),
+    )

@@ -1,0 +1,22 @@
+"""Backend ``keras_jax``: the spec lowered to a Keras 3 model on the JAX engine.
+
+The lowering, weight layouts, optimisers and source table are the Keras ones every engine shares
+(``rosetta/backends/keras_common/``); this folder holds what is JAX's: ``runtime.py`` selects
+Keras' JAX engine for the process (a process whose Keras runs another engine gets one line why
+not) and reuses the ``jax`` backend's process settings, ``loader.py`` puts batches on the device
+ahead of the step, and ``model.py`` runs a jitted stateless training step (or Keras'
+``train_on_batch``: ``Runtime.keras_step``). Importing this package imports no framework.
+"""
+
+from rosetta.backends.base import BackendAPI
+
+NAME = "keras_jax"
+DEVICES = ("cpu", "cuda")
+DTYPES = ("float32", "float64")
+PRECISIONS = ("fp32", "bf16")  # bf16: Keras mixed_bfloat16 per layer (keras_common/model.py)
+#: Keras' engine, chosen once per process (keras_common/engine.py); a process runs one
+KERAS_ENGINE = "jax"
+
+_api = BackendAPI(__name__, DEVICES)
+available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available
+configure, build, run_op = _api.configure, _api.build, _api.run_op

@@ -1,0 +1,23 @@
+"""Backend ``keras_torch``: the spec lowered to a Keras 3 model on the PyTorch engine.
+
+The lowering, weight layouts, optimisers and source table are the Keras ones every engine shares
+(``rosetta/backends/keras_common/``); this folder holds what is PyTorch's: ``runtime.py`` selects
+Keras' PyTorch engine for the process (a process whose Keras runs another engine gets one line
+why not) and reuses the ``torch`` backend's process settings, ``loader.py`` is the ``torch``
+backend's ``DataLoader``, and ``model.py`` runs an eager step (forward, ``backward``,
+``optimizer.apply``; or Keras' ``train_on_batch``: ``Runtime.keras_step``). Importing this
+package imports no framework.
+"""
+
+from rosetta.backends.base import BackendAPI
+
+NAME = "keras_torch"
+DEVICES = ("cpu", "cuda")
+DTYPES = ("float32", "float64")
+PRECISIONS = ("fp32", "bf16")  # bf16: Keras mixed_bfloat16 per layer (keras_common/model.py)
+#: Keras' engine, chosen once per process (keras_common/engine.py); a process runs one
+KERAS_ENGINE = "torch"
+
+_api = BackendAPI(__name__, DEVICES)
+available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available
+configure, build, run_op = _api.configure, _api.build, _api.run_op

@@ -1,0 +1,157 @@
+"""``KerasTorchModel``: a workload as a Keras 3 functional model on the PyTorch engine.
+
+The engine-neutral half (lowering, bindings, optimiser, loss, the choice of training step) is
+``keras_common/model.py``. What is PyTorch's own:
+
+- **The custom step** is Keras' own ``TorchTrainer.train_step`` without its bookkeeping: the
+  model called in training mode, the loss, ``loss.backward()`` on the variables' torch
+  parameters (their ``.grad`` cleared first), and ``optimizer.apply`` under ``torch.no_grad()``;
+  it returns the loss as a detached tensor (nothing read back). Eager, as Keras runs it on this
+  engine (``jit_compile="auto"`` resolves to off on torch; ``torch.compile`` through Keras is
+  documented as experimental). The ``keras`` step is ``model.train_on_batch``.
+- **Dropout** is gated by a non-trainable boolean ``keras.Variable`` read in the call
+  (``lowering.GatedDropout``): ``set_dropout`` assigns it, and the gate's k steps run this very
+  step with it off.
+- The variables are Keras' (torch parameters on the device); ``predict`` runs under
+  ``torch.no_grad()`` in evaluation mode.
+"""
+
+from __future__ import annotations
+
+# Keras' engine is chosen (runtime.py) before anything imports keras
+from rosetta.backends.keras_torch import runtime as trt  # isort: split
+
+import keras
+import numpy as np
+import torch
+
+from rosetta.backends import driver
+from rosetta.backends.base import Batch
+from rosetta.backends.keras_common.model import KerasEngineModel, KerasFastPath, step_in_effect
+from rosetta.backends.keras_torch import loader as loader_mod
+from rosetta.backends.keras_torch.lowering import DATA_FORMAT, TABLE, WHY_LAYOUT
+from rosetta.runtime import Runtime
+from rosetta.spec import ops
+from rosetta.spec.graph import walk
+from rosetta.spec.workload import Workload
+
+
+class KerasTorchModel(KerasEngineModel):
+    """A workload as a Keras model on PyTorch (see the module docstring)."""
+
+    backend = "keras_torch"
+    engine = "torch"
+    table = TABLE
+
+    def __init__(self, workload: Workload, params, runtime: Runtime, fast: KerasFastPath):
+        self._kdev = trt.keras_device(runtime.device)
+        self._place = loader_mod.placement(self._kdev, runtime.dtype)
+        super().__init__(workload, params, runtime, fast)
+
+    def scope(self):
+        return keras.device(self._kdev)
+
+    def keras_jit(self) -> bool:
+        return False  # Keras' "auto" on torch: eager
+
+    # -- the step ----------------------------------------------------------------------------------
+    def _loss(self, x, y, training: bool):
+        return self.loss(y, self.net(x, training=training))
+
+    def _custom_step(self, x, y):
+        variables = self.net.trainable_variables
+        for v in variables:
+            v.value.grad = None
+        loss = self._loss(x, y, training=True)
+        loss.backward()
+        with torch.no_grad():
+            self.optimizer.apply([v.value.grad for v in variables], variables)
+        return loss.detach()
+
+    # -- timed face ------------------------------------------------------------------------------
+    def loader(self, x, y, order, batch_size):
+        return loader_mod.native_loader(x, y, order, batch_size, self._place)
+
+    def train_step(self, batch: Batch):
+        self.need_training()
+        with self.scope():
+            if self.fast.step == "keras":
+                logs = self.net.train_on_batch(batch[0], batch[1], return_dict=True)
+                return logs["loss"]  # a Python float: train_on_batch reads it back itself
+            return self._custom_step(batch[0], batch[1])
+
+    def predict(self, batch: Batch):
+        with self.scope(), torch.no_grad():
+            return self.net(batch[0], training=False)
+
+    def sync(self, value=None) -> None:
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    def to_numpy(self, value) -> np.ndarray:
+        if isinstance(value, torch.Tensor):
+            value = value.detach().to("cpu")
+            if value.dtype == torch.bfloat16:  # NumPy has no bfloat16: exact widening
+                value = value.float()
+            return value.numpy()
+        return np.asarray(value)
+
+    # -- NumPy face ------------------------------------------------------------------------------
+    def loss_and_grads(self, x: np.ndarray, y: np.ndarray):
+        self.need_training()
+        batch = next(iter(self.loader(x, y, np.arange(len(x)), len(x))))
+        variables = self.net.trainable_variables
+        with self.scope():
+            for v in variables:
+                v.value.grad = None
+            loss = self._loss(batch[0], batch[1], training=False)
+            loss.backward()
+        by_var = {id(v): self.to_numpy(v.value.grad) for v in variables}
+        for v in variables:
+            v.value.grad = None
+        return float(self.to_numpy(loss)), self.canonical_grads(by_var)
+
+    def batch_to_numpy(self, batch: Batch) -> tuple[np.ndarray, ...]:
+        return loader_mod.to_canonical(batch)
+
+    # -- description -----------------------------------------------------------------------------
+    def manifest(self) -> dict:
+        w = self.workload
+        has_gru = any(isinstance(n, ops.GRU) for n, _, _ in walk(w.graph, w.input.shape))
+        return {
+            **self.keras_manifest(),
+            "device": trt.device_name(self.device),
+            "interop_threads": trt.interop_threads(),
+            "compile": "eager (Keras' jit_compile auto is off on torch)",
+            "autotune": "cuDNN autotune off (Keras' default)" if self.device == "cuda" else "n/a",
+            "fused_rnn": (
+                "no: Keras' GRU loop over time steps (a cuDNN path on GPUs only)"
+                if has_gru
+                else "n/a"
+            ),
+            "loader": (
+                "the torch backend's DataLoader: whole-batch index gather, no workers "
+                f"(NUM_WORKERS={loader_mod.NUM_WORKERS})"
+                + (", pinned, one batch ahead" if self.device == "cuda" else "")
+            ),
+            "gated_program": (
+                "the eager custom step the timed loop calls (dropout gate off)"
+                if self.fast.step == "custom" and self.optimizer is not None
+                else "model.train_on_batch (dropout gate off)"
+                if self.optimizer is not None
+                else "model(x, training=False) under torch.no_grad (forward-only workload)"
+            ),
+        }
+
+
+def build(workload: Workload, params, runtime: Runtime, *, keras_step: str | None = None):
+    """Lower ``workload`` to a Keras model on PyTorch holding ``params`` (canonical names), under
+    the configured ``runtime``; ``keras_step`` overrides the runtime's (benchmarks only)."""
+    driver.check_lowerable(TABLE, workload.graph)
+    step, why = step_in_effect(keras_step or runtime.keras_step, "torch")
+    fast = KerasFastPath(DATA_FORMAT, step, why, WHY_LAYOUT)
+    with keras.device(trt.keras_device(runtime.device)):
+        return KerasTorchModel(workload, params, runtime, fast)
+
+
+__all__ = ["KerasTorchModel", "build"]

@@ -1,0 +1,16 @@
+"""Canonical <-> Keras layouts on JAX: the conversions every Keras engine shares
+(``rosetta/backends/keras_common/weights.py``, NumPy only); Keras' variables hold the same
+layouts on every engine, so nothing here is JAX's own."""
+
+from __future__ import annotations
+
+from rosetta.backends.keras_common.weights import (
+    Binding,
+    grads,
+    images_to_canonical,
+    images_to_layout,
+    load,
+    read,
+)
+
+__all__ = ["Binding", "grads", "images_to_canonical", "images_to_layout", "load", "read"]

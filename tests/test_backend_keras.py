@@ -1,0 +1,173 @@
+"""Keras on the JAX and PyTorch engines (``keras_jax``, ``keras_torch``), beyond the conformance
+suite: the engine is a setting of the process, both training steps (``--keras-step``) compute
+the spec's function, float64 means float64, and the op table's two faces.
+
+Keras picks its engine once per process, so each engine's checks run in one fresh interpreter of
+their own (``SCRIPT``, shared by the tests of that engine through a module fixture); the MLP of
+``tests/workloads/mlp.yaml`` (flatten, dense, dropout, SGD with momentum) keeps them cheap, and
+the float64 gate is the strict one (1e-8 on the parameters after 3 steps).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rosetta import backends
+
+ROOT = Path(__file__).resolve().parents[1]
+ENGINES = {"keras_jax": "jax", "keras_torch": "torch"}
+
+SCRIPT = r"""
+import json, sys
+import numpy as np
+from rosetta import backends, codegen
+from rosetta.errors import BackendError
+from rosetta.runner.gate import run_gate
+from rosetta.spec import canonical_weights, load_workload
+
+name, mlp = sys.argv[1], sys.argv[2]
+out = {}
+module = backends.load(name)
+lowering = __import__(f"rosetta.backends.{name}.lowering", fromlist=["TABLE"])
+table = codegen.op_table(name)
+out["faces"] = all(lowering.TABLE.entries[op] is getattr(lowering, e.build)
+                   for op, e in table.entries.items())
+out["faces"] &= set(lowering.TABLE.entries) == set(codegen.render_table(name).entries)
+w = load_workload(mlp)
+params = canonical_weights(w, 0)
+rng = np.random.default_rng(0)
+x = rng.random((4, 3, 32, 32), dtype=np.float32)
+y = np.array([0, 3, 5, 9])
+for step in ("keras", "custom"):
+    model = backends.make(module, w, params, dtype="float64", keras_step=step)
+    gate = run_gate(model, w, params, x, y, "float64")
+    man = model.manifest()
+    out[step] = {"equivalent": gate.equivalent, "divergence": gate.divergence,
+                 "checks": sorted(c.what for c in gate.checks),
+                 "keras_step": man["keras_step"], "reason": man["keras_step_reason"],
+                 "engine": man["engine"], "precision_mode": man["precision_mode"]}
+# sync() with no value waits for the last step dispatched (the runner's clock calls it so)
+batch = next(iter(model.loader(x, y, np.arange(4), 4)))
+loss = model.train_step(batch)
+model.sync()
+out["ready"] = bool(loss.is_ready()) if hasattr(loss, "is_ready") else None
+# bf16 (Keras' mixed_bfloat16 per layer) on the GRU: the bf16 gate, and really bf16
+from rosetta.spec import get_workload
+from tests.conformance.conftest import gate_batch
+gru = get_workload("gru")
+gp = canonical_weights(gru, 0)
+gx, gy = gate_batch(gru, n=4, seed=1)
+def build(wl, p, key):
+    if key == "bf16":
+        return backends.make(module, wl, p, precision="bf16")
+    return backends.make(module, wl, p, dtype=key)
+bf16 = backends.make(module, gru, gp, precision="bf16")
+gate = run_gate(bf16, gru, gp, gx, gy, "bf16", build=build)
+ref = backends.make("numpy_ref", gru, gp, dtype="float64").predict_numpy(gx)
+out["bf16"] = {"equivalent": gate.equivalent, "divergence": gate.divergence,
+               "fp32_violation": gru.tolerances["float32"].forward.violation(
+                   bf16.predict_numpy(gx), ref),
+               "mode": bf16.manifest()["precision_mode"]}
+# planted defect: Keras' own float64 -> float32 narrowing put back fails the float64 gate
+from keras.src.backend.common import dtypes
+dtypes.BIT64_TO_BIT32_DTYPE["float64"] = "float32"
+narrowed = backends.make(module, w, params, dtype="float64")
+out["narrowed"] = run_gate(narrowed, w, params, x, y, "float64").equivalent
+dtypes.BIT64_TO_BIT32_DTYPE["float64"] = "float64"
+# the other Keras engines, asked for in this process: one line each, never a model
+for other in ("keras_jax", "keras_torch", "tensorflow"):
+    if other == name:
+        continue
+    try:
+        backends.runtime_for(other)
+        out[other] = "configured"
+    except BackendError as exc:
+        out[other] = str(exc)
+    out[other + ":available"] = list(backends.load(other).available())
+print("RESULT " + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module", params=list(ENGINES))
+def engine_run(request):
+    """The script's findings for one Keras engine, from a fresh interpreter of its own."""
+    name = request.param
+    if not backends.status(name).usable:
+        pytest.skip(backends.status(name).reason)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, name, str(ROOT / "tests" / "workloads" / "mlp.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+        check=False,
+    )
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    return name, json.loads(lines[-1].removeprefix("RESULT "))
+
+
+def test_both_keras_steps_pass_the_float64_gate_and_say_which_ran(engine_run):
+    name, out = engine_run
+    for step in ("keras", "custom"):
+        got = out[step]
+        assert got["equivalent"], f"{name} --keras-step {step}: {got['divergence']}"
+        assert got["checks"] == ["forward", "grads", "loss", "params"]
+        assert got["keras_step"].startswith(step) and got["engine"] == ENGINES[name]
+    assert out["keras"]["reason"] == "asked for (keras_step keras)"
+    assert out["custom"]["reason"] == "asked for (keras_step custom)"
+    assert "BIT64_TO_BIT32_DTYPE" in out["custom"]["precision_mode"]
+
+
+def test_float64_fails_the_gate_when_keras_narrows_it_to_float32(engine_run):
+    """Why the backends keep float64: Keras' own promotion (float64 -> float32 on these
+    engines) computes a float64 model's matmuls in float32 on PyTorch, which the float64 gate
+    catches. (Keras' JAX matmul does not consult that table: the MLP stays float64 there.)"""
+    name, out = engine_run
+    if name != "keras_torch":
+        pytest.skip("Keras' JAX dense layer does not narrow: nothing to plant")
+    assert out["narrowed"] is False, name
+
+
+def test_sync_without_a_value_waits_for_the_last_step(engine_run):
+    name, out = engine_run
+    assert out["ready"] in ((True,) if name == "keras_jax" else (None, True)), name
+
+
+def test_bf16_passes_the_bf16_gate_and_really_computes_in_bf16(engine_run):
+    name, out = engine_run
+    got = out["bf16"]
+    assert got["equivalent"], f"{name} bf16: {got['divergence']}"
+    assert got["fp32_violation"] > 1.0  # float32's forward bound fails: bf16 really ran
+    assert "mixed_bfloat16" in got["mode"]
+
+
+def test_another_keras_engine_in_the_same_process_is_one_line(engine_run):
+    name, out = engine_run
+    for other in {"keras_jax", "keras_torch", "tensorflow"} - {name}:
+        msg = out[other]
+        held = ENGINES[name]
+        assert msg != "configured", f"{other} configured in a process holding Keras on {held}"
+        assert "\n" not in msg and f"imported Keras on {held}" in msg and other in msg
+        ok, why = out[other + ":available"]
+        assert ok is False and f"imported Keras on {held}" in why
+
+
+def test_both_faces_of_the_op_table(engine_run):
+    """tests/test_codegen.py checks this in-process, where Keras may run another engine."""
+    name, out = engine_run
+    assert out["faces"] is True, name
+
+
+def test_the_default_step_is_custom_with_its_reason():
+    from rosetta.backends.keras_common.engine import step_in_effect
+
+    for engine in ("jax", "torch"):
+        step, why = step_in_effect("default", engine)
+        assert step == "custom" and why.startswith("default on ")
+    assert step_in_effect("keras", "jax") == ("keras", "asked for (keras_step keras)")
