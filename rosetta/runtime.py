@@ -42,6 +42,9 @@ TORCH_COMPILE = ("default", "on", "off")
 #: what ``Runtime.request`` asks for when its caller names no compile setting; the test suite's
 #: fixture (``tests/conftest.py``) makes it ``off`` so that its many builds stay eager
 TORCH_COMPILE_DEFAULT = "default"
+#: PyTensor's linker (``Runtime.pytensor_linker``): ``default`` is ``cvm`` (C ops under the C VM)
+#: where a C++ compiler exists, else ``numba`` (``rosetta/backends/pytensor/runtime.py``)
+PYTENSOR_LINKERS = ("default", "cvm", "numba")
 
 
 def usable_cores() -> int:
@@ -68,6 +71,7 @@ class Runtime:
     tf32: bool = False  # TF32 allowed for fp32 matmul/conv on CUDA (off: fp32 means fp32)
     seed: int = 0  # drives every random stream: weights, sample order, dropout
     torch_compile: str = "default"  # torch.compile: default (per task, dtype) | on | off
+    pytensor_linker: str = "default"  # PyTensor's linker: default | cvm | numba
 
     @classmethod
     def request(
@@ -81,6 +85,7 @@ class Runtime:
         tf32: bool = False,
         seed: int = 0,
         torch_compile: str | None = None,
+        pytensor_linker: str = "default",
     ) -> Runtime:
         """A validated request; bad values are one ``BackendError`` naming the valid ones.
         ``torch_compile=None`` asks for :data:`TORCH_COMPILE_DEFAULT`."""
@@ -98,6 +103,10 @@ class Runtime:
             raise BackendError(
                 f"unknown torch compile setting {compile_!r}; valid: {', '.join(TORCH_COMPILE)}"
             )
+        if pytensor_linker not in PYTENSOR_LINKERS:
+            raise BackendError(
+                f"unknown PyTensor linker {pytensor_linker!r}; valid: {', '.join(PYTENSOR_LINKERS)}"
+            )
         return cls(
             backend=backend,
             device=device,
@@ -107,6 +116,7 @@ class Runtime:
             tf32=bool(tf32),
             seed=int(seed),
             torch_compile=compile_,
+            pytensor_linker=pytensor_linker,
         )
 
     @property

@@ -46,6 +46,7 @@ REGISTRY: dict[str, BackendInfo] = {
     ),
     "jax": BackendInfo("jax", "JAX/Flax", (("jax",), ("jaxlib",), ("flax",), ("optax",)), "jax"),
     "chainer": BackendInfo("chainer", "Chainer", (("chainer",),), "chainer"),
+    "pytensor": BackendInfo("pytensor", "PyTensor (Theano's line)", (("pytensor",),), "pytensor"),
 }
 
 
