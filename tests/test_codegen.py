@@ -29,6 +29,7 @@ FRAMEWORK_IMPORTS = {
     "tensorflow": {"numpy", "tensorflow", "keras", "os"},
     "jax": {"numpy", "jax", "optax"},
     "chainer": {"numpy", "chainer", "warnings"},
+    "pytensor": {"numpy", "pytensor"},
 }
 STDLIB_OK = {"argparse", "dataclasses", "__future__", "collections"}
 
@@ -75,7 +76,7 @@ def test_generating_every_file_imports_no_framework(tmp_path):
         "from rosetta import codegen\n"
         f"codegen.write_all({str(tmp_path)!r})\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('torch', 'tensorflow', 'keras', 'jax', 'flax', 'optax', 'chainer'))\n"
+        "('torch', 'tensorflow', 'keras', 'jax', 'flax', 'optax', 'chainer', 'pytensor'))\n"
         "print(','.join(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

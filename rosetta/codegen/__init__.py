@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 #: backends that render source, in the report's column order (the reference first)
-BACKENDS = ("numpy_ref", "torch", "tensorflow", "jax", "chainer")
+BACKENDS = ("numpy_ref", "torch", "tensorflow", "jax", "chainer", "pytensor")
 
 
 @dataclass(frozen=True)

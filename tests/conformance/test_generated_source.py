@@ -28,6 +28,7 @@ NEEDS = {
     "tensorflow": ("tensorflow", "keras"),
     "jax": ("jax", "optax"),
     "chainer": ("chainer",),
+    "pytensor": ("pytensor",),
 }
 #: the quick suite: one case per framework, every workload and both dtypes among them
 QUICK = {

@@ -1,7 +1,7 @@
 """The Rosetta of PyTensor, in text: each op of the spec as a line of a symbolic ``forward``.
 
 ``RENDER`` is keyed by the same op classes as ``lowering.TABLE``. The file is plain PyTensor:
-``forward(p, x, srng)`` over a dict of ``shared`` variables keyed by the spec's names, the
+``forward(p, x, rngs)`` over a dict of ``shared`` variables keyed by the spec's names, the
 convolution as its kernel taps and one ``dot`` (PyTensor 3 has no CNN convolution op),
 max-pooling as an ``argmax`` over the stacked taps, ``scan`` for the GRU, ``pytensor.grad`` and
 the optimiser as the compiled function's ``updates``. Activations are channels-last (NHWC), so
@@ -71,12 +71,14 @@ def max_pool(x, kernel, stride, padding, out_hw):
     return pt.switch(pt.eq(pt.arange(kernel[0] * kernel[1]), first), window, 0.0).sum(axis=-1)
 ''',
     "dropout": '''
-def dropout(x, rate, srng):
-    """Inverted dropout drawn from ``srng``; identity when ``srng`` is None (evaluation)."""
-    if srng is None or rate == 0:
+def dropout(x, rate, rngs):
+    """Inverted dropout; ``rngs`` holds the random generator after each draw (the compiled step
+    writes the last one back), None in evaluation (the identity)."""
+    if rngs is None or rate == 0:
         return x
-    keep = srng.uniform(0.0, 1.0, size=x.shape, dtype=x.dtype) >= rate
-    return pt.switch(keep, x / (1.0 - rate), 0.0)
+    next_rng, u = rngs[-1].uniform(0.0, 1.0, size=x.shape, dtype=x.dtype)
+    rngs.append(next_rng)
+    return pt.switch(u >= rate, x / (1.0 - rate), 0.0)
 ''',
     "batchnorm": '''
 def batchnorm(x, gamma, beta, mean, var, eps):
@@ -153,7 +155,7 @@ def relu(op: ops.ReLU, site: Site, ctx: RenderCtx) -> Snippet:
 
 
 def dropout(op: ops.Dropout, site: Site, ctx: RenderCtx) -> Snippet:
-    line = f"{{x}} = dropout({{x}}, {op.rate}, srng)  # srng None: evaluation, identity"
+    line = f"{{x}} = dropout({{x}}, {op.rate}, rngs)  # rngs None: evaluation, identity"
     return Snippet(forward=(line,), helpers=("dropout",))
 
 
