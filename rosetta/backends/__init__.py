@@ -188,6 +188,7 @@ def make(
     precision: str = "fp32",
     tf32: bool = False,
     torch_compile: str | None = None,
+    pytensor_linker: str = "default",
     **options,
 ):
     """Configure ``backend`` for this process and build ``workload`` on it: the two contract
@@ -205,6 +206,7 @@ def make(
         tf32=tf32,
         seed=seed,
         torch_compile=torch_compile,
+        pytensor_linker=pytensor_linker,
     )
     return module.build(workload, params, module.configure(request), **options)
 

@@ -29,7 +29,7 @@ from rosetta.runner.plan import (
     Plan,
 )
 from rosetta.runner.signals import describe, interrupt_on_signals
-from rosetta.runtime import PRECISIONS, TORCH_COMPILE
+from rosetta.runtime import PRECISIONS, PYTENSOR_LINKERS, TORCH_COMPILE
 
 __all__ = ["add_parser", "run", "summary", "write_csv"]  # summary/CSV live in rosetta.report
 
@@ -74,6 +74,8 @@ OPTIONS: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
      "instead of the machine), at least 64"),
     (("--torch-compile",), "default", f"{' | '.join(TORCH_COMPILE)}: torch.compile of the timed "
      "program (default: forward-only float32 programs compile, training and float64 run eager)"),
+    (("--pytensor-linker",), "default", f"{' | '.join(PYTENSOR_LINKERS)}: the linker PyTensor "
+     "compiles with (default: cvm, its C ops, where a C++ compiler exists; else numba)"),
     (("--executor",), "papermill", "papermill (default: the backend's notebook, saved beside "
      "the record) | python | ray (each cell a task on a Ray cluster)"),
     (("--ray-address",), None, "--executor ray: the cluster (default: $RAY_ADDRESS, else a "

@@ -16,7 +16,7 @@ def _optimizer(workload: Workload) -> str:
     o = workload.optimizer
     if isinstance(o, SGD):
         step = "(g + momentum * buf1)" if o.nesterov else "buf1"
-        body = f'''    lr, momentum = c({o.lr}), c({o.momentum})
+        body = f"""    lr, momentum = c({o.lr}), c({o.momentum})
 
     def updates(params, grads):
         out = []
@@ -26,9 +26,9 @@ def _optimizer(workload: Workload) -> str:
             out += [(buf, buf1), (w, w - lr * {step})]
         return out
 
-    return updates'''
+    return updates"""
     elif isinstance(o, Adam):
-        body = f'''    lr, eps, one = c({o.lr}), c({o.eps}), c(1.0)
+        body = f"""    lr, eps, one = c({o.lr}), c({o.eps}), c(1.0)
     b1, b2 = c({o.beta1}), c({o.beta2})
 
     def updates(params, grads):
@@ -44,7 +44,7 @@ def _optimizer(workload: Workload) -> str:
             out += [(m, m1), (v, v1), (w, w - lr * m_hat / (pt.sqrt(v_hat) + eps))]
         return out
 
-    return updates'''
+    return updates"""
     else:
         return ""
     return f'''

@@ -44,6 +44,7 @@ class CellConfig:
     seed: int = 0  # weights, sample order and dropout, in every backend
     threads: int | None = None  # None: all usable cores (the Runtime records the number)
     torch_compile: str | None = None  # default (per task, dtype) | on | off; None: the Runtime's
+    pytensor_linker: str = "default"  # PyTensor's linker: default | cvm | numba
     precision: str = "fp32"  # numeric policy (rosetta.runtime.PRECISIONS)
     tf32: bool = False  # allow TF32 on CUDA (recorded; refused on the CPU)
     sample_every: int | None = None  # steady state: time every n-th step (None: 1 CPU, 4 CUDA)
@@ -96,6 +97,7 @@ class CellConfig:
             tf32=self.tf32,
             seed=self.seed,
             torch_compile=self.torch_compile,
+            pytensor_linker=self.pytensor_linker,
         )
 
     def gate_identity(self) -> tuple:

@@ -59,7 +59,7 @@ POLL_S = 0.5
 #: bookkeeping: where the record goes, which verdict it reused, whether it timed latency)
 KEPT_FIELDS = ("backend", "workload", "profile", "run_id", "data_dir", "dtype", "device", "seed",
                "threads", "precision", "tf32", "sample_every", "batch_size", "round",
-               "torch_compile")  # fmt: skip
+               "torch_compile", "pytensor_linker")  # fmt: skip
 _CONFIG_DEFAULTS = {f.name: f.default for f in fields(CellConfig)}
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from rosetta import backends
 from rosetta.errors import RosettaError
 from rosetta.runner.config import CellConfig
-from rosetta.runtime import DEVICES, DTYPES, PRECISIONS, TORCH_COMPILE, Runtime
+from rosetta.runtime import DEVICES, DTYPES, PRECISIONS, PYTENSOR_LINKERS, TORCH_COMPILE, Runtime
 
 #: how each cell is run locally (``rosetta.runner.matrix.EXECUTORS``), and Ray on top of them
 LOCAL_EXECUTORS = ("papermill", "python")
@@ -77,6 +77,7 @@ class BenchOptions:
     ray_cell_executor: str = "papermill"
     ray_timeout: str = "30"
     torch_compile: str = "default"
+    pytensor_linker: str = "default"
 
     @classmethod
     def from_namespace(cls, ns) -> BenchOptions:
@@ -144,6 +145,7 @@ class Plan:
         device = _choice("--device", opts.device, DEVICES)
         device_here = _device_here(device, opts.tf32)
         torch_compile = _choice("--torch-compile", opts.torch_compile, TORCH_COMPILE)
+        linker = _choice("--pytensor-linker", opts.pytensor_linker, PYTENSOR_LINKERS)
         seed = _integer("--seed", opts.seed, 0, MAX_SEED)
         batch_sizes = (
             prof.batch_sizes if opts.batch_sizes is None else _batch_list(opts.batch_sizes)
@@ -214,6 +216,7 @@ class Plan:
             tf32=opts.tf32,
             sample_every=sample_every,  # None: each cell decides from its resolved device
             torch_compile=torch_compile,
+            pytensor_linker=linker,
         )
         pins = {"data_dir": opts.data_dir and str(Path(opts.data_dir).absolute())}
         if opts.oversubscribe:

@@ -28,10 +28,11 @@ RESULTS_ENV = "ROSETTA_RESULTS_DIR"
 #: configuration fields a resumed run must share with the run it resumes
 PINNED = ("profile", "dtype", "device", "seed", "threads", "data_dir", "sample_every",
           "bench_profile", "batch_sizes", "precisions", "repeat", "tf32", "backends", "workloads",
-          "executor", "oversubscribe", "skip_points", "torch_compile")  # fmt: skip
+          "executor", "oversubscribe", "skip_points", "torch_compile",
+          "pytensor_linker")  # fmt: skip
 #: what a run made before the sweep axes (or a later pin) existed had, for the pins it lacks
 AXIS_DEFAULTS = {"batch_sizes": [None], "precisions": ["fp32"], "repeat": 1, "skip_points": [],
-                 "torch_compile": "default"}  # fmt: skip
+                 "torch_compile": "default", "pytensor_linker": "default"}  # fmt: skip
 
 
 def pinned_value(config: dict, key: str):
