@@ -274,7 +274,7 @@ def apply_op(op: object, x: np.ndarray, runtime: Runtime, training: bool) -> np.
     xa = np.asarray(x, dtype=runtime.dtype)
     xn = weights.image_to_native(xa) if xa.ndim == 4 else xa
     xv = pt.tensor("x", dtype=runtime.dtype, shape=(None, *xn.shape[1:]))
-    mode = settings.mode(settings.resolve_linker(runtime.pytensor_linker))
+    mode = settings.mode(settings.resolve_linker(runtime.pytensor_linker), runtime.threads)
     run = Run(training, [])
     y = layer(xv, run)
     fn = pytensor.function([xv], y, updates=run.update(ctx), mode=mode)

@@ -31,6 +31,7 @@ import contextlib
 import importlib.metadata
 import shutil
 import subprocess
+import sys
 import warnings
 from dataclasses import dataclass
 from functools import cache
@@ -88,17 +89,25 @@ def blas_pools() -> list[dict]:
 
 
 def set_threads(n: int) -> int:
-    """Size NumPy's BLAS pool (PyTensor's matrix products here) to ``n``, and Numba's pool where
-    it has started; returns the BLAS threads in effect, read back from the library."""
+    """Size NumPy's BLAS pool (PyTensor's matrix products here) to ``n``, and Numba's pool
+    where Numba is loaded (``numba_threads`` again once the Numba linker has loaded it);
+    returns the BLAS threads in effect, read back from the library."""
     from threadpoolctl import threadpool_limits
 
     load()
     threadpool_limits(limits=n, user_api="blas")
-    with contextlib.suppress(Exception):  # numba absent or its pool smaller than n
-        import numba
-
-        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    if "numba" in sys.modules:  # importing it only to size an unused pool costs seconds
+        numba_threads(n)
     return min((int(p["num_threads"]) for p in blas_pools()), default=1)
+
+
+def numba_threads(n: int) -> int:
+    """Size Numba's pool to ``n`` (at most the pool it started with); returns it, read back."""
+    import numba
+
+    with contextlib.suppress(ValueError):
+        numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))
+    return int(numba.get_num_threads())
 
 
 def set_tf32(enabled: bool, device: str) -> bool:
@@ -157,13 +166,16 @@ def resolve_linker(setting: str) -> Linker:
                   "without one)")  # fmt: skip
 
 
-def mode(linker: Linker):
-    """The ``pytensor.compile.Mode`` of ``linker``: FAST_RUN's rewrites with that linker."""
+def mode(linker: Linker, threads: int):
+    """The ``pytensor.compile.Mode`` of ``linker``: FAST_RUN's rewrites with that linker (Numba's
+    thread pool sized to ``threads``, the runtime's)."""
     from pytensor.compile.mode import Mode, get_mode
 
     load()
     if linker.name == "numba":
-        return get_mode("NUMBA")
+        mode = get_mode("NUMBA")
+        numba_threads(threads)  # the NUMBA mode has loaded numba: its pool to the runtime's
+        return mode
     return Mode(linker="cvm", optimizer="fast_run")
 
 
