@@ -74,7 +74,7 @@ def make_train_step(p, x, y, rng, dtype):
     updates = make_optimizer(dtype)(params, pytensor.grad(loss, params))
     if rngs is not None and len(rngs) > 1:
         updates.append((rng, rngs[-1]))  # the generator's state after this step's draws
-    return pytensor.function([x, y], loss, updates=updates)
+    return pytensor.function([x, y], loss, updates=updates, mode=MODE)
 '''
 
 
@@ -93,7 +93,8 @@ def _check(workload: Workload) -> str:
         yt = y.astype(np.int64)
         params = [p[n] for n in TRAINABLE]
         loss = loss_fn(forward(p, xv, None), yv)  # dropout off
-        loss_and_grads = pytensor.function([xv, yv], [loss, *pytensor.grad(loss, params)])
+        grads = pytensor.grad(loss, params)
+        loss_and_grads = pytensor.function([xv, yv], [loss, *grads], mode=MODE)
         value, *grads = loss_and_grads(xt, yt)
         out["loss"] = np.float64(value)
         out.update({f"grad:{n}": a for n, a in read_weights(dict(zip(TRAINABLE, grads))).items()})
@@ -107,7 +108,7 @@ def _check(workload: Workload) -> str:
 def features_step(p, x):
     """The evaluation-mode forward (dropout off, BatchNorm on its running statistics) compiled
     as a function of the input variable ``x``."""
-    return pytensor.function([x], forward(p, x, None))
+    return pytensor.function([x], forward(p, x, None), mode=MODE)
 
 
 def check(weights, x, y, k, dtype="float32"):
@@ -132,6 +133,11 @@ import argparse
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pytensor.compile.mode import Mode
+
+# the C linker (each op's C code, compiled once by g++ and cached on disk) with FAST_RUN's graph
+# rewrites; PyTensor 3's own default links with Numba, which compiles each new graph far longer
+MODE = Mode(linker="cvm", optimizer="fast_run")
 {common.CHECK_IO}{rendered.helpers}
 
 def forward(p, x, rngs=None):

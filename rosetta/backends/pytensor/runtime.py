@@ -3,15 +3,17 @@
 **The linker** (``Runtime.pytensor_linker``: ``default`` | ``cvm`` | ``numba``). PyTensor turns
 a graph into a program by a *linker*: ``cvm`` runs each op's C implementation (compiled by the
 system C++ compiler, ``pytensor.config.cxx``) under PyTensor's C virtual machine, ``numba``
-compiles each op (and the loop between them) with Numba's LLVM. ``default`` resolves to
-``cvm`` when a C++ compiler is present, else ``numba``. Why ``cvm`` is the default: it is
-PyTensor's own ``FAST_RUN`` mode, the path Theano was built around and the one its C ops
-(``scan``'s C loop included) are written for, and its compiled modules are cached on disk by
-content in PyTensor's compile directory, so a cell (a fresh process) after the first reuses them
-instead of compiling again; Numba is what PyTensor offers where no compiler exists. The choice
-is not measured on this shared machine (timings here are not trusted): ``rosetta bench
---pytensor-linker numba`` runs the other one, and the manifest records the linker, the compiler
-and this reason.
+compiles each op (and the loop between them) with Numba's LLVM. PyTensor 3's own default
+(``config.linker = "auto"``, its ``FAST_RUN``) is Numba; Rosetta's ``default`` resolves to ``cvm``
+where a C++ compiler is present, else ``numba``. Why: compile cost. Each cell is a fresh process
+that compiles its programs in its cold start; the C linker compiles each op's C module once and
+caches it on disk by content (PyTensor's compile directory), so later cells and later graphs
+reuse them, while Numba compiled each new graph for minutes here (the Numba tests of
+``tests/test_backend_pytensor.py``: one padded max-pool, or a two-layer MLP's three programs,
+took minutes on the loaded 2-core machine, where the C linker compiled the CNN's three programs
+in about a minute and a half). Steady-state speed was *not* measured (timings on this shared
+machine are not trusted): ``rosetta bench --pytensor-linker numba`` runs the other one, and the
+manifest records the linker, the compiler and this reason.
 
 **Compile directory**: PyTensor's default (``pytensor.config.compiledir``, under
 ``~/.pytensor``), shared by every cell on the machine and locked by PyTensor itself; recorded in
@@ -159,8 +161,9 @@ def resolve_linker(setting: str) -> Linker:
     if cxx:
         return Linker(
             "cvm",
-            "default: a C++ compiler is present, so PyTensor's own FAST_RUN path (C ops under "
-            "the C VM, modules cached on disk across cells); not measured here",
+            "default: a C++ compiler is present; C ops under the C VM, their modules cached on "
+            "disk across cells (PyTensor 3's own default, Numba, compiles each new graph for "
+            "minutes); steady-state speed of the two not measured here",
         )
     return Linker("numba", "default: no C++ compiler here, so Numba (PyTensor's compiled path "
                   "without one)")  # fmt: skip
