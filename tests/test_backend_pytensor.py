@@ -64,3 +64,12 @@ def test_numba_linker_max_pool_matches_the_reference():
     mod = backends.load("pytensor")
     got = mod.run_op(op, x, runtime_for(mod, dtype="float64", pytensor_linker="numba"))
     np.testing.assert_array_equal(got, want)  # a max selects: exact
+
+
+def test_bf16_is_refused_with_its_reason_before_anything_is_built():
+    w = load_workload(MLP)
+    with pytest.raises(BackendError, match="does not run precision bf16") as err:
+        make("pytensor", w, canonical_weights(w, seed=0), precision="bf16")
+    assert "NumPy has no bfloat16" in str(err.value) and "\n" not in str(err.value)
+    why = backends.precision_unsupported("pytensor", "bf16", "cpu")  # what the plan skips with
+    assert "NumPy has no bfloat16" in why
