@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-FRAMEWORKS = ("torch", "tensorflow", "keras", "jax", "jaxlib", "flax", "optax", "chainer", "cupy")
+FRAMEWORKS = ("torch", "tensorflow", "keras", "jax", "jaxlib", "flax", "optax", "chainer", "cupy",
+              "pytensor", "numba")  # fmt: skip
 
 
 def test_core_modules_import_no_framework():
