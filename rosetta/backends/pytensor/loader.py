@@ -3,8 +3,8 @@
 On the CPU a PyTensor function's inputs *are* NumPy arrays (``TensorType`` values), so a native
 batch is a C-contiguous ``ndarray`` already in the function's input dtype and layout: images
 channels-last in the model's dtype, token ids ``int32``, labels ``int64``. Cutting and converting
-happens here, once per batch, and the function is called with ``trust_input`` so that it does no
-second check or copy. (Theano's own idiom, the whole data set in a ``shared`` variable indexed by
+happens here, once per batch, so the function's own input check finds the exact type and copies
+nothing. (Theano's own idiom, the whole data set in a ``shared`` variable indexed by
 a batch number through ``givens``, would tie one compiled step to one data set and one order;
 the runner gives each epoch its own order.) Only complete batches are yielded.
 """
