@@ -50,6 +50,9 @@ PADDLE_STATIC = ("default", "on", "off")
 #: Keras' own training API (``compile`` + ``train_on_batch``), ``custom`` the backend's own step
 #: (JAX: a jitted stateless step; PyTorch: an eager ``backward`` and ``optimizer.apply``)
 KERAS_STEP = ("default", "keras", "custom")
+#: PyTensor's linker (``Runtime.pytensor_linker``): ``default`` is ``cvm`` (C ops under the C VM)
+#: where a C++ compiler exists, else ``numba`` (``rosetta/backends/pytensor/runtime.py``)
+PYTENSOR_LINKERS = ("default", "cvm", "numba")
 
 
 def usable_cores() -> int:
@@ -79,6 +82,7 @@ class Runtime:
     torch_compile: str = "default"  # torch.compile: default (per task, dtype) | on | off
     paddle_static: str = "default"  # paddle.jit.to_static: default (per task, dtype) | on | off
     keras_step: str = "default"  # Keras on JAX/PyTorch: default (per engine) | keras | custom
+    pytensor_linker: str = "default"  # PyTensor's linker: default | cvm | numba
 
     @classmethod
     def request(
@@ -94,6 +98,7 @@ class Runtime:
         torch_compile: str | None = None,
         paddle_static: str | None = None,
         keras_step: str = "default",
+        pytensor_linker: str = "default",
     ) -> Runtime:
         """A validated request; bad values are one ``BackendError`` naming the valid ones.
         ``torch_compile=None`` asks for :data:`TORCH_COMPILE_DEFAULT`, ``paddle_static=None``
@@ -121,6 +126,11 @@ class Runtime:
             raise BackendError(
                 f"unknown Keras step setting {keras_step!r}; valid: {', '.join(KERAS_STEP)}"
             )
+        if pytensor_linker not in PYTENSOR_LINKERS:
+            raise BackendError(
+                f"unknown PyTensor linker {pytensor_linker!r}; "
+                f"valid: {', '.join(PYTENSOR_LINKERS)}"
+            )
         return cls(
             backend=backend,
             device=device,
@@ -132,6 +142,7 @@ class Runtime:
             torch_compile=compile_,
             paddle_static=static,
             keras_step=keras_step,
+            pytensor_linker=pytensor_linker,
         )
 
     @property

@@ -32,6 +32,7 @@ FRAMEWORK_IMPORTS = {
     "paddle": {"numpy", "paddle"},
     "keras_jax": {"numpy", "jax", "keras", "os"},
     "keras_torch": {"numpy", "torch", "keras", "os"},
+    "pytensor": {"numpy", "pytensor"},
 }
 STDLIB_OK = {"argparse", "dataclasses", "__future__", "collections"}
 
@@ -78,7 +79,8 @@ def test_generating_every_file_imports_no_framework(tmp_path):
         "from rosetta import codegen\n"
         f"codegen.write_all({str(tmp_path)!r})\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('torch', 'tensorflow', 'keras', 'jax', 'flax', 'optax', 'chainer', 'paddle'))\n"
+        "('torch', 'tensorflow', 'keras', 'jax', 'flax', 'optax', 'chainer', 'paddle',"
+        " 'pytensor'))\n"
         "print(','.join(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

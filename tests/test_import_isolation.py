@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 FRAMEWORKS = ("torch", "tensorflow", "keras", "jax", "jaxlib", "flax", "optax", "chainer", "cupy",
-              "onnx", "onnxruntime", "openvino", "paddle")  # fmt: skip
+              "onnx", "onnxruntime", "openvino", "paddle", "pytensor", "numba")  # fmt: skip
 
 
 def test_core_modules_import_no_framework():

@@ -55,6 +55,9 @@ REGISTRY: dict[str, BackendInfo] = {
     "paddle": BackendInfo(
         "paddle", "PaddlePaddle", (("paddlepaddle", "paddlepaddle-gpu"),), "paddle"
     ),
+    "pytensor": BackendInfo(
+        "pytensor", "PyTensor (Theano's line)", (("pytensor",),), "pytensor"
+    ),
     "onnxruntime": BackendInfo(
         "onnxruntime", "ONNX Runtime", (("onnxruntime",), ("onnx",)), "onnx"
     ),
@@ -218,6 +221,7 @@ def make(
     torch_compile: str | None = None,
     paddle_static: str | None = None,
     keras_step: str = "default",
+    pytensor_linker: str = "default",
     **options,
 ):
     """Configure ``backend`` for this process and build ``workload`` on it: the two contract
@@ -237,6 +241,7 @@ def make(
         torch_compile=torch_compile,
         paddle_static=paddle_static,
         keras_step=keras_step,
+        pytensor_linker=pytensor_linker,
     )
     return module.build(workload, params, module.configure(request), **options)
 

@@ -29,7 +29,7 @@ from rosetta.runner.plan import (
     Plan,
 )
 from rosetta.runner.signals import describe, interrupt_on_signals
-from rosetta.runtime import KERAS_STEP, PADDLE_STATIC, PRECISIONS, TORCH_COMPILE
+from rosetta.runtime import KERAS_STEP, PADDLE_STATIC, PRECISIONS, PYTENSOR_LINKERS, TORCH_COMPILE
 
 __all__ = ["add_parser", "run", "summary", "write_csv"]  # summary/CSV live in rosetta.report
 
@@ -81,6 +81,8 @@ OPTIONS: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
      "the paddle backend's network (default: the dynamic graph)"),
     (("--keras-step",), "default", f"{' | '.join(KERAS_STEP)}: the training step of keras_jax "
      "and keras_torch (default: the backend's own step, custom; keras: Keras' train_on_batch)"),
+    (("--pytensor-linker",), "default", f"{' | '.join(PYTENSOR_LINKERS)}: the linker PyTensor "
+     "compiles with (default: cvm, its C ops, where a C++ compiler exists; else numba)"),
     (("--executor",), "papermill", "papermill (default: the backend's notebook, saved beside "
      "the record) | python | ray (each cell a task on a Ray cluster)"),
     (("--ray-address",), None, "--executor ray: the cluster (default: $RAY_ADDRESS, else a "

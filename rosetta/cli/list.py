@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from rosetta import backends
+from rosetta.backends.absent import ABSENT
 from rosetta.errors import RosettaError
 from rosetta.runner.guards import check_model_memory
 from rosetta.safetext import plain
@@ -60,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
         ver = ", ".join(f"{d} {v}" for d, v in st.versions)
         state = "ready" if st.usable else "unavailable"
         print(f"  {name:<11} {state:<12} {ver}" + (f"  -- {st.reason}" if st.reason else ""))
+    print("Frameworks of the older comparisons that cannot run here:")
+    for row in ABSENT:
+        print(f"  {row.name:<11} {'absent':<12} {row.framework}  -- {row.reason}")
     from rosetta.runner.ray_executor import available
 
     ok, what = available()  # imports ray only if it is installed, starts nothing

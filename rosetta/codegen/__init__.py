@@ -64,8 +64,8 @@ __all__ = [
 ]
 
 #: backends that render source, in the report's column order (the reference first)
-BACKENDS = ("numpy_ref", "torch", "tensorflow", "jax", "chainer", "paddle", "keras_jax",
-            "keras_torch")  # fmt: skip
+BACKENDS = ("numpy_ref", "torch", "tensorflow", "jax", "chainer", "keras_jax", "keras_torch",
+            "paddle", "pytensor")  # fmt: skip
 
 
 @dataclass(frozen=True)

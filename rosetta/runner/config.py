@@ -52,6 +52,7 @@ class CellConfig:
     torch_compile: str | None = None  # default (per task, dtype) | on | off; None: the Runtime's
     paddle_static: str = "default"  # paddle.jit.to_static: default (per task) | on | off
     keras_step: str = "default"  # Keras on JAX/PyTorch: default (per engine) | keras | custom
+    pytensor_linker: str = "default"  # PyTensor's linker: default | cvm | numba
     precision: str = "fp32"  # numeric policy (rosetta.runtime.PRECISIONS)
     tf32: bool = False  # allow TF32 on CUDA (recorded; refused on the CPU)
     sample_every: int | None = None  # steady state: time every n-th step (None: 1 CPU, 4 CUDA)
@@ -137,6 +138,7 @@ class CellConfig:
             torch_compile=self.torch_compile,
             paddle_static=self.paddle_static,
             keras_step=self.keras_step,
+            pytensor_linker=self.pytensor_linker,
         )
 
     def gate_identity(self) -> tuple:

@@ -60,8 +60,8 @@ POLL_S = 0.5
 #: bookkeeping: where the record goes, which verdict it reused, whether it timed latency)
 KEPT_FIELDS = ("backend", "workload", "profile", "run_id", "data_dir", "dtype", "device", "seed",
                "threads", "precision", "tf32", "sample_every", "batch_size", "round",
-               "torch_compile", "paddle_static", "keras_step", "kind", "timing_steps",
-               "timing_warmup")  # fmt: skip
+               "torch_compile", "paddle_static", "keras_step", "pytensor_linker", "kind",
+               "timing_steps", "timing_warmup")  # fmt: skip
 _CONFIG_DEFAULTS = {f.name: f.default for f in fields(CellConfig)}
 
 

@@ -35,6 +35,7 @@ from rosetta.runtime import (
     KERAS_STEP,
     PADDLE_STATIC,
     PRECISIONS,
+    PYTENSOR_LINKERS,
     TORCH_COMPILE,
     Runtime,
 )
@@ -90,6 +91,7 @@ class BenchOptions:
     torch_compile: str = "default"
     paddle_static: str = "default"
     keras_step: str = "default"
+    pytensor_linker: str = "default"
 
     @classmethod
     def from_namespace(cls, ns) -> BenchOptions:
@@ -161,6 +163,7 @@ class Plan:
         torch_compile = _choice("--torch-compile", opts.torch_compile, TORCH_COMPILE)
         paddle_static = _choice("--paddle-static", opts.paddle_static, PADDLE_STATIC)
         keras_step = _choice("--keras-step", opts.keras_step, KERAS_STEP)
+        linker = _choice("--pytensor-linker", opts.pytensor_linker, PYTENSOR_LINKERS)
         seed = _integer("--seed", opts.seed, 0, MAX_SEED)
         batch_sizes = (
             prof.batch_sizes if opts.batch_sizes is None else _batch_list(opts.batch_sizes)
@@ -233,6 +236,7 @@ class Plan:
             torch_compile=torch_compile,
             paddle_static=paddle_static,
             keras_step=keras_step,
+            pytensor_linker=linker,
         )
         pins = {"data_dir": opts.data_dir and str(Path(opts.data_dir).absolute())}
         if opts.oversubscribe:

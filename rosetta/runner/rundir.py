@@ -29,11 +29,11 @@ RESULTS_ENV = "ROSETTA_RESULTS_DIR"
 PINNED = ("profile", "dtype", "device", "seed", "threads", "data_dir", "sample_every",
           "bench_profile", "batch_sizes", "precisions", "repeat", "tf32", "backends", "workloads",
           "executor", "oversubscribe", "skip_points", "torch_compile", "paddle_static",
-          "keras_step", "timing")  # fmt: skip
+          "keras_step", "pytensor_linker", "timing")  # fmt: skip
 #: what a run made before the sweep axes (or a later pin) existed had, for the pins it lacks
 AXIS_DEFAULTS = {"batch_sizes": [None], "precisions": ["fp32"], "repeat": 1, "skip_points": [],
                  "torch_compile": "default", "paddle_static": "default", "keras_step": "default",
-                 "timing": None}  # fmt: skip
+                 "pytensor_linker": "default", "timing": None}  # fmt: skip
 # ``timing`` (a run's timing-round length) is pinned once a run has rounds beyond the training
 # run: a run made before timing rounds existed repeated its training runs, and is not resumed
 # into a run of another kind (one line instead)

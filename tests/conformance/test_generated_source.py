@@ -31,6 +31,7 @@ NEEDS = {
     "paddle": ("paddle",),
     "keras_jax": ("keras", "jax"),
     "keras_torch": ("keras", "torch"),
+    "pytensor": ("pytensor",),
 }
 #: the quick suite: one case per framework, every workload among them, at float32 (float64 is the
 #: slow tier's: conftest.SLOW_PARAMS)

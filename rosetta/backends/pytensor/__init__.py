@@ -1,0 +1,29 @@
+"""Backend ``pytensor``: the spec as PyTensor symbolic graphs (the maintained line of Theano),
+differentiated by ``pytensor.grad`` and compiled by ``pytensor.function``.
+
+``lowering.py`` is the Rosetta of PyTensor (op -> a function of symbolic tensors: convolution as
+taps and one ``dot``, max-pooling over stacked taps, ``scan`` for the GRU); ``weights.py`` the
+canonical <-> native layouts (NHWC images, HWIO kernels); ``optim.py`` the spec's optimisers as
+the ``updates`` of the compiled step; ``loader.py`` the host batches PyTensor's CPU functions
+take; ``runtime.py`` the process settings and the linker (C via g++, or Numba: the Runtime's
+``pytensor_linker``); ``model.py`` the compiled programs and both faces. CPU only; float32 and
+float64. Nothing imports PyTensor until ``available()``, ``build()`` or ``run_op()`` is called.
+"""
+
+from rosetta.backends.base import BackendAPI
+
+NAME = "pytensor"
+DEVICES = ("cpu",)
+DTYPES = ("float32", "float64")
+PRECISIONS = ("fp32",)
+#: why a known policy is not in ``PRECISIONS`` (the reason a skipped cell carries)
+UNSUPPORTED_PRECISIONS = {
+    "bf16": (
+        "PyTensor's tensor types are NumPy dtypes, and NumPy has no bfloat16; neither its C nor "
+        "its Numba linker has a bfloat16 kernel, so a bf16 cell would compute fp32"
+    ),
+}
+
+_api = BackendAPI(__name__, DEVICES)
+available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available
+configure, build, run_op = _api.configure, _api.build, _api.run_op

@@ -1,0 +1,75 @@
+"""PyTensor-specific checks the conformance suite does not make: the linker setting (the Runtime's
+``pytensor_linker``) resolves, falls back and refuses as documented, and the Numba linker
+computes what the reference computes, through the same gate a cell runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rosetta import backends
+from rosetta.backends import make, numpy_ref, runtime_for
+from rosetta.errors import BackendError
+from rosetta.runner.gate import run_gate
+from rosetta.runtime import Runtime
+from rosetta.spec import canonical_weights, load_workload, ops
+
+if not backends.status("pytensor").usable:
+    pytest.skip("pytensor is not installed", allow_module_level=True)
+
+from rosetta.backends.pytensor import runtime as rt  # noqa: E402
+
+MLP = Path(__file__).parent / "workloads" / "mlp.yaml"
+
+
+def test_default_linker_is_c_where_a_compiler_exists_and_numba_where_none(monkeypatch):
+    if not rt.compiler():
+        pytest.skip("no C++ compiler here")
+    assert rt.resolve_linker("default").name == "cvm"
+    monkeypatch.setattr(rt, "compiler", lambda: "")  # a machine without g++
+    fallback = rt.resolve_linker("default")
+    assert fallback.name == "numba" and "no C++ compiler" in fallback.reason
+    with pytest.raises(BackendError, match="needs a C\\+\\+ compiler") as err:
+        rt.resolve_linker("cvm")
+    assert "--pytensor-linker numba" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_unknown_linker_is_one_line_naming_the_valid_ones():
+    with pytest.raises(BackendError, match="valid: default, cvm, numba") as err:
+        Runtime.request("pytensor", pytensor_linker="theano")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.slow  # Numba compiles every op of a new graph: minutes on the shared 2-core machine
+def test_numba_linker_passes_the_gate_and_is_recorded():
+    w = load_workload(MLP)
+    params = canonical_weights(w, seed=0)
+    model = make("pytensor", w, params, dtype="float64", pytensor_linker="numba")
+    rng = np.random.default_rng(0)
+    x = rng.random((4, *w.input.shape), dtype=np.float32)
+    y = np.array([0, 3, 9, 1])
+    result = run_gate(model, w, params, x, y, "float64")
+    assert result.equivalent, result.divergence
+    man = model.manifest()
+    assert man["linker"] == "numba" and "asked for" in man["linker_reason"]
+
+
+@pytest.mark.slow
+def test_numba_linker_max_pool_matches_the_reference():
+    op = ops.MaxPool2D((3, 3), (2, 2), (1, 1, 1, 1))  # ResNet's stem: padded, overlapping
+    x = np.random.default_rng(1).normal(size=(2, 3, 9, 9))
+    want = numpy_ref.run_op(op, x, runtime_for(numpy_ref, dtype="float64"))
+    mod = backends.load("pytensor")
+    got = mod.run_op(op, x, runtime_for(mod, dtype="float64", pytensor_linker="numba"))
+    np.testing.assert_array_equal(got, want)  # a max selects: exact
+
+
+def test_bf16_is_refused_with_its_reason_before_anything_is_built():
+    w = load_workload(MLP)
+    with pytest.raises(BackendError, match="does not run precision bf16") as err:
+        make("pytensor", w, canonical_weights(w, seed=0), precision="bf16")
+    assert "NumPy has no bfloat16" in str(err.value) and "\n" not in str(err.value)
+    why = backends.precision_unsupported("pytensor", "bf16", "cpu")  # what the plan skips with
+    assert "NumPy has no bfloat16" in why
