@@ -13,16 +13,20 @@ from rosetta import backends
 from rosetta.cli import main
 from rosetta.runner.cell import run_cell
 from rosetta.runner.config import CellConfig
+from tests.conformance.conftest import SLOW_BACKENDS
 
 
-def _ci_run(tmp_path, workloads: str) -> tuple[Path, str]:
-    """``rosetta bench --profile ci`` of every installed backend on ``workloads``, through
-    papermill, with the real machine-peak probes and the HTML report; every cell ok and gated."""
+def _ci_run(tmp_path, workloads: str, every: bool) -> tuple[Path, str]:
+    """``rosetta bench --profile ci`` of every installed backend (``every``; else those not in
+    the conformance suite's ``SLOW_BACKENDS``) on ``workloads``, through papermill, with the real
+    machine-peak probes and the HTML report; every cell ok and gated."""
     results = tmp_path / "results"
-    code = main(["bench", "--profile", "ci", "--results-dir", str(results), "--run-id", "ci",
-                 "--workloads", workloads, "--report-dir", str(tmp_path / "report")])  # fmt: skip
-    run = results / "ci"
     usable = [b for b in backends.names() if backends.status(b).usable]
+    usable = [b for b in usable if every or b not in SLOW_BACKENDS]
+    code = main(["bench", "--profile", "ci", "--results-dir", str(results), "--run-id", "ci",
+                 "--workloads", workloads, "--backends", ",".join(usable),
+                 "--report-dir", str(tmp_path / "report")])  # fmt: skip
+    run = results / "ci"
     for b in usable:
         for w in workloads.split(","):
             rec = json.loads((run / f"{b}__{w}.json").read_text())
@@ -35,10 +39,10 @@ def _ci_run(tmp_path, workloads: str) -> tuple[Path, str]:
 
 @pytest.mark.real_peaks
 def test_ci_profile_runs_every_installed_backend_through_papermill(tmp_path, capsys):
-    """The suite's one end-to-end run of every backend (on the CNN: training, data, layouts);
-    the other workloads of every backend are the conformance suite's, and the whole matrix is
-    the slow tier's (below)."""
-    run, usable = _ci_run(tmp_path, "cnn")
+    """The suite's one end-to-end run of every backend (on the CNN: training, data, layouts)
+    but the slow tier's ``SLOW_BACKENDS``; the other workloads of every backend are the
+    conformance suite's, and the whole matrix of every backend is the slow tier's (below)."""
+    run, usable = _ci_run(tmp_path, "cnn", every=False)
     out = capsys.readouterr().out
     assert "summary CSV" in out and (tmp_path / "report" / "ci" / "index.html").is_file()
     info = json.loads((run / "run.json").read_text())
@@ -49,7 +53,7 @@ def test_ci_profile_runs_every_installed_backend_through_papermill(tmp_path, cap
 
 @pytest.mark.slow
 def test_ci_profile_runs_the_whole_installed_matrix(tmp_path):
-    _ci_run(tmp_path, "cnn,gru,resnet50")
+    _ci_run(tmp_path, "cnn,gru,resnet50", every=True)
 
 
 # Chance is 0.1 (cnn) and 0.5 (gru); the reference measured 0.787 and 0.861 on smoke. These

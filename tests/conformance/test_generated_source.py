@@ -42,7 +42,6 @@ QUICK = {
     ("jax", "resnet50", "float32"),
     ("chainer", "gru", "float32"),
     ("paddle", "cnn", "float32"),
-    ("keras_jax", "gru", "float32"),
     ("keras_torch", "cnn", "float32"),
 }
 RESNET_SIZE = 32  # ResNet-50 at 32x32: the same parameters, a fraction of the time
