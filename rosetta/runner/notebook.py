@@ -223,11 +223,15 @@ def plot(cell: Cell) -> None:
 
 
 def show_metrics(cell: Cell) -> None:
-    """Print the accuracy or the time per 1000 images."""
+    """Print the accuracy, a forward-only cell's time per 1000 samples, or the time per 1000
+    images."""
     m = cell.result["metrics"]
     if "test_accuracy" in m:
         print(f"test accuracy {m['test_accuracy']:.4f} on {m['test_samples']} samples")
         print(f"data          {cell.data.source} ({cell.data.checksum})")
+    elif m.get("mode") == "forward":  # a serving engine on a training workload: no training
+        print(f"forward only: {m['time_per_1000_samples_s']:.2f} s per 1000 samples "
+              f"({m['samples']} samples of the test data, {cell.data.source})")  # fmt: skip
     else:
         print(f"time per 1000 images {m['time_per_1000_images_s']:.2f} s ({m['images']} images)")
 
