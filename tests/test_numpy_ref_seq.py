@@ -16,7 +16,7 @@ import pytest
 from rosetta.backends.numpy_ref import nn, seq
 from tests.test_numpy_ref_ops import GRAD_ATOL, GRAD_RTOL, Case, numeric_grad
 
-ROLES = ("wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo")
+ROLES = ("wq", "bq", "wk", "wv", "bv", "wo", "bo")
 
 
 def _valid(n: int, t: int) -> np.ndarray:
@@ -145,12 +145,12 @@ def test_float32_stays_float32(name: str) -> None:
 
 def loop_attention(x, valid, weights, heads):
     """Per sample, head and query: scores over the valid keys, softmax, weighted values."""
-    wq, bq, wk, bk, wv, bv, wo, bo = weights
+    wq, bq, wk, wv, bv, wo, bo = weights
     n, t, e = x.shape
     d = e // heads
     out = np.zeros((n, t, e))
     for i in range(n):
-        q, k, v = x[i] @ wq + bq, x[i] @ wk + bk, x[i] @ wv + bv
+        q, k, v = x[i] @ wq + bq, x[i] @ wk, x[i] @ wv + bv
         heads_out = np.zeros((t, e))
         for h in range(heads):
             cols = slice(h * d, (h + 1) * d)
@@ -185,10 +185,9 @@ def test_attention_heads_are_head_major_blocks() -> None:
     y, _ = seq.attention_forward(inputs["x"], inputs["valid"], tuple(weights), 2)
     swap = [2, 3, 0, 1]
     both = list(weights)
-    for i in (0, 1, 2, 3):  # wq, bq, wk, bk: columns of heads 0 and 1 exchanged
+    for i in range(5):  # wq, bq, wk, wv, bv: columns of heads 0 and 1 exchanged
         both[i] = weights[i][..., swap]
-    both[4], both[5] = weights[4][..., swap], weights[5][..., swap]
-    both[6] = weights[6][swap]  # output rows follow the value columns
+    both[5] = weights[5][swap]  # output rows follow the value columns
     y2, _ = seq.attention_forward(inputs["x"], inputs["valid"], tuple(both), 2)
     np.testing.assert_allclose(y2, y, rtol=1e-12)
     only_q = list(weights)

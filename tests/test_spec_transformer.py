@@ -24,7 +24,7 @@ def _load(tmp_path, raw, name="transformer"):
 
 def test_parameter_count_by_hand():
     e, f, t, v = 128, 512, 150, 30000
-    block = 2 * 2 * e + 4 * (e * e + e) + (e * f + f) + (f * e + e)  # 2 LN, attn, MLP
+    block = 2 * 2 * e + 4 * e * e + 3 * e + (e * f + f) + (f * e + e)  # 2 LN, attn, MLP
     want = v * e + t * e + 2 * block + 2 * e + (e * 2 + 2)
     assert get_workload("transformer").num_params == want
 

@@ -21,7 +21,7 @@ from rosetta import backends
 from rosetta.backends import make
 from rosetta.spec import canonical_weights, get_workload
 
-WORKLOADS = ("cnn", "gru", "resnet50")
+WORKLOADS = ("cnn", "gru", "resnet50", "transformer")
 DTYPES = ("float32", "float64")
 RESNET_SIZE = 64  # quick suite: ResNet-50 on 64x64 inputs (same parameters; 224 is marked slow)
 

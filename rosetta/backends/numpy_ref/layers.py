@@ -274,7 +274,7 @@ def position_embedding(name: str) -> Layer:
 
 
 ATTENTION_ROLES = (
-    "query_kernel", "query_bias", "key_kernel", "key_bias",
+    "query_kernel", "query_bias", "key_kernel",
     "value_kernel", "value_bias", "output_kernel", "output_bias",
 )  # fmt: skip
 

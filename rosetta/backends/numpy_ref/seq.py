@@ -138,7 +138,7 @@ class AttentionCache:
     v: np.ndarray
     p: np.ndarray  # (N, H, T, T) attention weights
     o: np.ndarray  # (N, T, E) heads concatenated, before the output projection
-    weights: tuple[np.ndarray, ...]  # wq, bq, wk, bk, wv, bv, wo, bo
+    weights: tuple[np.ndarray, ...]  # wq, bq, wk, wv, bv, wo, bo
 
 
 def _split(a: np.ndarray, heads: int) -> np.ndarray:
@@ -158,13 +158,14 @@ def attention_forward(
     heads: int,
 ) -> tuple[np.ndarray, AttentionCache]:
     """Multi-head self-attention with a key padding mask: x (N, T, E), valid (N, T) bool,
-    ``weights`` = (wq, bq, wk, bk, wv, bv, wo, bo), kernels (E, E) "IO", head-major blocks."""
-    wq, bq, wk, bk, wv, bv, wo, bo = weights
+    ``weights`` = (wq, bq, wk, wv, bv, wo, bo), kernels (E, E) "IO", head-major blocks; the key
+    projection has no bias (the softmax would cancel it)."""
+    wq, bq, wk, wv, bv, wo, bo = weights
     e = x.shape[-1]
     if e % heads:
         raise ValueError(f"attention: {heads} heads do not divide the width {e}")
     d = e // heads
-    q, k, v = (_split(x @ w + b, heads) for w, b in ((wq, bq), (wk, bk), (wv, bv)))
+    q, k, v = (_split(x @ wq + bq, heads), _split(x @ wk, heads), _split(x @ wv + bv, heads))
     s = (q @ k.transpose(0, 1, 3, 2)) / x.dtype.type(math.sqrt(d))  # (N, H, T, T)
     p = masked_softmax(s, valid[:, None, None, :])
     o = _merge(p @ v)  # (N, H, T, d) -> (N, T, E)
@@ -174,8 +175,8 @@ def attention_forward(
 def attention_backward(
     dy: np.ndarray, cache: AttentionCache
 ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-    """``(dx, (dwq, dbq, dwk, dbk, dwv, dbv, dwo, dbo))`` for ``dy`` (N, T, E)."""
-    wq, _, wk, _, wv, _, wo, _ = cache.weights
+    """``(dx, (dwq, dbq, dwk, dwv, dbv, dwo, dbo))`` for ``dy`` (N, T, E)."""
+    wq, _, wk, wv, _, wo, _ = cache.weights
     x, q, k, v, p = cache.x, cache.q, cache.k, cache.v, cache.p
     e = x.shape[-1]
     heads, d = q.shape[1], q.shape[3]  # (N, H, T, d)
@@ -192,10 +193,10 @@ def attention_backward(
     dk = ds.transpose(0, 1, 3, 2) @ q
     grads: list[np.ndarray] = []
     dx = np.zeros_like(x)
-    for g, w in ((dq, wq), (dk, wk), (dv, wv)):
+    for g, w, bias in ((dq, wq, True), (dk, wk, False), (dv, wv, True)):
         g = _merge(g)  # (N, T, E)
         g_rows = g.reshape(-1, e)
-        grads += [rows.T @ g_rows, g_rows.sum(axis=0)]
+        grads += [rows.T @ g_rows, g_rows.sum(axis=0)] if bias else [rows.T @ g_rows]
         dx += g @ w.T
     return dx, (*grads, dwo, dbo)
 

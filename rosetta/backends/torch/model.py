@@ -263,9 +263,12 @@ class TorchModel(Model):
         if self.frozen_shapes:  # graphs holding the old weights as constants: compile again
             torch._dynamo.reset()  # process-wide; other compiled models only recompile
             self.frozen_shapes.clear()
-        trainable = [b.tensor for b in self.binds.values() if b.trainable]
+        names = [n for n, b in self.binds.items() if b.trainable]
+        trainable = [self.binds[n].tensor for n in names]
         # fresh state: loading weights restarts training
-        self.optimizer = optim.make_optimizer(self.workload.optimizer, trainable, self.device)
+        self.optimizer = optim.make_optimizer(
+            self.workload.optimizer, trainable, self.device, names
+        )
 
     def get_params(self) -> Params:
         return weights.read(self.binds)
