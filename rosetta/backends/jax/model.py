@@ -99,6 +99,7 @@ class JaxModel(Model):
             platform=self._jdev.platform,
             conv_weight_grad=conv_weight_grad,
             gru_unroll=gru_unroll,
+            time_major=any(isinstance(op, ops.GRU) for op in workload.graph),
         )
         self._forward = driver.lower(
             lowering.TABLE, workload.graph, workload.input.shape, self._ctx
