@@ -206,7 +206,11 @@ def attention(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
     for r in roles:
         weights.append(
             Weight(
-                f"{op.name}.{r}_kernel", f"model.{n}_{r}.weight", "a.T", "a.T", note="IO -> (out, in)"
+                f"{op.name}.{r}_kernel",
+                f"model.{n}_{r}.weight",
+                "a.T",
+                "a.T",
+                note="IO -> (out, in)",
             )
         )
         if r != "key":  # the key projection has no bias (the softmax cancels one)

@@ -112,7 +112,9 @@ def _bindings_of(op: object, m: nn.Module) -> list[Binding]:
         out = []
         for role in ("query", "key", "value", "output"):
             linear = getattr(m, role)
-            out.append(Binding(f"{op.name}.{role}_kernel", linear.weight, True, _transpose, _transpose))
+            out.append(
+                Binding(f"{op.name}.{role}_kernel", linear.weight, True, _transpose, _transpose)
+            )
             if linear.bias is not None:  # the key projection has none
                 out.append(Binding(f"{op.name}.{role}_bias", linear.bias, True, _same, _same))
         return out
