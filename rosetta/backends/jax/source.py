@@ -84,7 +84,8 @@ def self_attention(x, valid, wq, bq, wk, wv, bv, wo, bo, heads):
     """Multi-head self-attention; keys where ``valid`` is False (padding) take no part; a
     row of padding only attends to nothing (0)."""
     n, t, e = x.shape
-    q, k, v = ((x @ w + b).reshape(n, t, heads, e // heads) for w, b in ((wq, bq), (wk, 0), (wv, bv)))
+    split = (n, t, heads, e // heads)  # (N, T, E) -> (B, T, N, H) as jax.nn wants it
+    q, k, v = (x @ wq + bq).reshape(split), (x @ wk).reshape(split), (x @ wv + bv).reshape(split)
     o = jax.nn.dot_product_attention(q, k, v, mask=valid[:, None, None, :])  # (N, T, heads, d)
     o = jnp.where(valid.any(axis=1)[:, None, None, None], o, 0)
     return o.reshape(n, t, e) @ wo + bo
