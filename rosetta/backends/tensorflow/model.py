@@ -129,6 +129,10 @@ class KerasModel(Model):
             self._dropout_on = tf.Variable(True, trainable=False, name="dropout_on")
             self.net, self.bindings = self._lower()
             self.optimizer = optim.make_optimizer(workload.optimizer)
+            if isinstance(self.optimizer, optim.SpecAdamW):
+                self.optimizer.decay_only(
+                    optim.decayed_variables(workload.optimizer, self.bindings)
+                )
             if self.optimizer is not None:
                 self.optimizer.build(self.net.trainable_variables)
         self._trainable = {p.name for p in workload.param_specs if p.trainable}
