@@ -98,6 +98,7 @@ class ChainerModel(Model):
         self.optimizer = optim.make_optimizer(self.workload)  # fresh state
         if self.optimizer is not None:
             self.optimizer.setup(self.net)
+            optim.set_decay(self.optimizer, self.workload, self.owners)
 
     def get_params(self) -> Params:
         return weights.read(self.owners)
