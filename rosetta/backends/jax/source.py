@@ -86,7 +86,13 @@ def self_attention(x, valid, wq, bq, wk, wv, bv, wo, bo, heads):
     n, t, e = x.shape
     split = (n, t, heads, e // heads)  # (N, T, E) -> (B, T, N, H) as jax.nn wants it
     q, k, v = (x @ wq + bq).reshape(split), (x @ wk).reshape(split), (x @ wv + bv).reshape(split)
-    o = jax.nn.dot_product_attention(q, k, v, mask=valid[:, None, None, :])  # (N, T, heads, d)
+    mask = valid[:, None, None, :]  # (N, 1, 1, T): keys that take part
+    if x.dtype == jnp.float64:  # jax.nn's softmax runs in float32 whatever the inputs
+        s = jnp.einsum("btnh,bsnh->bnts", q, k) / np.sqrt(q.shape[-1])
+        p = jax.nn.softmax(jnp.where(mask, s, jnp.finfo(s.dtype).min), axis=-1)
+        o = jnp.einsum("bnts,bsnh->btnh", p, v)
+    else:
+        o = jax.nn.dot_product_attention(q, k, v, mask=mask)  # (N, T, heads, d)
     o = jnp.where(valid.any(axis=1)[:, None, None, None], o, 0)
     return o.reshape(n, t, e) @ wo + bo
 ''',
