@@ -193,7 +193,10 @@ def gelu(op: ops.GELU, site: Site, ctx: RenderCtx) -> Snippet:
 def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
     n = attr(op.name)
     return Snippet(
-        (f"self.{n} = chainer.Parameter(np.zeros(({op.max_len}, {site.in_shape[1]}), 'f'))",),
+        (
+            f"self.{n} = chainer.Parameter(chainer.initializers.Zero(), "
+            f"({op.max_len}, {site.in_shape[1]}))",
+        ),
         (f"{{x}} = {{x}} + F.broadcast_to(self.{n}[: {{x}}.shape[1]], {{x}}.shape)",),
         (Weight(f"{op.name}.table", f"model.{n}"),),
     )
