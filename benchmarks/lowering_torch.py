@@ -8,8 +8,9 @@ same weights, same memory format, same threads and device) first show that they 
 same outputs; then their steps are timed interleaved after warm-up: the cnn train step at batch
 64, the gru and the transformer train steps at 64 x 150, the resnet50 features step at
 32 x 224^2. The figure is the median ratio lowered / hand-written with a bootstrap 95%
-interval; the target is <= 1.05. For resnet50 and the transformer the note also gives the fraction of the machine's fp32 GEMM peak
-the backend reaches (the spec's FLOPs, attention included).
+interval; the target is <= 1.05. For resnet50 and the transformer the note also gives the
+fraction of the machine's fp32 GEMM peak the backend reaches (the spec's FLOPs, attention
+included).
 """
 
 from __future__ import annotations
