@@ -62,6 +62,11 @@ def _scoped(method: Callable) -> Callable:
     return wrapper
 
 
+#: ops that run on batch-major sequences (N, T, E): a graph holding one embeds batch-major; any
+#: other sequence graph (the GRU's, or a cut of it) runs time-major (T, N, E), as its scan wants
+BATCH_MAJOR_OPS = (ops.PositionEmbedding, ops.Attention, ops.LayerNorm, ops.MaskedMean)
+
+
 class JaxModel(Model):
     """A workload as jitted JAX programs (see the module docstring)."""
 
@@ -99,7 +104,10 @@ class JaxModel(Model):
             platform=self._jdev.platform,
             conv_weight_grad=conv_weight_grad,
             gru_unroll=gru_unroll,
-            time_major=any(isinstance(op, ops.GRU) for op in workload.graph),
+            time_major=not any(
+                isinstance(op, BATCH_MAJOR_OPS)
+                for op, _, _ in walk(workload.graph, workload.input.shape)
+            ),
         )
         self._forward = driver.lower(
             lowering.TABLE, workload.graph, workload.input.shape, self._ctx
@@ -259,7 +267,7 @@ class JaxModel(Model):
             return flat_to_canonical(out, chw, self.layout)
         if out.ndim == 4:
             return image_to_canonical(out, self.layout)
-        if out.ndim == 3:
+        if out.ndim == 3 and self._ctx.time_major:
             return np.ascontiguousarray(out.transpose(1, 0, 2))  # (T, N, E) -> (N, T, E)
         return out
 
