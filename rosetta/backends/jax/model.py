@@ -283,8 +283,23 @@ class JaxModel(Model):
         return {
             **self.runtime_manifest(),
             "device": f"{self.device} ({self._jdev.device_kind})",
-            "layout": self.layout if image else "NT ids -> TNC (time-major lax.scan)",
+            "layout": self.layout
+            if image
+            else (
+                "NT ids -> TNC (time-major lax.scan)"
+                if self._ctx.time_major
+                else "NTC (batch-major)"
+            ),
             "compile": "jax.jit (XLA), AOT lower().compile() per batch shape, donated state",
+            "attention": (
+                (
+                    "composed in float64 (jax.nn's softmax is float32 only)"
+                    if self._jdtype == jnp.float64
+                    else "jax.nn.dot_product_attention (XLA), boolean key mask, under jit"
+                )
+                if not self._ctx.time_major
+                else "n/a"
+            ),
             "autotune": "n/a" if self.device == "cpu" else "XLA GPU autotuning (default on)",
             "fused_rnn": (
                 f"no: lax.scan over time (unroll={self._ctx.gru_unroll}), one matmul per gate "

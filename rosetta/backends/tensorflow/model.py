@@ -284,6 +284,12 @@ class KerasModel(Model):
                 if self.runtime.precision == "bf16"
                 else f"fp32: {self.dtype} throughout"
             ),
+            "attention": (
+                "Dense projections + tf.nn.softmax over masked scores (a Keras layer); Keras' "
+                "MultiHeadAttention has a key bias and a -1e9 mask float64 does not drown"
+                if has_op(self.workload, ops.Attention)
+                else "n/a"
+            ),
             "autotune": "cuDNN autotune (TensorFlow default)" if self.device == "cuda" else "n/a",
             "fused_rnn": self._fused_rnn() if has_op(self.workload, ops.GRU) else "n/a",
             "loader": "tf.data: index batches (drop_remainder) -> gather + layout map -> "

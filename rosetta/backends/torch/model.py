@@ -122,6 +122,11 @@ def memory_format(workload: Workload, device: str, override: str | None) -> str:
     return "NHWC" if has_conv else "NCHW"
 
 
+def driver_has(workload: Workload, kind: type) -> bool:
+    """Whether ``workload``'s graph (branches opened) holds an op of type ``kind``."""
+    return any(isinstance(op, kind) for op, _, _ in walk(workload.graph, workload.input.shape))
+
+
 class TorchModel(Model):
     """``workload`` lowered to ``torch.nn`` (``self.net``), trained with ``torch.optim``."""
 
@@ -346,6 +351,12 @@ class TorchModel(Model):
             "precision_mode": precision_mode(self.runtime, self.net),
             "compile": compiled,
             "compile_reason": self.compile_reason,
+            "attention": (
+                "F.scaled_dot_product_attention, boolean key padding mask (PyTorch picks the "
+                "kernel: flash/math on the CPU)"
+                if driver_has(self.workload, ops.Attention)
+                else "n/a"
+            ),
             "autotune": "cudnn.benchmark=True" if self.autotune else "n/a",
             "fused_rnn": _fused_rnn(cuda) if has_gru else "n/a",
             "loader": (
