@@ -1,6 +1,7 @@
 """Lowering overhead of the JAX backend: the spec-lowered model against hand-written Flax.
 
-``python -m benchmarks lowering_jax [--workloads cnn,gru,resnet50] [--rounds 5] [--choices]``
+``python -m benchmarks lowering_jax [--workloads cnn,gru,resnet50,transformer] [--rounds 5]
+[--choices]``
 
 For each workload, the lowered model (``rosetta.backends.jax``, float32, its default fast path)
 and the hand-written Flax model (``benchmarks/handwritten/jax_models.py``) run the same step (a
@@ -29,7 +30,7 @@ import numpy as np
 
 from benchmarks.common import Ratio, interleaved, ratio, report
 
-BATCH = {"cnn": 64, "gru": 64, "resnet50": 32}  # the specs' `full` profiles
+BATCH = {"cnn": 64, "gru": 64, "resnet50": 32, "transformer": 64}  # the specs' `full` profiles
 
 
 def _inputs(workload, batch: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray | None]:
@@ -91,7 +92,7 @@ def _compare(name: str, steps: dict[str, Callable], rounds: int, models: list) -
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks lowering_jax")
-    p.add_argument("--workloads", default="cnn,gru,resnet50")
+    p.add_argument("--workloads", default="cnn,gru,resnet50,transformer")
     p.add_argument("--rounds", type=int, default=5, help="timed rounds per comparison")
     p.add_argument("--image-size", type=int, default=224, help="resnet50 input size")
     p.add_argument("--peak-gflops", type=float, default=200.0, help="fp32 GEMM peak here")

@@ -34,7 +34,7 @@ FRAMEWORK_IMPORTS = {
     "keras_torch": {"numpy", "torch", "keras", "os"},
     "pytensor": {"numpy", "pytensor"},
 }
-STDLIB_OK = {"argparse", "dataclasses", "__future__", "collections"}
+STDLIB_OK = {"argparse", "dataclasses", "__future__", "collections", "math"}
 
 
 @pytest.mark.parametrize("backend", codegen.BACKENDS)
@@ -89,7 +89,7 @@ def test_generating_every_file_imports_no_framework(tmp_path):
 
 
 @pytest.mark.parametrize("backend", codegen.BACKENDS)
-@pytest.mark.parametrize("workload", ["cnn", "gru", "resnet50"])
+@pytest.mark.parametrize("workload", ["cnn", "gru", "resnet50", "transformer"])
 def test_generated_file_is_python_importing_only_numpy_and_its_framework(backend, workload):
     text = codegen.generate(workload, backend).text
     tree = ast.parse(text)  # a syntax error fails here

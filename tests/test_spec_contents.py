@@ -6,8 +6,8 @@ from rosetta.spec import get_workload, ops, workload_names
 from rosetta.spec.workload import SGD, Adam
 
 
-def test_three_workloads_are_found_by_convention():
-    assert workload_names() == ["cnn", "gru", "resnet50"]
+def test_four_workloads_are_found_by_convention():
+    assert workload_names() == ["cnn", "gru", "resnet50", "transformer"]
 
 
 def test_cnn_layers_as_in_the_original():

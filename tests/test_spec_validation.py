@@ -58,7 +58,7 @@ CASES = [
     ),
     ("cnn", lambda r: r["layers"][12].update(order="HWC"), "layers[12].order", "CHW"),
     ("cnn", lambda r: r.update(task="inference"), "task", "one of"),
-    ("cnn", lambda r: r["optimizer"].update(op="rmsprop"), "optimizer.op", "sgd or adam"),
+    ("cnn", lambda r: r["optimizer"].update(op="rmsprop"), "optimizer.op", "sgd, adam or adamw"),
     ("cnn", lambda r: r["profiles"].pop("smoke"), "profiles.smoke", "a value"),
     (
         "cnn",

@@ -52,6 +52,44 @@ class GRUClassifier(nn.Module):
         return nn.Dense(2)(last)
 
 
+class EncoderBlock(nn.Module):
+    """Pre-LN encoder block with ``jax.nn.dot_product_attention`` (``transformer.yaml``)."""
+
+    heads: int = 4
+
+    @nn.compact
+    def __call__(self, x: jax.Array, valid: jax.Array, train: bool) -> jax.Array:
+        n, t, e = x.shape
+        h = nn.LayerNorm(epsilon=1e-5)(x)
+        q = nn.Dense(e)(h).reshape(n, t, self.heads, -1)
+        k = nn.Dense(e, use_bias=False)(h).reshape(n, t, self.heads, -1)
+        v = nn.Dense(e)(h).reshape(n, t, self.heads, -1)
+        a = jax.nn.dot_product_attention(q, k, v, mask=valid[:, None, None, :]).reshape(n, t, e)
+        x = x + nn.Dropout(0.1, deterministic=not train)(nn.Dense(e)(a))
+        h = nn.gelu(nn.Dense(512)(nn.LayerNorm(epsilon=1e-5)(x)), approximate=False)
+        return x + nn.Dropout(0.1, deterministic=not train)(nn.Dense(e)(h))
+
+
+class TransformerClassifier(nn.Module):
+    """Token + position embedding, 2 pre-LN blocks, LayerNorm, masked mean, Dense(2)."""
+
+    @nn.compact
+    def __call__(self, ids: jax.Array, train: bool) -> jax.Array:
+        valid = ids != 0  # (N, T)
+        pos = self.param("position", nn.initializers.uniform(0.1), (150, 128))
+        x = nn.Embed(30000, 128)(ids) + pos[: ids.shape[1]]
+        for _ in range(2):
+            x = EncoderBlock()(x, valid, train)
+        w = valid.astype(x.dtype)
+        x = jnp.einsum("nte,nt->ne", nn.LayerNorm(epsilon=1e-5)(x), w)
+        return nn.Dense(2)(x / jnp.maximum(w.sum(axis=1, keepdims=True), 1))
+
+
+def _kernels(params) -> Any:
+    """AdamW's mask: the Dense kernels decay; biases, norms and tables don't."""
+    return jax.tree_util.tree_map_with_path(lambda path, _: path[-1].key == "kernel", params)
+
+
 class Bottleneck(nn.Module):
     """ResNet v1.5 bottleneck (stride on the 3x3), as in Flax's ``examples/imagenet``."""
 
@@ -106,6 +144,10 @@ def make(workload: str, batch: tuple[Any, ...], seed: int = 0) -> Program:
     model, tx = {
         "cnn": (CNN(), optax.sgd(0.01, momentum=0.9)),
         "gru": (GRUClassifier(), optax.adam(1e-3, b1=0.9, b2=0.999, eps=1e-8)),
+        "transformer": (
+            TransformerClassifier(),
+            optax.adamw(1e-3, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01, mask=_kernels),
+        ),
     }[workload]
     params = model.init(key, x, train=False)["params"]
 

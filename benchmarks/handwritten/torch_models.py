@@ -105,7 +105,65 @@ class ResNet50Features(nn.Module):
         return torch.flatten(self.avgpool(x), 1)
 
 
-MODELS = {"cnn": VGGNet, "gru": GRUNet, "resnet50": ResNet50Features}
+class EncoderBlock(nn.Module):
+    """Pre-LN encoder block: x + drop(attn(ln1(x))), then x + drop(ff2(gelu(ff1(ln2(x)))))."""
+
+    def __init__(self, dim: int = 128, heads: int = 4, hidden: int = 512, rate: float = 0.1):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(dim, eps=1e-5)
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim, bias=False)  # the spec's: a key bias cancels in the softmax
+        self.v = nn.Linear(dim, dim)
+        self.o = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim, eps=1e-5)
+        self.ff1 = nn.Linear(dim, hidden)
+        self.ff2 = nn.Linear(hidden, dim)
+        self.drop = nn.Dropout(rate)
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        n, t, e = x.shape
+        h = self.ln1(x)
+        q, k, v = (
+            p(h).view(n, t, self.heads, -1).transpose(1, 2) for p in (self.q, self.k, self.v)
+        )
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=valid[:, None, None, :])
+        x = x + self.drop(self.o(a.transpose(1, 2).reshape(n, t, e)))
+        return x + self.drop(self.ff2(F.gelu(self.ff1(self.ln2(x)))))
+
+
+class TransformerNet(nn.Module):
+    """Token + position embedding, 2 encoder blocks, final LayerNorm, masked mean, dense 2."""
+
+    def __init__(self, vocab: int = 30000, dim: int = 128, length: int = 150) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(length, dim)  # learned positions, BERT's way
+        self.blocks = nn.ModuleList([EncoderBlock(dim), EncoderBlock(dim)])
+        self.ln = nn.LayerNorm(dim, eps=1e-5)
+        self.fc = nn.Linear(dim, 2)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        valid = ids != 0  # (N, T): real tokens
+        x = self.embedding(ids) + self.pos.weight[: ids.shape[1]]
+        for block in self.blocks:
+            x = block(x, valid)
+        w = valid.to(x.dtype)
+        pooled = (self.ln(x) * w[..., None]).sum(1) / w.sum(1, keepdim=True).clamp(min=1)
+        return self.fc(pooled)
+
+
+def adamw_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """The usual AdamW split: matrices of the linear layers decay; biases, norms, tables don't."""
+    decay, plain = [], []
+    for name, p in model.named_parameters():
+        tables = name.startswith(("embedding", "pos"))
+        linear = name.endswith("weight") and p.ndim == 2 and not tables
+        (decay if linear else plain).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
+
+
+MODELS = {"cnn": VGGNet, "gru": GRUNet, "resnet50": ResNet50Features, "transformer": TransformerNet}
 
 
 def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, x, y) -> torch.Tensor:

@@ -9,7 +9,7 @@ bias correction (``lr_t = lr * sqrt(1 - beta2**t) / (1 - beta1**t)``, ``w -= lr_
 from __future__ import annotations
 
 from rosetta.codegen import Rendered, common
-from rosetta.spec.workload import SGD, Adam, Workload
+from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 FRAMEWORK = "Chainer"
 NEEDS = "NumPy and Chainer"
@@ -22,8 +22,9 @@ class Adam:
     chainer.optimizers.Adam computes lr_t = lr * sqrt(1 - beta2**t) / (1 - beta1**t) and
     w -= lr_t * m / (sqrt(v) + eps): the same away from |g| ~ eps, not the spec's rule there."""
 
-    def __init__(self, lr, beta1, beta2, eps):
+    def __init__(self, lr, beta1, beta2, eps, weight_decay=0.0, decayed=()):
         self.lr, self.beta1, self.beta2, self.eps = lr, beta1, beta2, eps
+        self.weight_decay, self.decayed = weight_decay, {id(p) for p in decayed}  # AdamW
 
     def setup(self, model):
         self.target, self.t, self.m, self.v = model, 0, {}, {}
@@ -38,6 +39,8 @@ class Adam:
             w, g, dt = param.array, param.grad, param.array.dtype.type
             m = self.m.setdefault(name, np.zeros_like(w))
             v = self.v.setdefault(name, np.zeros_like(w))
+            if id(param) in self.decayed:  # AdamW: decoupled, before the step
+                w -= dt(self.lr) * dt(self.weight_decay) * w
             m *= dt(self.beta1)
             m += dt(1 - self.beta1) * g
             v *= dt(self.beta2)
@@ -61,6 +64,14 @@ def _optimizer(workload: Workload) -> str:
         extra = ADAM
         call = f"Adam(lr={o.lr}, beta1={o.beta1}, beta2={o.beta2}, eps={o.eps})"
         why = "written out above: Chainer's own Adam places eps differently"
+    elif isinstance(o, AdamW):
+        extra = ADAM
+        call = (
+            f"Adam(lr={o.lr}, beta1={o.beta1}, beta2={o.beta2}, eps={o.eps}, "
+            f"weight_decay={o.weight_decay},\n        decayed=[t for name, _, t, *_ in "
+            f"weight_table(model) if name.rsplit('.', 1)[-1] in {tuple(o.decay)!r}])"
+        )
+        why = "written out above (with the decay): Chainer's own Adam places eps differently"
     else:
         return ""
     return f'''{extra}

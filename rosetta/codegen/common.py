@@ -9,7 +9,7 @@ import textwrap
 from dataclasses import fields
 
 from rosetta.backends.snippet import ALL, Weight, attr, q
-from rosetta.spec.workload import SGD, Adam, Workload
+from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 #: the names a generated ``--check`` run writes into OUT.npz (read back by the conformance test)
 CHECK_KEYS = ("forward", "loss", "grad:<name>", "params:<name>")
@@ -120,6 +120,12 @@ def optimizer_comment(workload: Workload) -> str:
         return (
             f"The spec's Adam (Kingma & Ba, Algorithm 1): lr {o.lr}, beta1 {o.beta1}, "
             f"beta2 {o.beta2}, eps {o.eps}; w -= lr * m_hat / (sqrt(v_hat) + eps)"
+        )
+    if isinstance(o, AdamW):
+        return (
+            f"The spec's AdamW: lr {o.lr}, beta1 {o.beta1}, beta2 {o.beta2}, eps {o.eps}, "
+            f"weight_decay {o.weight_decay} on the roles {', '.join(o.decay)} only; "
+            "w -= lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * w)"
         )
     return "No optimiser: a features workload"
 

@@ -6,7 +6,7 @@ trace``; Adam's epsilon added to ``sqrt(v_hat)``), a jitted training or features
 from __future__ import annotations
 
 from rosetta.codegen import Rendered, common
-from rosetta.spec.workload import SGD, Adam, Workload
+from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 FRAMEWORK = "JAX (with optax)"
 NEEDS = "NumPy, JAX and optax"
@@ -19,6 +19,12 @@ def _optimizer(workload: Workload) -> str:
         call = f"optax.sgd({o.lr}, momentum={o.momentum}{nesterov})"
     elif isinstance(o, Adam):
         call = f"optax.adam({o.lr}, b1={o.beta1}, b2={o.beta2}, eps={o.eps})"
+    elif isinstance(o, AdamW):
+        call = (
+            f"optax.adamw({o.lr}, b1={o.beta1}, b2={o.beta2}, eps={o.eps}, "
+            f"weight_decay={o.weight_decay},\n        mask=lambda params: "
+            f"{{k: k.rsplit('.', 1)[-1] in {tuple(o.decay)!r} for k in params}})"
+        )
     else:
         return ""
     return f'''

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import rosetta.backends
 from rosetta.codegen import Rendered, common
-from rosetta.spec.workload import SGD, Adam, Workload
+from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 FRAMEWORK = "NumPy"
 NEEDS = "NumPy"
-KERNELS = ("conv.py", "nn.py", "rnn.py")  # every top-level definition, verbatim
-OPTIM = ("_checked_grad", "_pairs", "SGD", "Adam")  # from optim.py
+KERNELS = ("conv.py", "nn.py", "rnn.py", "seq.py")  # every top-level definition, verbatim
+OPTIM = ("_checked_grad", "_pairs", "SGD", "Adam", "AdamW")  # from optim.py
 
 
 def _definitions(file: str, names: tuple[str, ...] | None = None) -> str:
@@ -44,6 +44,12 @@ def _optimizer(workload: Workload) -> str:
         call = f"SGD(lr={o.lr}, momentum={o.momentum}, nesterov={o.nesterov})"
     elif isinstance(o, Adam):
         call = f"Adam(lr={o.lr}, beta1={o.beta1}, beta2={o.beta2}, eps={o.eps})"
+    elif isinstance(o, AdamW):
+        call = (
+            f"AdamW(lr={o.lr}, beta1={o.beta1}, beta2={o.beta2}, eps={o.eps}, "
+            f"weight_decay={o.weight_decay}, decays=lambda name: name.rsplit('.', 1)[-1] in "
+            f"{tuple(o.decay)!r})"
+        )
     else:
         return ""
     return f'''
@@ -114,6 +120,7 @@ def source(workload: Workload, rendered: Rendered) -> str:
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -121,7 +128,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 {common.CHECK_IO}
 
-# -- the reference's kernels (rosetta/backends/numpy_ref/{{conv,nn,rnn}}.py, verbatim) ----------
+# -- the reference's kernels (rosetta/backends/numpy_ref/{{conv,nn,rnn,seq}}.py, verbatim) ------
 {kernels}
 
 

@@ -9,7 +9,7 @@ the file writes the spec's Adam out as a small class."""
 from __future__ import annotations
 
 from rosetta.codegen import Rendered, common
-from rosetta.spec.workload import SGD, Adam, Workload
+from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 FRAMEWORK = "Keras (TensorFlow)"
 NEEDS = "NumPy and TensorFlow/Keras"
@@ -22,8 +22,9 @@ class Adam:
     keras.optimizers.Adam adds eps to sqrt(v) before the bias correction (an effective eps of
     eps * sqrt(1 - beta2**t)): the same away from |g| ~ eps, not the spec's rule there."""
 
-    def __init__(self, variables, lr, beta1, beta2, eps):
+    def __init__(self, variables, lr, beta1, beta2, eps, weight_decay=0.0, decayed=()):
         self.lr, self.beta1, self.beta2, self.eps = lr, beta1, beta2, eps
+        self.weight_decay, self.decayed = weight_decay, {id(v) for v in decayed}  # AdamW
         self.m = [tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False) for v in variables]
         self.v = [tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False) for v in variables]
         self.t = tf.Variable(0.0, dtype=tf.float64, trainable=False)
@@ -36,6 +37,8 @@ class Adam:
             def c(value, dt=g.dtype):  # a float64 scalar rounded once to the variable's dtype
                 return tf.cast(tf.convert_to_tensor(value, tf.float64), dt)
 
+            if id(w) in self.decayed:  # AdamW: decoupled, before the step, never in m or v
+                w.assign_sub(c(self.lr) * c(self.weight_decay) * w)
             m.assign(c(self.beta1) * m + c(1 - self.beta1) * g)
             v.assign(c(self.beta2) * v + c(1 - self.beta2) * g * g)
             m_hat = m / c(1 - self.beta1**self.t)
@@ -65,6 +68,14 @@ def _optimizer(workload: Workload) -> str:
             f"eps={o.eps})"
         )
         why = "written out above: Keras' own Adam places eps differently"
+    elif isinstance(o, AdamW):
+        extra = ADAM
+        call = (
+            f"Adam(model.trainable_variables, lr={o.lr}, beta1={o.beta1}, beta2={o.beta2}, "
+            f"eps={o.eps}, weight_decay={o.weight_decay},\n        decayed=[t for name, _, t, *_ "
+            f"in weight_table(model) if name.rsplit('.', 1)[-1] in {tuple(o.decay)!r}])"
+        )
+        why = "written out above (with the decay): Keras' AdamW places eps differently"
     else:
         return ""
     return f'''{extra}

@@ -5,7 +5,7 @@ added to ``sqrt(v_hat)``), the training step or the features step, and ``--check
 from __future__ import annotations
 
 from rosetta.codegen import Rendered, common
-from rosetta.spec.workload import SGD, Adam, Workload
+from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 FRAMEWORK = "PyTorch"
 NEEDS = "NumPy and PyTorch"
@@ -21,9 +21,32 @@ def _optimizer(workload: Workload) -> str:
             f"torch.optim.Adam(model.parameters(), lr={o.lr}, betas=({o.beta1}, {o.beta2}), "
             f"eps={o.eps})"
         )
+    elif isinstance(o, AdamW):
+        roles = repr(tuple(o.decay))
+        call = (
+            f"torch.optim.AdamW(decay_groups(model, {roles}, {o.weight_decay}), lr={o.lr}, "
+            f"betas=({o.beta1}, {o.beta2}), eps={o.eps})"
+        )
     else:
         return ""
-    return f'''
+    groups = ""
+    if isinstance(o, AdamW):
+        groups = '''
+
+def decay_groups(model, roles, weight_decay):
+    """Two parameter groups: the canonical tensors whose role (after the last dot) is in
+    ``roles`` decay, every other takes the plain Adam step."""
+    by_tensor = {id(t): name for name, _, t, _, _, _ in weight_table(model)}
+    decayed, plain = [], []
+    for p in model.parameters():
+        name = by_tensor[id(p)]
+        (decayed if name.rsplit(".", 1)[-1] in roles else plain).append(p)
+    return [
+        {"params": decayed, "weight_decay": weight_decay},
+        {"params": plain, "weight_decay": 0.0},
+    ]
+'''
+    return groups + f'''
 
 def make_optimizer(model):
     """{common.optimizer_comment(workload)}."""

@@ -98,7 +98,10 @@ class GateResult:
 
         checks = tuple(
             Check(
-                c["what"], v(c["violation"]), c.get("worst", ""), c.get("first_failure", ""),
+                c["what"],
+                v(c["violation"]),
+                c.get("worst", ""),
+                c.get("first_failure", ""),
                 misloaded=tuple(c.get("misloaded", ())),
             )  # fmt: skip
             for c in d["checks"]
@@ -194,9 +197,7 @@ def _checks(
     checks.append(compare_params(tol.grads, "grads" + suffix, grads, ref.grads, order[::-1]))
     change = {n: np.asarray(after[n], dtype=np.float64) - p0[n] for n in order if n in after}
     ordered = {n: ref.change[n] for n in order}
-    checks.append(
-        compare_params(tol.params, "params" + suffix, change, ordered, None, misloaded)
-    )
+    checks.append(compare_params(tol.params, "params" + suffix, change, ordered, None, misloaded))
     return checks
 
 

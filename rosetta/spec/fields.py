@@ -56,6 +56,11 @@ KINDS: dict[str, Kind] = {
     ),
     "zeros": Kind("'zeros' (the only supported value)", lambda v: v == "zeros"),
     "last": Kind("'last' (the only supported value)", lambda v: v == "last"),
+    "tokens": Kind(
+        "'tokens' (padding where the model's input token id is 0; the only supported mask)",
+        lambda v: v == "tokens",
+    ),
+    "erf": Kind("'erf' (exact GELU, x * Phi(x); the only supported form)", lambda v: v == "erf"),
 }
 
 

@@ -24,12 +24,14 @@ import yaml
 from rosetta.errors import SpecError
 from rosetta.spec import ops
 from rosetta.spec.fields import KINDS, OpSchema, op_schema
+from rosetta.spec.graph import walk
 from rosetta.spec.init import Init, make_init
 from rosetta.spec.limits import DEFAULT_LIMITS, SpecLimits, TooLarge, expanded_size
 from rosetta.spec.params import numel
 from rosetta.spec.workload import (
     SGD,
     Adam,
+    AdamW,
     DatasetRef,
     InputSpec,
     Loss,
@@ -464,6 +466,7 @@ class _Parser:
             source=self.path,
         )
         self.check_consistency(workload)
+        self.check_masks(workload)
         self.check_profile_shapes(workload)
         return workload
 
@@ -509,7 +512,7 @@ class _Parser:
                 self.scalar(value, "nonnegint", f"dataset.{key}")
         return DatasetRef(dname, tuple(sorted((k, v) for k, v in m.items() if k != "name")))
 
-    def optimizer(self, raw: Any) -> SGD | Adam:
+    def optimizer(self, raw: Any) -> SGD | Adam | AdamW:
         m = self.mapping(raw, "optimizer")
         kind = self.req(m, "op", "optimizer")
         if kind == "sgd":
@@ -531,7 +534,29 @@ class _Parser:
                     for k in ("lr", "beta1", "beta2", "eps")
                 }
             )
-        raise self.fail("optimizer.op", "sgd or adam", kind)
+        if kind == "adamw":
+            self.mapping(
+                m, "optimizer", {"op", "lr", "beta1", "beta2", "eps", "weight_decay", "decay"}
+            )
+            values = {
+                k: self.scalar(
+                    self.req(m, k, "optimizer"),
+                    "rate" if k.startswith("beta") or k == "weight_decay" else "posfloat",
+                    f"optimizer.{k}",
+                )
+                for k in ("lr", "beta1", "beta2", "eps", "weight_decay")
+            }
+            decay = self.req(m, "decay", "optimizer")
+            if not (
+                isinstance(decay, list)
+                and decay
+                and all(isinstance(r, str) and _NAME.fullmatch(r) for r in decay)
+            ):
+                raise self.fail(
+                    "optimizer.decay", "a non-empty list of parameter roles, e.g. [kernel]", decay
+                )
+            return AdamW(**values, decay=tuple(decay))
+        raise self.fail("optimizer.op", "sgd, adam or adamw", kind)
 
     def profiles(self, raw: Any, task: str) -> dict[str, Profile]:
         m = self.mapping(raw, "profiles", set(PROFILES))
@@ -624,6 +649,10 @@ class _Parser:
                     names.add(node.name)
             try:
                 out = node.out_shape(shape)
+            except ops.FieldValueError as exc:  # the op's own field is at fault: name it
+                raise self.fail(
+                    f"{where}.{exc.field}", f"a value that fits layer {label!r}", f"<{exc}>"
+                ) from None
             except ValueError as exc:
                 raise self.fail(where, f"an input that fits layer {label!r}", f"<{exc}>") from None
             if not isinstance(node, ops.Residual):  # a residual's params are its layers'
@@ -640,6 +669,28 @@ class _Parser:
                 f"the model passes {self.limits.max_params:,} parameter values here",
                 "max_params",
             )
+
+    def check_masks(self, w: Workload) -> None:
+        """A ``mask: tokens`` op needs the model's input to be token ids (int32, ``(T,)``) and
+        its own input to have the same T positions (the mask is made from those ids)."""
+        for node, in_shape, _ in walk(w.graph, w.input.shape):
+            if getattr(node, "mask", None) is None:
+                continue
+            where = f"{self.where.get(id(node), 'layers')}.mask"
+            op = f"{node.OP} {getattr(node, 'name', '')}".rstrip()
+            if w.input.dtype != "int32" or len(w.input.shape) != 1:
+                raise self.fail(
+                    where,
+                    f"a mask on token ids ({op} reads the padding of an int32 (T,) input; "
+                    "this model's input is not token ids: remove the mask)",
+                    [list(w.input.shape), w.input.dtype],
+                )
+            if in_shape[0] != w.input.shape[0]:
+                raise self.fail(
+                    where,
+                    f"an input with the model input's {w.input.shape[0]} positions ({op})",
+                    f"<{in_shape[0]} positions>",
+                )
 
     def check_consistency(self, w: Workload) -> None:
         out = w.output_shape

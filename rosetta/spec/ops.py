@@ -30,7 +30,7 @@ from rosetta.spec.init import Init
 from rosetta.spec.params import ParamSpec, Shape
 from rosetta.spec.params import numel as _numel
 
-__all__ = ["OPS", "Node", "ParamSpec", "Shape", "register"]
+__all__ = ["OPS", "FieldValueError", "Node", "ParamSpec", "Shape", "register"]
 
 #: op name in the YAML -> class; the loader and every backend dispatch on these.
 OPS: dict[str, type] = {}
@@ -48,6 +48,15 @@ def register(name: str) -> Callable[[_T], _T]:
         return cls
 
     return deco
+
+
+class FieldValueError(ValueError):
+    """An input shape an op refuses because of one of its own fields (``field``): the loader
+    names that field (``layers[3].heads``) in its one-line error."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def _conv_out(size: int, k: int, s: int, lo: int, hi: int) -> int:
@@ -191,7 +200,8 @@ class Flatten:
 @register("dense")
 @dataclass(frozen=True)
 class Dense:
-    """y = x @ kernel + bias with kernel ``(in, out)``."""
+    """y = x @ kernel + bias with kernel ``(in, out)``, on the last axis: a flat ``(features,)``
+    input, or a sequence ``(T, features)`` where every position is transformed alike."""
 
     name: str = spec_field("str")
     units: int = spec_field("posint")
@@ -199,11 +209,15 @@ class Dense:
     init: dict[str, Init] = init_field("kernel", "bias")
 
     def out_shape(self, in_shape: Shape) -> Shape:
-        _need_rank("dense", in_shape, 1, "flat (features,)")
-        return (self.units,)
+        if len(in_shape) not in (1, 2):
+            raise ValueError(
+                f"dense expects a flat (features,) or sequence (T, features) input, "
+                f"got shape {in_shape}"
+            )
+        return (*in_shape[:-1], self.units)
 
     def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
-        (n_in,) = in_shape
+        n_in = in_shape[-1]
         specs = [
             ParamSpec(
                 f"{self.name}.kernel",
@@ -219,7 +233,8 @@ class Dense:
         return specs
 
     def flops(self, in_shape: Shape) -> int:
-        return 2 * in_shape[0] * self.units + (self.units if self.bias else 0)
+        rows = _numel(in_shape[:-1])  # 1 for a flat input, T for a sequence
+        return rows * (2 * in_shape[-1] * self.units + (self.units if self.bias else 0))
 
 
 @register("batchnorm")
@@ -383,7 +398,187 @@ class Residual:
         return count_flops(self.body, in_shape) + count_flops(self.shortcut, in_shape) + _numel(out)
 
 
+# -- sequence ops of the Transformer encoder (rosetta/models/transformer.yaml) ------------------
+# A ``mask: tokens`` field means: the positions where the model's input token id is 0 are
+# padding. The mask is made once from the model's input and handed to every op that declares it
+# (the loader checks the input is token ids of the same length); the value flowing through the
+# graph stays one tensor.
+
+
+def _need_sequence(op: str, name: str, in_shape: Shape) -> None:
+    if len(in_shape) != 2:
+        raise ValueError(f"{op} {name}: expects a sequence (T, E) input, got shape {in_shape}")
+
+
+@register("layer_norm")
+@dataclass(frozen=True)
+class LayerNorm:
+    """Normalisation over the last axis of each position: ``y = (x - mean) / sqrt(var + eps) *
+    gamma + beta`` with the biased variance (divided by E, not E - 1), ``eps`` inside the root."""
+
+    name: str = spec_field("str")
+    eps: float = spec_field("posfloat")
+    init: dict[str, Init] = init_field("gamma", "beta")
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        if len(in_shape) not in (1, 2):
+            raise ValueError(
+                f"layer_norm {self.name}: expects (E,) or (T, E) input, got shape {in_shape}"
+            )
+        return in_shape
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        e = in_shape[-1]
+        return [
+            ParamSpec(f"{self.name}.gamma", (e,), "E", self.init["gamma"]),
+            ParamSpec(f"{self.name}.beta", (e,), "E", self.init["beta"]),
+        ]
+
+    def flops(self, in_shape: Shape) -> int:
+        # per element: mean (add), centre (sub), square + sum (2), scale by the inverse
+        # deviation (mul), gamma and beta (2): 7; the per-row divisions and root are not counted
+        return 7 * _numel(in_shape)
+
+
+@register("gelu")
+@dataclass(frozen=True)
+class GELU:
+    """Exact GELU, ``x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2)))`` (no tanh approximation)."""
+
+    form: str = spec_field("erf", default="erf")
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        return in_shape
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shape: Shape) -> int:
+        return 5 * _numel(in_shape)  # scale, erf (counted as one), add, two products
+
+
+@register("position_embedding")
+@dataclass(frozen=True)
+class PositionEmbedding:
+    """Learned absolute positions: ``y[t] = x[t] + table[t]`` for (T, E) with T <= max_len."""
+
+    name: str = spec_field("str")
+    max_len: int = spec_field("posint")
+    init: dict[str, Init] = init_field("table")
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        _need_sequence("position_embedding", self.name, in_shape)
+        if in_shape[0] > self.max_len:
+            raise FieldValueError(
+                "max_len",
+                f"position_embedding {self.name}: the sequence has {in_shape[0]} positions, "
+                f"more than its table's max_len {self.max_len}",
+            )
+        return in_shape
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        e = in_shape[-1]
+        return [
+            ParamSpec(
+                f"{self.name}.table",
+                (self.max_len, e),
+                "PE",
+                self.init["table"],
+                fan_in=self.max_len,
+                fan_out=e,
+            )
+        ]
+
+    def flops(self, in_shape: Shape) -> int:
+        return _numel(in_shape)  # one add per element
+
+
+#: the attention op's parameter roles, in order: four projections, kernels ``IO`` (E, E) with
+#: the columns (query/key/value) or rows (output) in head-major blocks of E / heads. The key
+#: projection has no bias: it adds ``q . b_k`` to every score of a query's row, which the softmax
+#: cancels, so its gradient is exactly 0 and Adam would turn the rounding noise of that 0 into
+#: steps of +-lr (measured: float32 vs float64 6.6e3x the gate's bound after 3 steps).
+ATTENTION_ROLES = (
+    "query_kernel", "query_bias", "key_kernel",
+    "value_kernel", "value_bias", "output_kernel", "output_bias",
+)  # fmt: skip
+
+
+@register("attention")
+@dataclass(frozen=True)
+class Attention:
+    """Multi-head scaled dot-product self-attention over (T, E) with a key padding mask.
+
+    ``q = x Wq + bq``, ``k = x Wk`` (no bias: see :data:`ATTENTION_ROLES`), ``v = x Wv + bv``,
+    split into ``heads`` blocks of ``d = E / heads``
+    columns; per head ``softmax(q k^T / sqrt(d))`` over the keys that are not padding (a masked
+    key has weight exactly 0), times ``v``; heads concatenated in order, then ``@ Wo + bo``.
+    A query whose every key is padding (a sequence of padding only) attends to nothing: its
+    head outputs are 0, so its output is ``bo``. No dropout on the attention weights."""
+
+    name: str = spec_field("str")
+    heads: int = spec_field("posint")
+    mask: str = spec_field("tokens")
+    init: dict[str, Init] = init_field("kernel", "bias")
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        _need_sequence("attention", self.name, in_shape)
+        if in_shape[1] % self.heads:
+            raise FieldValueError(
+                "heads",
+                f"attention {self.name}: {self.heads} heads do not divide the width "
+                f"{in_shape[1]} (choose heads dividing E)",
+            )
+        return in_shape
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        e = in_shape[1]
+        specs = []
+        for role in ATTENTION_ROLES:
+            if role.endswith("kernel"):
+                specs.append(
+                    ParamSpec(
+                        f"{self.name}.{role}",
+                        (e, e),
+                        "IO",
+                        self.init["kernel"],
+                        fan_in=e,
+                        fan_out=e,
+                    )
+                )
+            else:
+                specs.append(ParamSpec(f"{self.name}.{role}", (e,), "O", self.init["bias"]))
+        return specs
+
+    def flops(self, in_shape: Shape) -> int:
+        t, e = in_shape
+        projections = 4 * 2 * t * e * e + 3 * t * e  # q, k, v, output matmuls; 3 biases
+        scores = 2 * t * t * e  # q k^T over all heads (heads * t * t * d multiply-adds)
+        softmax = 4 * self.heads * t * t  # scale, subtract the max and exp, sum, divide
+        weighted = 2 * t * t * e  # weights @ v
+        return projections + scores + softmax + weighted
+
+
+@register("masked_mean")
+@dataclass(frozen=True)
+class MaskedMean:
+    """(T, E) -> (E,): the mean over the positions that are not padding. A sequence of padding
+    only has no position to average: its mean is 0 (never NaN), with zero gradient."""
+
+    mask: str = spec_field("tokens")
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        _need_sequence("masked_mean", "(pooling)", in_shape)
+        return (in_shape[1],)
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shape: Shape) -> int:
+        return _numel(in_shape) + in_shape[1]  # masked sum, one division per feature
+
+
 Node = (
     Conv2D | MaxPool2D | ReLU | Dropout | Flatten | Dense | BatchNorm | GlobalAvgPool | Embedding
-    | GRU | Residual
+    | GRU | Residual | LayerNorm | GELU | PositionEmbedding | Attention | MaskedMean
 )  # fmt: skip

@@ -63,7 +63,28 @@ class Adam:
     op: str = "adam"
 
 
-Optimizer = SGD | Adam
+@dataclass(frozen=True)
+class AdamW:
+    """Adam with decoupled weight decay (Loshchilov & Hutter; the PyTorch/Optax/Keras form):
+    ``w -= lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * w)``, the decay on the weight
+    before the step and never through the moments, and only on the parameters whose role (the
+    part of the canonical name after the last dot) is in ``decay``; every other parameter
+    (biases, LayerNorm, embeddings) takes the plain Adam step."""
+
+    lr: float = 1e-3
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-8
+    weight_decay: float = 0.01
+    decay: tuple[str, ...] = ("kernel",)
+    op: str = "adamw"
+
+    def decays(self, name: str) -> bool:
+        """Whether the parameter ``name`` (canonical, ``<layer>.<role>``) is decayed."""
+        return name.rsplit(".", 1)[-1] in self.decay
+
+
+Optimizer = SGD | Adam | AdamW
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,140 @@ class Residual(chainer.Chain):
         return self.body(x) + (self.shortcut(x) if self.has_shortcut else x)
 
 
+def _takes_mask(layer) -> bool:
+    return getattr(layer, "takes_mask", False)
+
+
+def _run(layer, x, valid):
+    return layer(x, valid) if _takes_mask(layer) else layer(x)
+
+
+class MaskedSequential(chainer.Sequential):
+    """Layers in order, handing the (N, T) mask of real tokens to the layers that take it."""
+
+    takes_mask = True
+
+    def forward(self, x, valid):
+        for layer in self._layers:
+            x = _run(layer, x, valid)
+        return x
+
+
+class TokenSequential(chainer.Sequential):
+    """The model's own sequence over token ids: the loader hands them time-major (T, N); a
+    masked graph runs batch-major, so they are turned back to (N, T) and their mask made."""
+
+    def forward(self, x):
+        ids = x.array if isinstance(x, chainer.Variable) else x
+        ids = ids.T  # (T, N) -> (N, T)
+        valid = ids != 0  # (N, T): real tokens
+        x = ids
+        for layer in self._layers:
+            x = _run(layer, x, valid)
+        return x
+
+
+class MaskedResidual(Residual):
+    """``body(x, valid) + shortcut(x, valid)``."""
+
+    takes_mask = True
+
+    def forward(self, x, valid):
+        side = _run(self.shortcut, x, valid) if self.has_shortcut else x
+        return _run(self.body, x, valid) + side
+
+
+class SeqLinear(L.Linear):
+    """``L.Linear`` on the last axis of (N, T, I): every position alike."""
+
+    def forward(self, x, n_batch_axes=None):
+        return super().forward(x, n_batch_axes=x.ndim - 1)
+
+
+class LayerNorm(chainer.Link):
+    """LayerNorm over the last axis: ``F.layer_normalization`` on (N*T, E) rows (biased
+    variance, eps inside the root), gamma and beta."""
+
+    def __init__(self, size: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        with self.init_scope():
+            # initialisers: the parameters take the build's dtype (chainer.config.dtype)
+            self.gamma = chainer.Parameter(chainer.initializers.One(), (size,))
+            self.beta = chainer.Parameter(chainer.initializers.Zero(), (size,))
+
+    def forward(self, x):
+        rows = F.reshape(x, (-1, x.shape[-1]))
+        y = F.layer_normalization(rows, self.gamma, self.beta, eps=self.eps)
+        return F.reshape(y, x.shape)
+
+
+def _gelu(x):
+    """Exact GELU composed: ``0.5 x (1 + erf(x / sqrt 2))`` (Chainer has no gelu)."""
+    dt = x.dtype.type
+    return dt(0.5) * x * (1 + F.erf(x * dt(1 / np.sqrt(2.0))))
+
+
+class PositionEmbedding(chainer.Link):
+    """Learned positions: ``x + table[:T]``."""
+
+    def __init__(self, max_len: int, dim: int) -> None:
+        super().__init__()
+        with self.init_scope():
+            self.table = chainer.Parameter(chainer.initializers.Zero(), (max_len, dim))
+
+    def forward(self, x):
+        return x + F.broadcast_to(self.table[: x.shape[1]], x.shape)
+
+
+class SelfAttention(chainer.Chain):
+    """Multi-head self-attention from Chainer's functions: four linear projections (the key's
+    without bias), ``F.matmul`` over (N*H, T, d), ``F.softmax`` (stable) over scores whose
+    padding keys hold the dtype's lowest value, rows without any real key set to 0."""
+
+    takes_mask = True
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.dim, self.heads = dim, heads
+        with self.init_scope():
+            self.query = SeqLinear(dim, dim)
+            self.key = SeqLinear(dim, dim, nobias=True)
+            self.value = SeqLinear(dim, dim)
+            self.out_proj = SeqLinear(dim, dim)
+
+    def forward(self, x, valid):
+        n, t, e = x.shape
+        h, d = self.heads, e // self.heads
+        xp = chainer.backend.get_array_module(x)
+
+        def split(y):  # (N, T, E) -> (N*H, T, d)
+            return F.reshape(F.transpose(F.reshape(y, (n, t, h, d)), (0, 2, 1, 3)), (n * h, t, d))
+
+        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        dt = x.dtype.type
+        scores = F.matmul(q, k, transb=True) * dt(1 / np.sqrt(d))  # (N*H, T, T)
+        keys = xp.broadcast_to(xp.repeat(valid, h, axis=0)[:, None, :], scores.shape)
+        low = xp.full(scores.shape, np.finfo(x.dtype).min, dtype=x.dtype)
+        probs = F.softmax(F.where(keys, scores, low), axis=2)
+        o = F.matmul(probs, v)  # (N*H, T, d)
+        any_key = xp.repeat(valid.any(axis=1), h)[:, None, None].astype(x.dtype)
+        o = o * xp.broadcast_to(any_key, o.shape)
+        o = F.reshape(F.transpose(F.reshape(o, (n, h, t, d)), (0, 2, 1, 3)), (n, t, e))
+        return self.out_proj(o)
+
+
+class MaskedMean:
+    """(N, T, E) -> (N, E): the mean over real tokens; 0 for a row of padding only."""
+
+    takes_mask = True
+
+    def __call__(self, x, valid):
+        w = valid.astype(x.dtype)
+        w = w / np.maximum(w.sum(axis=1, keepdims=True), 1)  # (N, T)
+        return F.sum(x * F.broadcast_to(w[:, :, None], x.shape), axis=1)
+
+
 def _flatten_chw(x):
     return F.reshape(x, (x.shape[0], -1))  # (N, C, H, W) -> (N, C*H*W): the spec's CHW order
 
@@ -230,7 +364,28 @@ def flatten(op: ops.Flatten, site: Site, ctx: Ctx):
 
 
 def dense(op: ops.Dense, site: Site, ctx: Ctx):
-    return ctx.own(op, L.Linear(site.in_shape[0], op.units, nobias=not op.bias))
+    cls = SeqLinear if len(site.in_shape) == 2 else L.Linear  # (T, I): every position
+    return ctx.own(op, cls(site.in_shape[-1], op.units, nobias=not op.bias))
+
+
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: Ctx):
+    return ctx.own(op, LayerNorm(site.in_shape[-1], op.eps))
+
+
+def gelu(op: ops.GELU, site: Site, ctx: Ctx):
+    return _gelu
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: Ctx):
+    return ctx.own(op, PositionEmbedding(op.max_len, site.in_shape[1]))
+
+
+def attention(op: ops.Attention, site: Site, ctx: Ctx):
+    return ctx.own(op, SelfAttention(site.in_shape[1], op.heads))
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: Ctx):
+    return MaskedMean()
 
 
 def batchnorm(op: ops.BatchNorm, site: Site, ctx: Ctx):
@@ -263,12 +418,19 @@ def gru(op: ops.GRU, site: Site, ctx: Ctx):
 
 
 def sequence(layers: list, site: Site, ctx: Ctx) -> chainer.Sequential:
-    """Layers in order, as Chainer's own container."""
-    return chainer.Sequential(*layers)
+    """Layers in order, as Chainer's own container; with masked ops, the model's own sequence
+    makes the token mask and branches pass it on."""
+    if not any(_takes_mask(layer) for layer in layers):
+        return chainer.Sequential(*layers)
+    if site.path == "" and len(site.in_shape) == 1:
+        return TokenSequential(*layers)
+    return MaskedSequential(*layers)
 
 
 def residual(body, shortcut, site: Site, ctx: Ctx) -> Residual:
     """``body(x) + shortcut(x)``."""
+    if _takes_mask(body) or _takes_mask(shortcut):
+        return MaskedResidual(body, shortcut)
     return Residual(body, shortcut)
 
 

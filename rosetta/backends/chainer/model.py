@@ -98,6 +98,7 @@ class ChainerModel(Model):
         self.optimizer = optim.make_optimizer(self.workload)  # fresh state
         if self.optimizer is not None:
             self.optimizer.setup(self.net)
+            optim.set_decay(self.optimizer, self.workload, self.owners)
 
     def get_params(self) -> Params:
         return weights.read(self.owners)
@@ -143,6 +144,11 @@ class ChainerModel(Model):
             "layout": "TNC (time-major)" if self.tokens else "NCHW",
             "blas": rt.blas_manifest(),
             "compile": f"define-by-run (eager); chainer.config.type_check {check}",
+            "attention": (
+                "composed: F.matmul, F.softmax over masked scores, F.where (ids TN -> NT)"
+                if any(isinstance(op, ops.Attention) for op, _ in self.owners)
+                else "n/a"
+            ),
             "autotune": "cuDNN use_cudnn=always, autotune=True" if cuda else "n/a",
             "fused_rnn": (
                 (

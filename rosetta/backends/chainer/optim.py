@@ -22,7 +22,7 @@ import numpy as np
 
 from rosetta.backends.chainer import compat
 from rosetta.errors import BackendError
-from rosetta.spec.workload import SGD, Adam, Workload
+from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 chainer = compat.load()
 from chainer.optimizers import adam as _chainer_adam  # noqa: E402  (after the compat layer)
@@ -42,6 +42,9 @@ class SpecAdamRule(_chainer_adam.AdamRule):
         dt = p.dtype.type
         t = self.t  # already incremented by UpdateRule.update
         m, v = self.state["m"], self.state["v"]
+        decay = getattr(hp, "decoupled_decay", 0.0)  # AdamW's, on the spec's decay set
+        if decay:
+            p -= dt(hp.alpha) * dt(decay) * p
         m *= dt(hp.beta1)
         m += dt(1 - hp.beta1) * g
         v *= dt(hp.beta2)
@@ -55,6 +58,9 @@ class SpecAdamRule(_chainer_adam.AdamRule):
         if g is None:
             return
         from chainer.backends import cuda
+
+        if getattr(self.hyperparam, "decoupled_decay", 0.0):
+            raise BackendError("backend 'chainer': AdamW's decay runs on the CPU only")
 
         if SpecAdamRule._kernel is None:
             SpecAdamRule._kernel = cuda.elementwise(
@@ -101,9 +107,24 @@ def make_optimizer(workload: Workload):
         if o.momentum == 0:
             return chainer.optimizers.SGD(lr=o.lr)
         return chainer.optimizers.MomentumSGD(lr=o.lr, momentum=o.momentum)
-    if isinstance(o, Adam):
+    if isinstance(o, Adam | AdamW):
         return SpecAdam(alpha=o.lr, beta1=o.beta1, beta2=o.beta2, eps=o.eps)
     return None
+
+
+def set_decay(optimizer, workload: Workload, owners) -> None:
+    """AdamW: the decoupled decay on the parameters of the spec's decay set (after
+    ``optimizer.setup``: each parameter's own update rule), none elsewhere."""
+    from rosetta.backends.chainer.weights import DECAY_PATHS, attribute
+
+    o = workload.optimizer
+    if not isinstance(o, AdamW):
+        return
+    for op, link in owners:
+        paths = DECAY_PATHS.get(type(op))
+        for name, path in (paths(op) if paths else {}).items():
+            if o.decays(name):
+                attribute(link, path).update_rule.hyperparam.decoupled_decay = o.weight_decay
 
 
 def describe(workload: Workload) -> str:
@@ -115,6 +136,11 @@ def describe(workload: Workload) -> str:
             "constant lr)"
             if o.momentum
             else "chainer.optimizers.SGD"
+        )
+    if isinstance(o, AdamW):
+        return (
+            "rosetta SpecAdam with AdamW's decoupled decay (w -= lr*wd*w, then Algorithm 1) on "
+            "the spec's decay set"
         )
     if isinstance(o, Adam):
         return (

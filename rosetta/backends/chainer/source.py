@@ -99,9 +99,10 @@ def dense(op: ops.Dense, site: Site, ctx: RenderCtx) -> Snippet:
     weights = [Weight(f"{op.name}.kernel", f"model.{n}.W", "a.T", "a.T", note="IO -> (out, in)")]
     if op.bias:
         weights.append(Weight(f"{op.name}.bias", f"model.{n}.b"))
+    axes = ", n_batch_axes=2" if len(site.in_shape) == 2 else ""  # (N, T, I): every position
     return Snippet(
-        (f"self.{n} = L.Linear({site.in_shape[0]}, {op.units}{nobias})",),
-        (f"{{x}} = self.{n}({{x}})  # {fmt_shape(site.out_shape)}",),
+        (f"self.{n} = L.Linear({site.in_shape[-1]}, {op.units}{nobias})",),
+        (f"{{x}} = self.{n}({{x}}{axes})  # {fmt_shape(site.out_shape)}",),
         tuple(weights),
         notes=(f"{op.name}.kernel: IO -> Linear.W (out, in), transposed",),
     )
@@ -172,9 +173,92 @@ def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
     )
 
 
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    e = site.in_shape[-1]
+    return Snippet(
+        (f"self.{n} = L.LayerNormalization({e}, eps={op.eps})",),
+        (f"{{x}} = F.reshape(self.{n}(F.reshape({{x}}, (-1, {e}))), {{x}}.shape)",),
+        (
+            Weight(f"{op.name}.gamma", f"model.{n}.gamma"),
+            Weight(f"{op.name}.beta", f"model.{n}.beta"),
+        ),
+    )
+
+
+def gelu(op: ops.GELU, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=("{x} = 0.5 * {x} * (1 + F.erf({x} / np.sqrt(2.0)))  # exact GELU",))
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    return Snippet(
+        (
+            f"self.{n} = chainer.Parameter(chainer.initializers.Zero(), "
+            f"({op.max_len}, {site.in_shape[1]}))",
+        ),
+        (f"{{x}} = {{x}} + F.broadcast_to(self.{n}[: {{x}}.shape[1]], {{x}}.shape)",),
+        (Weight(f"{op.name}.table", f"model.{n}"),),
+    )
+
+
+def attention(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    e = site.in_shape[1]
+    ctx.extra["mask"] = True
+    roles = (("query", ""), ("key", ", nobias=True"), ("value", ""), ("output", ""))
+    weights = []
+    for r, nb in roles:
+        weights.append(Weight(f"{op.name}.{r}_kernel", f"model.{n}_{r}.W", "a.T", "a.T"))
+        if not nb:
+            weights.append(Weight(f"{op.name}.{r}_bias", f"model.{n}_{r}.b"))
+    projections = ", ".join(f"self.{n}_{r}" for r, _ in roles)
+    return Snippet(
+        tuple(f"self.{n}_{r} = L.Linear({e}, {e}{nb})" for r, nb in roles),
+        (f"{{x}} = self_attention({{x}}, valid, {projections}, heads={op.heads})",),
+        tuple(weights),
+        helpers=("self_attention",),
+    )
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: RenderCtx) -> Snippet:
+    ctx.extra["mask"] = True
+    line = (
+        "{x} = F.sum({x} * (valid / np.maximum(valid.sum(1, keepdims=True), 1))"
+        "[:, :, None].astype({x}.dtype), axis=1)  # mean over real tokens"
+    )
+    return Snippet(forward=(line,))
+
+
+SELF_ATTENTION = '''
+def self_attention(x, valid, query, key, value, output, heads):
+    """Multi-head self-attention; padding keys take no part; a row of padding only gives 0."""
+    n, t, e = x.shape
+    d = e // heads
+
+    def split(y):
+        y = F.transpose(F.reshape(y, (n, t, heads, d)), (0, 2, 1, 3))  # (N, heads, T, d)
+        return F.reshape(y, (n * heads, t, d))
+
+    q, k, v = (split(p(x, n_batch_axes=2)) for p in (query, key, value))
+    scores = F.matmul(q, k, transb=True) * (1 / np.sqrt(d))
+    keys = np.broadcast_to(np.repeat(valid, heads, axis=0)[:, None, :], scores.shape)
+    scores = F.where(keys, scores, np.full(scores.shape, np.finfo(x.dtype).min, x.dtype))
+    o = F.matmul(F.softmax(scores, axis=2), v)
+    o = o * np.repeat(valid.any(axis=1), heads)[:, None, None].astype(x.dtype)
+    o = F.reshape(F.transpose(F.reshape(o, (n, heads, t, d)), (0, 2, 1, 3)), (n, t, e))
+    return output(o, n_batch_axes=2)
+'''
+
+
 def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
-    """Forward lines one after the other, on one variable."""
-    return statements(parts)
+    """Forward lines one after the other, on one variable (the model's own sequence over token
+    ids first makes the mask of real tokens its masked ops read)."""
+    out = statements(parts)
+    if site.path == "" and len(site.in_shape) == 1 and ctx.extra.get("mask"):
+        line = "valid = {x} != 0  # (N, T): real tokens; id 0 is padding"
+        out = Snippet(out.init, (line, *out.forward), out.weights, out.helpers, out.notes)
+    return out
 
 
 def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
@@ -197,8 +281,14 @@ OPS = OpTable(
         ops.GlobalAvgPool: Entry("global_avgpool", global_avgpool),
         ops.Embedding: Entry("embedding", embedding),
         ops.GRU: Entry("gru", gru),
+        ops.LayerNorm: Entry("layer_norm", layer_norm),
+        ops.GELU: Entry("gelu", gelu),
+        ops.PositionEmbedding: Entry("position_embedding", position_embedding),
+        ops.Attention: Entry("attention", attention),
+        ops.MaskedMean: Entry("masked_mean", masked_mean),
     },
     sequence=Entry("sequence", sequence),
     residual=Entry("residual", residual),
+    helpers={"self_attention": SELF_ATTENTION},
 )
 RENDER = OPS.rendering()

@@ -110,7 +110,56 @@ def _gru_to_canonical(op: ops.GRU, read: Read) -> dict:
     }
 
 
+def _layer_norm_to_native(op: ops.LayerNorm, p) -> dict:
+    return {"gamma": p[f"{op.name}.gamma"], "beta": p[f"{op.name}.beta"]}
+
+
+def _layer_norm_to_canonical(op: ops.LayerNorm, read: Read) -> dict:
+    return {f"{op.name}.gamma": read("gamma"), f"{op.name}.beta": read("beta")}
+
+
+def _position_to_native(op: ops.PositionEmbedding, p) -> dict:
+    return {"table": p[f"{op.name}.table"]}
+
+
+def _position_to_canonical(op: ops.PositionEmbedding, read: Read) -> dict:
+    return {f"{op.name}.table": read("table")}
+
+
+#: attention role -> the SelfAttention link's attribute (kernels IO <-> Linear.W (O, I))
+_ATTENTION = {
+    "query_kernel": "query.W", "query_bias": "query.b", "key_kernel": "key.W",
+    "value_kernel": "value.W", "value_bias": "value.b", "output_kernel": "out_proj.W",
+    "output_bias": "out_proj.b",
+}  # fmt: skip
+
+
+def _attention_to_native(op: ops.Attention, p) -> dict:
+    return {
+        path: p[f"{op.name}.{role}"].T if role.endswith("kernel") else p[f"{op.name}.{role}"]
+        for role, path in _ATTENTION.items()
+    }
+
+
+def _attention_to_canonical(op: ops.Attention, read: Read) -> dict:
+    return {
+        f"{op.name}.{role}": read(path).T if role.endswith("kernel") else read(path)
+        for role, path in _ATTENTION.items()
+    }
+
+
+#: the link attribute of each canonical parameter AdamW may decay, per op type
+DECAY_PATHS: dict[type, Callable] = {
+    ops.Dense: lambda op: {f"{op.name}.kernel": "W"},
+    ops.Attention: lambda op: {
+        f"{op.name}.{r}": path for r, path in _ATTENTION.items() if r.endswith("kernel")
+    },
+}
+
 CONVERSIONS: dict[type, tuple[Callable, Callable]] = {
+    ops.LayerNorm: (_layer_norm_to_native, _layer_norm_to_canonical),
+    ops.PositionEmbedding: (_position_to_native, _position_to_canonical),
+    ops.Attention: (_attention_to_native, _attention_to_canonical),
     ops.Conv2D: (_conv_to_native, _conv_to_canonical),
     ops.Dense: (_dense_to_native, _dense_to_canonical),
     ops.BatchNorm: (_bn_to_native, _bn_to_canonical),

@@ -53,6 +53,7 @@ class Run(NamedTuple):
     training: bool  # static: the train programs (True) or the evaluation ones (False)
     key: Any = None  # a jax PRNG key (training only)
     dropout: Any = None  # a traced bool scalar: dropout on (True) or masks of ones (False)
+    valid: Any = None  # (N, T) bool, True at real tokens: set by the model's own sequence
 
 
 Layer = Callable[[Params, Any, Run], Any]
@@ -68,6 +69,7 @@ class Ctx:
     platform: str = "cpu"  # the jax platform the programs run on
     conv_weight_grad: str = "auto"  # "xla" | "gemm" | "auto" (see use_gemm_weight_grad)
     gru_unroll: int = GRU_UNROLL  # lax.scan unroll factor of the GRU
+    time_major: bool = True  # embedded sequences (T, N, E) for the GRU's scan; else (N, T, E)
     sites: Iterator[int] = field(default_factory=itertools.count)  # dropout key per site
 
     def use_gemm_weight_grad(self, op: ops.Conv2D) -> bool:
@@ -235,8 +237,78 @@ def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Ctx) -> Layer:
 
 
 def embedding(op: ops.Embedding, site: Site, ctx: Ctx) -> Layer:
-    # token ids (N, T) -> time-major vectors (T, N, E): the GRU's scan runs over axis 0
-    return lambda p, x, run: jnp.take(p[f"{op.name}.table"], x.T, axis=0)
+    # token ids (N, T) -> time-major vectors (T, N, E): the GRU's scan runs over axis 0;
+    # batch-major (N, T, E) where no scan follows (attention works on the batch axis first)
+    if ctx.time_major:
+        return lambda p, x, run: jnp.take(p[f"{op.name}.table"], x.T, axis=0)
+    return lambda p, x, run: jnp.take(p[f"{op.name}.table"], x, axis=0)
+
+
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: Ctx) -> Layer:
+    eps = np.asarray(op.eps, ctx.dtype)
+
+    def layer_norm_layer(p: Params, x: Any, run: Run) -> Any:
+        mean = jnp.mean(x, axis=-1, keepdims=True)
+        var = jnp.mean(jnp.square(x - mean), axis=-1, keepdims=True)  # biased
+        xhat = (x - mean) * lax.rsqrt(var + eps)
+        return xhat * p[f"{op.name}.gamma"] + p[f"{op.name}.beta"]
+
+    return layer_norm_layer
+
+
+def gelu(op: ops.GELU, site: Site, ctx: Ctx) -> Layer:
+    return lambda p, x, run: jax.nn.gelu(x, approximate=False)  # exact erf
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: Ctx) -> Layer:
+    t = site.in_shape[0]
+    return lambda p, x, run: x + p[f"{op.name}.table"][:t]  # (N, T, E) + (T, E)
+
+
+def attention(op: ops.Attention, site: Site, ctx: Ctx) -> Layer:
+    t, e = site.in_shape
+    h, d = op.heads, e // op.heads
+
+    def attention_layer(p: Params, x: Any, run: Run) -> Any:
+        n = x.shape[0]
+
+        def project(role: str, bias: bool) -> Any:
+            y = ctx.dot(x, p[f"{op.name}.{role}_kernel"])
+            y = y + p[f"{op.name}.{role}_bias"] if bias else y
+            return y.reshape(n, t, h, d)  # (N, T, E) -> (B, T, N, H) as jax.nn wants it
+
+        q, k, v = project("query", True), project("key", False), project("value", True)
+        mask = run.valid[:, None, None, :]  # (N, 1, 1, T): keys that take part
+        if ctx.dtype == jnp.float64:
+            o = _attention_float64(q, k, v, mask, ctx)
+        else:
+            o = jax.nn.dot_product_attention(q, k, v, mask=mask)  # (N, T, heads, d)
+        # a row without a valid key: jax.nn gives the mean of v (uniform weights); the spec 0
+        any_key = jnp.any(run.valid, axis=1)[:, None, None, None]
+        o = jnp.where(any_key, o, jnp.zeros((), o.dtype)).reshape(n, t, e)
+        return ctx.dot(o, p[f"{op.name}.output_kernel"]) + p[f"{op.name}.output_bias"]
+
+    return attention_layer
+
+
+def _attention_float64(q: Any, k: Any, v: Any, mask: Any, ctx: Ctx) -> Any:
+    """``jax.nn.dot_product_attention`` in float64: its softmax always runs in float32 (jax
+    0.10, ``_dot_product_attention_core``), so float64 composes the same steps in float64 (the
+    gate's optimiser check); float32 and bf16 take jax.nn's."""
+    scale = np.asarray(1 / np.sqrt(q.shape[-1]), q.dtype)
+    logits = jnp.einsum("btnh,bsnh->bnts", q, k, precision=ctx.precision) * scale
+    logits = jnp.where(mask, logits, jnp.finfo(q.dtype).min)
+    probs = jax.nn.softmax(logits, axis=-1)
+    return jnp.einsum("bnts,bsnh->btnh", probs, v, precision=ctx.precision)
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: Ctx) -> Layer:
+    def masked_mean_layer(p: Params, x: Any, run: Run) -> Any:
+        w = run.valid.astype(x.dtype)  # (N, T)
+        total = jnp.einsum("nte,nt->ne", x, w, precision=ctx.precision)
+        return total / jnp.maximum(jnp.sum(w, axis=1, keepdims=True), 1)
+
+    return masked_mean_layer
 
 
 GRU_ROLES = ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")
@@ -272,9 +344,13 @@ def gru(op: ops.GRU, site: Site, ctx: Ctx) -> Layer:
 
 
 def sequence(layers: list[Layer], site: Site, ctx: Ctx) -> Layer:
-    """Layers in order; an empty sequence is the identity (a plain residual shortcut)."""
+    """Layers in order; an empty sequence is the identity (a plain residual shortcut). The
+    model's own sequence over token ids records their padding mask for the masked ops."""
+    tokens = site.path == "" and len(site.in_shape) == 1
 
     def sequence_layer(p: Params, x: Any, run: Run) -> Any:
+        if tokens:
+            run = run._replace(valid=x != 0)  # (N, T)
         for layer in layers:
             x = layer(p, x, run)
         return x

@@ -62,6 +62,11 @@ def _scoped(method: Callable) -> Callable:
     return wrapper
 
 
+#: ops that run on batch-major sequences (N, T, E): a graph holding one embeds batch-major; any
+#: other sequence graph (the GRU's, or a cut of it) runs time-major (T, N, E), as its scan wants
+BATCH_MAJOR_OPS = (ops.PositionEmbedding, ops.Attention, ops.LayerNorm, ops.MaskedMean)
+
+
 class JaxModel(Model):
     """A workload as jitted JAX programs (see the module docstring)."""
 
@@ -99,6 +104,10 @@ class JaxModel(Model):
             platform=self._jdev.platform,
             conv_weight_grad=conv_weight_grad,
             gru_unroll=gru_unroll,
+            time_major=not any(
+                isinstance(op, BATCH_MAJOR_OPS)
+                for op, _, _ in walk(workload.graph, workload.input.shape)
+            ),
         )
         self._forward = driver.lower(
             lowering.TABLE, workload.graph, workload.input.shape, self._ctx
@@ -258,7 +267,7 @@ class JaxModel(Model):
             return flat_to_canonical(out, chw, self.layout)
         if out.ndim == 4:
             return image_to_canonical(out, self.layout)
-        if out.ndim == 3:
+        if out.ndim == 3 and self._ctx.time_major:
             return np.ascontiguousarray(out.transpose(1, 0, 2))  # (T, N, E) -> (N, T, E)
         return out
 
@@ -274,8 +283,23 @@ class JaxModel(Model):
         return {
             **self.runtime_manifest(),
             "device": f"{self.device} ({self._jdev.device_kind})",
-            "layout": self.layout if image else "NT ids -> TNC (time-major lax.scan)",
+            "layout": self.layout
+            if image
+            else (
+                "NT ids -> TNC (time-major lax.scan)"
+                if self._ctx.time_major
+                else "NTC (batch-major)"
+            ),
             "compile": "jax.jit (XLA), AOT lower().compile() per batch shape, donated state",
+            "attention": (
+                (
+                    "composed in float64 (jax.nn's softmax is float32 only)"
+                    if self._jdtype == jnp.float64
+                    else "jax.nn.dot_product_attention (XLA), boolean key mask, under jit"
+                )
+                if not self._ctx.time_major
+                else "n/a"
+            ),
             "autotune": "n/a" if self.device == "cpu" else "XLA GPU autotuning (default on)",
             "fused_rnn": (
                 f"no: lax.scan over time (unroll={self._ctx.gru_unroll}), one matmul per gate "

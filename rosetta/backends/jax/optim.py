@@ -19,7 +19,7 @@ from __future__ import annotations
 import optax
 
 from rosetta.errors import BackendError
-from rosetta.spec.workload import SGD, Adam, Workload
+from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 
 def make_optimizer(workload: Workload) -> tuple[optax.GradientTransformation, str]:
@@ -36,6 +36,21 @@ def make_optimizer(workload: Workload) -> tuple[optax.GradientTransformation, st
         return tx, (
             f"optax.adam(lr={o.lr}, b1={o.beta1}, b2={o.beta2}, eps={o.eps}, eps_root=0): "
             "Algorithm 1, eps outside sqrt(v_hat), the spec's form, no deviation"
+        )
+    if isinstance(o, AdamW):
+        tx = optax.adamw(
+            o.lr,
+            b1=o.beta1,
+            b2=o.beta2,
+            eps=o.eps,
+            eps_root=0.0,
+            weight_decay=o.weight_decay,
+            mask=lambda params: {name: o.decays(name) for name in params},
+        )
+        return tx, (
+            f"optax.adamw(lr={o.lr}, b1={o.beta1}, b2={o.beta2}, eps={o.eps}, eps_root=0, "
+            f"weight_decay={o.weight_decay}, mask: roles {list(o.decay)}): decoupled decay, "
+            "the spec's form, no deviation"
         )
     if o is None:
         return optax.identity(), "none (forward-only workload)"

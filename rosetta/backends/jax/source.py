@@ -72,6 +72,30 @@ def gru(x, kernel, recurrent_kernel, bias_input, bias_recurrent):
     h, _ = lax.scan(step, h0, jnp.swapaxes(xw, 0, 1))  # scan over time: (T, N, 3H)
     return h
 ''',
+    "layer_norm": '''
+def layer_norm(x, gamma, beta, eps):
+    """LayerNorm over the last axis: biased variance, eps inside the root."""
+    mean = x.mean(axis=-1, keepdims=True)
+    var = jnp.square(x - mean).mean(axis=-1, keepdims=True)
+    return (x - mean) * lax.rsqrt(var + eps) * gamma + beta
+''',
+    "self_attention": '''
+def self_attention(x, valid, wq, bq, wk, wv, bv, wo, bo, heads):
+    """Multi-head self-attention; keys where ``valid`` is False (padding) take no part; a
+    row of padding only attends to nothing (0)."""
+    n, t, e = x.shape
+    split = (n, t, heads, e // heads)  # (N, T, E) -> (B, T, N, H) as jax.nn wants it
+    q, k, v = (x @ wq + bq).reshape(split), (x @ wk).reshape(split), (x @ wv + bv).reshape(split)
+    mask = valid[:, None, None, :]  # (N, 1, 1, T): keys that take part
+    if x.dtype == jnp.float64:  # jax.nn's softmax runs in float32 whatever the inputs
+        s = jnp.einsum("btnh,bsnh->bnts", q, k) / np.sqrt(q.shape[-1])
+        p = jax.nn.softmax(jnp.where(mask, s, jnp.finfo(s.dtype).min), axis=-1)
+        o = jnp.einsum("bnts,bsnh->btnh", p, v)
+    else:
+        o = jax.nn.dot_product_attention(q, k, v, mask=mask)  # (N, T, heads, d)
+    o = jnp.where(valid.any(axis=1)[:, None, None, None], o, 0)
+    return o.reshape(n, t, e) @ wo + bo
+''',
 }
 
 
@@ -202,9 +226,51 @@ def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
     return Snippet(forward=(line,), weights=weights, helpers=("gru",))
 
 
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: RenderCtx) -> Snippet:
+    args = ", ".join(_p(f"{op.name}.{r}") for r in ("gamma", "beta"))
+    line = f"{{x}} = layer_norm({{x}}, {args}, {op.eps})"
+    weights = tuple(_w(f"{op.name}.{r}") for r in ("gamma", "beta"))
+    return Snippet(forward=(line,), weights=weights, helpers=("layer_norm",))
+
+
+def gelu(op: ops.GELU, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=("{x} = jax.nn.gelu({x}, approximate=False)  # exact (erf)",))
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
+    line = f"{{x}} = {{x}} + {_p(f'{op.name}.table')}[: {{x}}.shape[1]]  # learned positions"
+    return Snippet(forward=(line,), weights=(_w(f"{op.name}.table"),))
+
+
+def attention(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
+    ctx.extra["mask"] = True
+    args = ", ".join(_p(f"{op.name}.{r}") for r in ops.ATTENTION_ROLES)
+    line = (
+        f"{{x}} = self_attention({{x}}, valid, {args}, heads={op.heads})"
+        f"  # {fmt_shape(site.out_shape)}"
+    )
+    weights = tuple(_w(f"{op.name}.{r}") for r in ops.ATTENTION_ROLES)
+    return Snippet(forward=(line,), weights=weights, helpers=("self_attention",))
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: RenderCtx) -> Snippet:
+    ctx.extra["mask"] = True
+    line = (
+        "{x} = jnp.einsum('nte,nt->ne', {x}, valid.astype({x}.dtype)) / jnp.maximum("
+        f"valid.sum(axis=1, keepdims=True), 1)  # mean over real tokens: "
+        f"{fmt_shape(site.out_shape)}"
+    )
+    return Snippet(forward=(line,))
+
+
 def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
-    """Forward lines one after the other, on one variable."""
-    return statements(parts)
+    """Forward lines one after the other, on one variable (the model's own sequence over token
+    ids first makes the mask of real tokens that its masked ops read)."""
+    out = statements(parts)
+    if site.path == "" and len(site.in_shape) == 1 and ctx.extra.get("mask"):
+        line = "valid = {x} != 0  # (N, T): real tokens; id 0 is padding"
+        out = Snippet(out.init, (line, *out.forward), out.weights, out.helpers, out.notes)
+    return out
 
 
 def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
@@ -237,6 +303,14 @@ OPS = OpTable(
         ops.Embedding: Entry("embedding", embedding),
         # lax.scan over time, reset_after
         ops.GRU: Entry("gru", gru),
+        # mean / var over the last axis, rsqrt
+        ops.LayerNorm: Entry("layer_norm", layer_norm),
+        # jax.nn.gelu(approximate=False)
+        ops.GELU: Entry("gelu", gelu),
+        ops.PositionEmbedding: Entry("position_embedding", position_embedding),
+        # jax.nn.dot_product_attention with a boolean key mask
+        ops.Attention: Entry("attention", attention),
+        ops.MaskedMean: Entry("masked_mean", masked_mean),
     },
     sequence=Entry("sequence", sequence),
     residual=Entry("residual", residual),

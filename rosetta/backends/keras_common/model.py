@@ -123,6 +123,10 @@ class KerasEngineModel(Model):
             )
             self.net, self.bindings = functional(workload, self.table, ctx, runtime.dtype)
             self.optimizer = optim.make_optimizer(workload.optimizer)
+            if isinstance(self.optimizer, optim.SpecAdamW):  # AdamW: the spec's decay set
+                self.optimizer.decay_only(
+                    optim.decayed_variables(workload.optimizer, self.bindings)
+                )
             loss_dtype = "float32" if runtime.precision == "bf16" else runtime.dtype
             self.loss = keras.losses.SparseCategoricalCrossentropy(
                 from_logits=True, dtype=loss_dtype

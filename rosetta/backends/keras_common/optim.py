@@ -26,7 +26,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from rosetta.spec.workload import SGD, Adam
+from rosetta.spec.workload import SGD, Adam, AdamW
 
 
 class SpecAdam(keras.optimizers.Optimizer):
@@ -76,6 +76,46 @@ class SpecAdam(keras.optimizers.Optimizer):
         return config
 
 
+class SpecAdamW(SpecAdam):
+    """AdamW, decoupled (PyTorch's and Optax's form): ``w -= lr * wd * w`` on the variables
+    :meth:`decay_only` names (the spec's decay roles), then Algorithm 1's step (which never sees
+    the decay). Keras' own AdamW has Keras' Adam's epsilon placement, so it is not used."""
+
+    def __init__(
+        self,
+        lr: float,
+        beta1: float,
+        beta2: float,
+        eps: float,
+        weight_decay: float,
+        dense: Callable | None = None,
+    ):
+        super().__init__(lr, beta1, beta2, eps, name="spec_adamw", dense=dense)
+        self.decay_rate = np.float64(weight_decay)
+        self._decayed: set = set()
+
+    def decay_only(self, variables) -> None:
+        """The variables that decay (the spec's ``decay`` roles); every other takes Adam's step."""
+        self._decayed = {self._var_key(v) for v in variables}  # the key update_step sees
+
+    def update_step(self, gradient, variable, learning_rate) -> None:
+        if self._var_key(variable) in self._decayed:
+            dt = variable.dtype
+            decay = ops.cast(learning_rate, dt) * ops.cast(self.decay_rate, dt)
+            self.assign_sub(variable, decay * variable)
+        super().update_step(gradient, variable, learning_rate)
+
+
+def decayed_variables(spec, bindings) -> list:
+    """The Keras variables of the canonical parameters ``spec`` (AdamW) decays."""
+    out = []
+    for b in bindings:
+        found = b.variables
+        if len(found) == len(b.names):  # one variable per canonical name (not the GRU's bias)
+            out += [v for n, v in zip(b.names, found, strict=True) if spec.decays(n)]
+    return out
+
+
 def _identity(x):
     return x
 
@@ -106,6 +146,8 @@ def make_optimizer(spec, dense: Callable | None = None) -> keras.optimizers.Opti
         )
     if isinstance(spec, Adam):
         return SpecAdam(spec.lr, spec.beta1, spec.beta2, spec.eps, dense=dense)
+    if isinstance(spec, AdamW):
+        return SpecAdamW(spec.lr, spec.beta1, spec.beta2, spec.eps, spec.weight_decay, dense=dense)
     return None
 
 
@@ -121,5 +163,10 @@ def describe(spec) -> str:
             "SpecAdam (a keras Optimizer): Kingma & Ba Algorithm 1, "
             "w -= lr*m_hat/(sqrt(v_hat)+eps), "
             "dense; Keras' Adam (eps outside the bias correction) is not used"
+        )
+    if isinstance(spec, AdamW):
+        return (
+            "SpecAdamW (a keras Optimizer): w -= lr*wd*w on the spec's decay roles, then "
+            "Algorithm 1; Keras' AdamW (eps outside the bias correction) is not used"
         )
     return "n/a (forward only)"

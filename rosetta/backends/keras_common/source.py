@@ -205,8 +205,14 @@ def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
 
 
 def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
-    """Forward lines one after the other, on one variable (the functional API)."""
-    return statements(parts)
+    """Forward lines one after the other, on one variable (the functional API); the model's own
+    sequence over token ids first makes the mask of real tokens its masked layers read (an op
+    that reads it sets ``ctx.extra["mask"]``: the transformer's, on TensorFlow)."""
+    out = statements(parts)
+    if site.path == "" and len(site.in_shape) == 1 and ctx.extra.get("mask"):
+        line = "valid = keras.ops.not_equal({x}, 0)  # (N, T): real tokens; id 0 is padding"
+        out = Snippet(out.init, (line, *out.forward), out.weights, out.helpers, out.notes)
+    return out
 
 
 def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:

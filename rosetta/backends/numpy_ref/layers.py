@@ -46,6 +46,18 @@ from rosetta.backends.numpy_ref.nn import (
     relu_forward,
 )
 from rosetta.backends.numpy_ref.rnn import gru_backward, gru_forward
+from rosetta.backends.numpy_ref.seq import (
+    attention_backward,
+    attention_forward,
+    gelu_backward,
+    gelu_forward,
+    layer_norm_backward,
+    layer_norm_forward,
+    masked_mean_backward,
+    masked_mean_forward,
+    position_backward,
+    position_forward,
+)
 
 Backward = Callable[[np.ndarray], "np.ndarray | None"]
 
@@ -58,6 +70,9 @@ class Ctx:
     training: bool
     rng: np.random.Generator | None
     grads: dict[str, np.ndarray] = field(default_factory=dict)
+    #: (N, T) bool, True at real tokens: made from the model's token-id input by the top-level
+    #: sequence (``sequential(..., tokens=True)``), read by every op with ``mask: tokens``
+    valid: np.ndarray | None = None
 
     def acc(self, name: str, grad: np.ndarray) -> None:
         """Add ``grad`` to the gradient of parameter ``name`` (a parameter may be used twice)."""
@@ -215,10 +230,97 @@ def gru(name: str) -> Layer:
     return gru_layer
 
 
-def sequential(layers: list[Layer]) -> Layer:
-    """Layers in order; the backward plays their closures in reverse."""
+def layer_norm(name: str, eps: float) -> Layer:
+    """LayerNorm over the last axis with ``<name>.gamma`` and ``<name>.beta``."""
+
+    def layer_norm_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        p = ctx.params
+        y, cache = layer_norm_forward(x, p[f"{name}.gamma"], p[f"{name}.beta"], eps)
+
+        def back(dy: np.ndarray) -> np.ndarray:
+            dx, dgamma, dbeta = layer_norm_backward(dy, cache)
+            ctx.acc(f"{name}.gamma", dgamma)
+            ctx.acc(f"{name}.beta", dbeta)
+            return dx
+
+        return y, back
+
+    return layer_norm_layer
+
+
+def gelu() -> Layer:
+    """Exact (erf) GELU."""
+
+    def gelu_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = gelu_forward(x)
+        return y, lambda dy: gelu_backward(dy, cache)
+
+    return gelu_layer
+
+
+def position_embedding(name: str) -> Layer:
+    """``x + <name>.table[:T]``, (N, T, E)."""
+
+    def position_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = position_forward(x, ctx.params[f"{name}.table"])
+
+        def back(dy: np.ndarray) -> np.ndarray:
+            ctx.acc(f"{name}.table", position_backward(dy, cache))
+            return dy
+
+        return y, back
+
+    return position_layer
+
+
+ATTENTION_ROLES = (
+    "query_kernel", "query_bias", "key_kernel",
+    "value_kernel", "value_bias", "output_kernel", "output_bias",
+)  # fmt: skip
+
+
+def attention(name: str, heads: int) -> Layer:
+    """Multi-head self-attention over (N, T, E); padding keys (``ctx.valid``) get weight 0."""
+
+    def attention_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        weights = tuple(ctx.params[f"{name}.{role}"] for role in ATTENTION_ROLES)
+        y, cache = attention_forward(x, token_mask(ctx), weights, heads)
+
+        def back(dy: np.ndarray) -> np.ndarray:
+            dx, grads = attention_backward(dy, cache)
+            for role, g in zip(ATTENTION_ROLES, grads, strict=True):
+                ctx.acc(f"{name}.{role}", g)
+            return dx
+
+        return y, back
+
+    return attention_layer
+
+
+def masked_mean() -> Layer:
+    """(N, T, E) -> (N, E): the mean over the real tokens (0 for a row of padding only)."""
+
+    def masked_mean_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = masked_mean_forward(x, token_mask(ctx))
+        return y, lambda dy: masked_mean_backward(dy, cache)
+
+    return masked_mean_layer
+
+
+def token_mask(ctx: Ctx) -> np.ndarray:
+    """The (N, T) mask of real tokens the top-level sequence recorded."""
+    if ctx.valid is None:
+        raise ValueError("a masked op needs the model's token ids: run it inside the model")
+    return ctx.valid
+
+
+def sequential(layers: list[Layer], tokens: bool = False) -> Layer:
+    """Layers in order; the backward plays their closures in reverse. ``tokens``: the input is
+    the model's token ids, whose padding (id 0) the masked ops read from ``ctx.valid``."""
 
     def sequence_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        if tokens:
+            ctx.valid = np.asarray(x) != 0  # (N, T): True at real tokens
         tape = []
         for layer in layers:
             x, back = layer(x, ctx)

@@ -64,9 +64,35 @@ def gru(op: ops.GRU, site: Site, build: None) -> Layer:
     return layers.gru(op.name)
 
 
+def layer_norm(op: ops.LayerNorm, site: Site, build: None) -> Layer:
+    return layers.layer_norm(op.name, op.eps)
+
+
+def gelu(op: ops.GELU, site: Site, build: None) -> Layer:
+    return layers.gelu()
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, build: None) -> Layer:
+    return layers.position_embedding(op.name)
+
+
+def attention(op: ops.Attention, site: Site, build: None) -> Layer:
+    return layers.attention(op.name, op.heads)
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, build: None) -> Layer:
+    return layers.masked_mean()
+
+
 def sequence(parts: list[Layer], site: Site, build: None) -> Layer:
-    """Layers in order; the backward plays their closures in reverse."""
-    return layers.sequential(parts)
+    """Layers in order; the backward plays their closures in reverse. The model's own sequence
+    on token ids records their padding mask for the masked ops."""
+    return layers.sequential(parts, tokens=is_token_input(site))
+
+
+def is_token_input(site: Site) -> bool:
+    """Whether ``site`` is the whole model's sequence over token ids (T,)."""
+    return site.path == "" and site.at_input and len(site.in_shape) == 1
 
 
 def residual(body: Layer, shortcut: Layer, site: Site, build: None) -> Layer:

@@ -14,6 +14,8 @@ from rosetta.backends.numpy_ref import loader, nn, optim, runtime, weights
 from rosetta.backends.numpy_ref.lowering import TABLE, Ctx
 from rosetta.errors import BackendError
 from rosetta.runtime import Runtime
+from rosetta.spec.graph import walk
+from rosetta.spec.ops import Attention
 from rosetta.spec.workload import Workload
 
 
@@ -91,6 +93,14 @@ class ReferenceModel(Model):
             "layout": "NCHW" if len(self.workload.input.shape) == 3 else "NTC",
             "blas": runtime.blas_manifest(),
             "compile": "eager (a Python interpreter over the graph, one NumPy call per op)",
+            "attention": (
+                "rosetta.backends.numpy_ref.seq: stable masked softmax, written out"
+                if any(
+                    isinstance(op, Attention)
+                    for op, _, _ in walk(self.workload.graph, self.workload.input.shape)
+                )
+                else "n/a"
+            ),
             "autotune": "n/a",
             "fused_rnn": "n/a (a Python loop over time steps)",
             "loader": "NumPy fancy indexing (np.take) per batch",

@@ -114,7 +114,7 @@ def flatten_backward(dy: np.ndarray, cache: tuple[int, ...]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DenseCache:
-    x: np.ndarray  # (N, I)
+    x: np.ndarray  # (N, I) or (N, T, I)
     w: np.ndarray  # (I, O)
     has_bias: bool
 
@@ -122,10 +122,11 @@ class DenseCache:
 def dense_forward(
     x: np.ndarray, w: np.ndarray, b: np.ndarray | None
 ) -> tuple[np.ndarray, DenseCache]:
-    """Fully connected layer ``y = x @ w + b``: x (N, I), w (I, O) ("IO" layout), b (O,) or None."""
-    if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[0]:
+    """Fully connected layer on the last axis, ``y = x @ w + b``: x (N, I) or a sequence
+    (N, T, I), w (I, O) ("IO" layout), b (O,) or None."""
+    if x.ndim not in (2, 3) or w.ndim != 2 or x.shape[-1] != w.shape[0]:
         raise ValueError(f"dense: input {x.shape} does not match kernel {w.shape} (IO layout)")
-    y = x @ w  # (N, I) @ (I, O) -> (N, O)
+    y = x @ w  # (..., I) @ (I, O) -> (..., O)
     if b is not None:
         y += b
     return y, DenseCache(x=x, w=w, has_bias=b is not None)
@@ -134,14 +135,13 @@ def dense_forward(
 def dense_backward(
     dy: np.ndarray, cache: DenseCache
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Gradients ``(dx, dw, db)`` of shapes (N, I), (I, O), (O,) for ``dy`` (N, O)."""
-    dx = dy @ cache.w.T  # (N, O) @ (O, I) -> (N, I)
-    dw = cache.x.T @ dy  # (I, N) @ (N, O) -> (I, O)
-    db = dy.sum(axis=0) if cache.has_bias else None  # (O,)
+    """Gradients ``(dx, dw, db)`` of shapes x's, (I, O), (O,) for ``dy`` (..., O)."""
+    i, o = cache.w.shape
+    dx = dy @ cache.w.T  # (..., O) @ (O, I) -> (..., I)
+    rows, drows = cache.x.reshape(-1, i), dy.reshape(-1, o)  # every position is one row
+    dw = rows.T @ drows  # (I, rows) @ (rows, O) -> (I, O)
+    db = drows.sum(axis=0) if cache.has_bias else None  # (O,)
     return dx, dw, db
-
-
-# --------------------------------------------------------------------------- batchnorm
 
 
 def _channel_shape(x: np.ndarray) -> tuple[int, ...]:

@@ -9,9 +9,11 @@ parameters are updated in float32 arithmetic, as the frameworks do.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-__all__ = ["SGD", "Adam"]
+__all__ = ["SGD", "Adam", "AdamW"]
 
 
 def _checked_grad(name: str, p: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -146,10 +148,57 @@ class Adam:
         }
 
 
+class AdamW(Adam):
+    """Adam with decoupled weight decay (PyTorch's ``AdamW``, Optax's ``adamw``), on the
+    parameters ``decays(name)`` selects::
+
+        w -= lr * weight_decay * w             # decayed parameters only, from the weight alone
+        w -= lr * m_hat / (sqrt(v_hat) + eps)  # Adam's step; m, v never see the decay
+
+    The two lines commute (Adam's step does not read ``w``): this is ``w -= lr * (m_hat /
+    (sqrt(v_hat) + eps) + weight_decay * w)`` with ``w`` the weight before the step.
+    """
+
+    def __init__(
+        self,
+        lr: float,
+        beta1: float,
+        beta2: float,
+        eps: float,
+        weight_decay: float,
+        decays: Callable[[str], bool],
+    ) -> None:
+        super().__init__(lr=lr, beta1=beta1, beta2=beta2, eps=eps)
+        if not 0 <= weight_decay < 1:
+            raise ValueError(f"AdamW: weight_decay must be in [0, 1), got {weight_decay}")
+        self.weight_decay = weight_decay
+        self.decays = decays
+
+    def step(self, params: dict[str, np.ndarray], grads: dict[str, np.ndarray]) -> None:
+        """Decay the selected parameters that have a gradient, then Adam's step, in place."""
+        for name, p, _ in _pairs(params, grads):
+            if self.decays(name):
+                dt = p.dtype.type
+                p -= dt(self.lr) * dt(self.weight_decay) * p
+        super().step(params, grads)
+
+
 def make_optimizer(optimizer) -> SGD | Adam | None:
-    """The spec's optimiser (``rosetta.spec.workload.SGD``/``Adam``), or None (forward only)."""
+    """The spec's optimiser (``rosetta.spec.workload.SGD``/``Adam``/``AdamW``), or None
+    (forward only)."""
     from rosetta.spec.workload import SGD as SpecSGD
     from rosetta.spec.workload import Adam as SpecAdam
+    from rosetta.spec.workload import AdamW as SpecAdamW
+
+    if isinstance(optimizer, SpecAdamW):
+        return AdamW(
+            lr=optimizer.lr,
+            beta1=optimizer.beta1,
+            beta2=optimizer.beta2,
+            eps=optimizer.eps,
+            weight_decay=optimizer.weight_decay,
+            decays=optimizer.decays,
+        )
 
     if isinstance(optimizer, SpecSGD):
         return SGD(lr=optimizer.lr, momentum=optimizer.momentum, nesterov=optimizer.nesterov)

@@ -73,6 +73,26 @@ def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
     return _layer(f"gru({q(op.name)})", site, _own(op, roles))
 
 
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: RenderCtx) -> Snippet:
+    return _layer(f"layer_norm({q(op.name)}, eps={op.eps})", site, _own(op, ("gamma", "beta")))
+
+
+def gelu(op: ops.GELU, site: Site, ctx: RenderCtx) -> Snippet:
+    return _layer("gelu()", site)
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
+    return _layer(f"position_embedding({q(op.name)})", site, _own(op, ("table",)))
+
+
+def attention(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
+    return _layer(f"attention({q(op.name)}, heads={op.heads})", site, _own(op, ops.ATTENTION_ROLES))
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: RenderCtx) -> Snippet:
+    return _layer("masked_mean()", site)
+
+
 def _expr(parts: list[Snippet]) -> list[str]:
     """The parts' lines as list items: each part ends in a comma (its comment kept after it)."""
     out = []
@@ -87,8 +107,10 @@ def _expr(parts: list[Snippet]) -> list[str]:
 
 
 def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
-    """``sequential([...])``: the layers in order."""
-    return combine(parts, ("sequential([", *_expr(parts), "])"))
+    """``sequential([...])``: the layers in order (the model's own, on token ids, records their
+    padding mask: ``tokens=True``)."""
+    tokens = site.path == "" and site.at_input and len(site.in_shape) == 1
+    return combine(parts, ("sequential([", *_expr(parts), "], tokens=True)" if tokens else "])"))
 
 
 def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
@@ -112,6 +134,11 @@ OPS = OpTable(
         ops.GlobalAvgPool: Entry("global_avgpool", global_avgpool),
         ops.Embedding: Entry("embedding", embedding),
         ops.GRU: Entry("gru", gru),
+        ops.LayerNorm: Entry("layer_norm", layer_norm),
+        ops.GELU: Entry("gelu", gelu),
+        ops.PositionEmbedding: Entry("position_embedding", position_embedding),
+        ops.Attention: Entry("attention", attention),
+        ops.MaskedMean: Entry("masked_mean", masked_mean),
     },
     sequence=Entry("sequence", sequence),
     residual=Entry("residual", residual),

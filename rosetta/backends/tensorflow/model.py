@@ -126,6 +126,10 @@ class KerasModel(Model):
             self._dropout_on = tf.Variable(True, trainable=False, name="dropout_on")
             self.net, self.bindings = self._lower()
             self.optimizer = optim.make_optimizer(workload.optimizer)
+            if isinstance(self.optimizer, optim.SpecAdamW):
+                self.optimizer.decay_only(
+                    optim.decayed_variables(workload.optimizer, self.bindings)
+                )
             if self.optimizer is not None:
                 self.optimizer.build(self.net.trainable_variables)
         self._trainable = {p.name for p in workload.param_specs if p.trainable}
@@ -272,6 +276,12 @@ class KerasModel(Model):
                 "variables, bfloat16 compute; fp32 optimiser state and loss; no global policy)"
                 if self.runtime.precision == "bf16"
                 else f"fp32: {self.dtype} throughout"
+            ),
+            "attention": (
+                "Dense projections + tf.nn.softmax over masked scores (a Keras layer); Keras' "
+                "MultiHeadAttention has a key bias and a -1e9 mask float64 does not drown"
+                if has_op(self.workload, ops.Attention)
+                else "n/a"
             ),
             "autotune": "cuDNN autotune (TensorFlow default)" if self.device == "cuda" else "n/a",
             "fused_rnn": self._fused_rnn() if has_op(self.workload, ops.GRU) else "n/a",

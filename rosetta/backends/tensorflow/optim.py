@@ -7,10 +7,10 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from rosetta.backends.keras_common.optim import SpecAdam, describe
+from rosetta.backends.keras_common.optim import SpecAdam, SpecAdamW, decayed_variables, describe
 from rosetta.backends.keras_common.optim import make_optimizer as _make
 
-__all__ = ["SpecAdam", "describe", "make_optimizer"]
+__all__ = ["SpecAdam", "SpecAdamW", "decayed_variables", "describe", "make_optimizer"]
 
 
 def make_optimizer(spec) -> keras.optimizers.Optimizer | None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from rosetta.backends.driver import LoweringTable, Site, lower_op, unsupported
@@ -103,6 +104,97 @@ class GatedDropout(nn.Module):
         return f"rate={self.spec_rate} (a buffer: set_dropout(False) writes 0)"
 
 
+class MaskedSequential(nn.Sequential):
+    """Layers in order, handing the (N, T) mask of real tokens to the layers that take it
+    (``takes_mask``): a residual branch holding masked ops. The value stays one tensor."""
+
+    takes_mask = True
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        for layer in self:
+            x = layer(x, valid) if getattr(layer, "takes_mask", False) else layer(x)
+        return x
+
+
+class TokenSequential(nn.Sequential):
+    """The model's own sequence over token ids: makes the mask of real tokens (id != 0) once
+    and hands it down to the layers that take it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        valid = x != 0  # (N, T) bool
+        for layer in self:
+            x = layer(x, valid) if getattr(layer, "takes_mask", False) else layer(x)
+        return x
+
+
+class MaskedResidual(Residual):
+    """``body(x, valid) + shortcut(x, valid)`` for branches that hold masked ops."""
+
+    takes_mask = True
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        def run(branch: nn.Module) -> torch.Tensor:
+            return branch(x, valid) if getattr(branch, "takes_mask", False) else branch(x)
+
+        side = run(self.shortcut)
+        out = run(self.body)
+        return out + side  # not in place: side may be x itself, which the body still reads
+
+
+class PositionEmbedding(nn.Module):
+    """Learned positions: ``x + table[:T]`` on (N, T, E)."""
+
+    def __init__(self, max_len: int, dim: int) -> None:
+        super().__init__()
+        self.table = nn.Parameter(torch.zeros(max_len, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.table[: x.shape[1]]
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention through ``F.scaled_dot_product_attention`` with a boolean key
+    padding mask (True: take part). A row whose every key is padding returns 0 from SDPA's CPU
+    kernels (PyTorch >= 2.5, the spec's rule); elsewhere such rows are unmasked and zeroed here."""
+
+    takes_mask = True
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.query = nn.Linear(dim, dim)
+        self.key = nn.Linear(dim, dim, bias=False)  # the softmax cancels a key bias
+        self.value = nn.Linear(dim, dim)
+        self.output = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        n, t, e = x.shape
+        q, k, v = (
+            p(x).view(n, t, self.heads, e // self.heads).transpose(1, 2)  # (N, H, T, d)
+            for p in (self.query, self.key, self.value)
+        )
+        mask = valid[:, None, None, :]  # (N, 1, 1, T): keys that take part
+        any_key = None
+        if x.device.type != "cpu":
+            any_key = valid.any(dim=1)[:, None, None, None]  # (N, 1, 1, 1)
+            mask = mask | ~any_key
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (N, H, T, d)
+        if any_key is not None:
+            o = o * any_key
+        return self.output(o.transpose(1, 2).reshape(n, t, e))  # heads concatenated
+
+
+class MaskedMean(nn.Module):
+    """(N, T, E) -> (N, E): the mean over real tokens; 0 for a row of padding only."""
+
+    takes_mask = True
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        w = valid.to(x.dtype)  # (N, T)
+        total = torch.einsum("nte,nt->ne", x, w)
+        return total / w.sum(dim=1, keepdim=True).clamp(min=1)
+
+
 def _pads(padding: tuple[int, int, int, int]) -> tuple[int, int] | None:
     """Symmetric ``(top, bottom, left, right)`` -> PyTorch's ``(h, w)``; None if asymmetric."""
     t, b, left, right = padding
@@ -151,7 +243,7 @@ def flatten(op: ops.Flatten, site: Site, ctx: Build) -> nn.Module:
 
 
 def dense(op: ops.Dense, site: Site, ctx: Build) -> nn.Module:
-    layer = nn.Linear(site.in_shape[0], op.units, bias=op.bias)
+    layer = nn.Linear(site.in_shape[-1], op.units, bias=op.bias)
     ctx.own(op, layer)
     return layer
 
@@ -183,13 +275,50 @@ def gru(op: ops.GRU, site: Site, ctx: Build) -> nn.Module:
     return layer
 
 
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: Build) -> nn.Module:
+    layer = nn.LayerNorm(site.in_shape[-1], eps=op.eps)  # biased variance, eps in the root
+    ctx.own(op, layer)
+    return layer
+
+
+def gelu(op: ops.GELU, site: Site, ctx: Build) -> nn.Module:
+    return nn.GELU(approximate="none")  # exact erf
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: Build) -> nn.Module:
+    layer = PositionEmbedding(op.max_len, site.in_shape[1])
+    ctx.own(op, layer)
+    return layer
+
+
+def attention(op: ops.Attention, site: Site, ctx: Build) -> nn.Module:
+    layer = SelfAttention(site.in_shape[1], op.heads)
+    ctx.own(op, layer)
+    return layer
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: Build) -> nn.Module:
+    return MaskedMean()
+
+
+def _masked(layers: list[nn.Module]) -> bool:
+    return any(getattr(m, "takes_mask", False) for m in layers)
+
+
 def sequence(layers: list[nn.Module], site: Site, ctx: Build) -> nn.Module:
-    """Layers in order: an ``nn.Sequential`` (empty: the identity)."""
-    return nn.Sequential(*layers)
+    """Layers in order: an ``nn.Sequential`` (empty: the identity); with masked ops, the
+    model's own sequence makes the token mask and branches pass it on."""
+    if not _masked(layers):
+        return nn.Sequential(*layers)
+    if site.path == "" and len(site.in_shape) == 1:
+        return TokenSequential(*layers)
+    return MaskedSequential(*layers)
 
 
 def residual(body: nn.Module, shortcut: nn.Module, site: Site, ctx: Build) -> nn.Module:
     """``body(x) + shortcut(x)``."""
+    if _masked([body, shortcut]):
+        return MaskedResidual(body, shortcut)
     return Residual(body, shortcut)
 
 

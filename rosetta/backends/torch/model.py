@@ -122,6 +122,11 @@ def memory_format(workload: Workload, device: str, override: str | None) -> str:
     return "NHWC" if has_conv else "NCHW"
 
 
+def driver_has(workload: Workload, kind: type) -> bool:
+    """Whether ``workload``'s graph (branches opened) holds an op of type ``kind``."""
+    return any(isinstance(op, kind) for op, _, _ in walk(workload.graph, workload.input.shape))
+
+
 class TorchModel(Model):
     """``workload`` lowered to ``torch.nn`` (``self.net``), trained with ``torch.optim``."""
 
@@ -263,9 +268,12 @@ class TorchModel(Model):
         if self.frozen_shapes:  # graphs holding the old weights as constants: compile again
             torch._dynamo.reset()  # process-wide; other compiled models only recompile
             self.frozen_shapes.clear()
-        trainable = [b.tensor for b in self.binds.values() if b.trainable]
+        names = [n for n, b in self.binds.items() if b.trainable]
+        trainable = [self.binds[n].tensor for n in names]
         # fresh state: loading weights restarts training
-        self.optimizer = optim.make_optimizer(self.workload.optimizer, trainable, self.device)
+        self.optimizer = optim.make_optimizer(
+            self.workload.optimizer, trainable, self.device, names
+        )
 
     def get_params(self) -> Params:
         return weights.read(self.binds)
@@ -343,6 +351,12 @@ class TorchModel(Model):
             "precision_mode": precision_mode(self.runtime, self.net),
             "compile": compiled,
             "compile_reason": self.compile_reason,
+            "attention": (
+                "F.scaled_dot_product_attention, boolean key padding mask (PyTorch picks the "
+                "kernel: flash/math on the CPU)"
+                if driver_has(self.workload, ops.Attention)
+                else "n/a"
+            ),
             "autotune": "cudnn.benchmark=True" if self.autotune else "n/a",
             "fused_rnn": _fused_rnn(cuda) if has_gru else "n/a",
             "loader": (

@@ -16,15 +16,35 @@ from collections.abc import Sequence
 
 import torch
 
-from rosetta.spec.workload import SGD, Adam
+from rosetta.spec.workload import SGD, Adam, AdamW
 
 
 def make_optimizer(
-    optimizer: object, params: Sequence[torch.Tensor], device: str
+    optimizer: object,
+    params: Sequence[torch.Tensor],
+    device: str,
+    names: Sequence[str] = (),
 ) -> torch.optim.Optimizer | None:
-    """The spec's optimiser (``rosetta.spec.workload.SGD``/``Adam``) over ``params``, or None
-    for a forward-only workload."""
+    """The spec's optimiser (``rosetta.spec.workload.SGD``/``Adam``/``AdamW``) over ``params``
+    (canonical ``names`` in the same order: AdamW's decay set), or None for a forward-only
+    workload. AdamW is ``torch.optim.AdamW`` with two groups, decayed and not."""
     foreach = device == "cuda"
+    if isinstance(optimizer, AdamW):
+        if len(names) != len(params):
+            raise ValueError("AdamW needs the canonical name of every parameter (its decay set)")
+        decayed = [p for n, p in zip(names, params, strict=True) if optimizer.decays(n)]
+        plain = [p for n, p in zip(names, params, strict=True) if not optimizer.decays(n)]
+        groups = [
+            {"params": decayed, "weight_decay": optimizer.weight_decay},
+            {"params": plain, "weight_decay": 0.0},
+        ]
+        return torch.optim.AdamW(
+            [g for g in groups if g["params"]],
+            lr=optimizer.lr,
+            betas=(optimizer.beta1, optimizer.beta2),
+            eps=optimizer.eps,
+            foreach=foreach,
+        )
     if isinstance(optimizer, SGD):
         return torch.optim.SGD(
             params,

@@ -95,7 +95,7 @@ def dense(op: ops.Dense, site: Site, ctx: RenderCtx) -> Snippet:
     if op.bias:
         weights.append(Weight(f"{op.name}.bias", f"model.{n}.bias"))
     return Snippet(
-        (f"self.{n} = nn.Linear({site.in_shape[0]}, {op.units}{bias})",),
+        (f"self.{n} = nn.Linear({site.in_shape[-1]}, {op.units}{bias})",),
         (f"{{x}} = self.{n}({{x}})  # {fmt_shape(site.out_shape)}",),
         tuple(weights),
         notes=(f"{op.name}.kernel: IO -> Linear.weight (out, in), transposed",),
@@ -172,9 +172,92 @@ def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
     )
 
 
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    return Snippet(
+        (f"self.{n} = nn.LayerNorm({site.in_shape[-1]}, eps={op.eps})",),
+        (f"{{x}} = self.{n}({{x}})",),
+        (
+            Weight(f"{op.name}.gamma", f"model.{n}.weight"),
+            Weight(f"{op.name}.beta", f"model.{n}.bias"),
+        ),
+    )
+
+
+def gelu(op: ops.GELU, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=("{x} = F.gelu({x})  # exact (erf)",))
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    return Snippet(
+        (f"self.{n} = nn.Parameter(torch.zeros({op.max_len}, {site.in_shape[1]}))",),
+        (f"{{x}} = {{x}} + self.{n}[: {{x}}.shape[1]]  # learned positions",),
+        (Weight(f"{op.name}.table", f"model.{n}"),),
+    )
+
+
+def attention(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    e = site.in_shape[1]
+    ctx.extra["mask"] = True
+    roles = ("query", "key", "value", "output")
+    weights = []
+    for r in roles:
+        weights.append(
+            Weight(
+                f"{op.name}.{r}_kernel",
+                f"model.{n}_{r}.weight",
+                "a.T",
+                "a.T",
+                note="IO -> (out, in)",
+            )
+        )
+        if r != "key":  # the key projection has no bias (the softmax cancels one)
+            weights.append(Weight(f"{op.name}.{r}_bias", f"model.{n}_{r}.bias"))
+    projections = ", ".join(f"self.{n}_{r}" for r in roles)
+    return Snippet(
+        tuple(
+            f"self.{n}_{r} = nn.Linear({e}, {e}{', bias=False' if r == 'key' else ''})"
+            for r in roles
+        ),
+        (
+            f"{{x}} = self_attention({{x}}, valid, {projections}, heads={op.heads})"
+            f"  # {fmt_shape(site.out_shape)}",
+        ),
+        tuple(weights),
+        helpers=("self_attention",),
+    )
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: RenderCtx) -> Snippet:
+    ctx.extra["mask"] = True
+    return Snippet(
+        forward=(
+            "{x} = (({x} * valid[..., None]).sum(1) / valid.sum(1, keepdim=True).clamp(min=1))"
+            f"  # mean over real tokens: {fmt_shape(site.out_shape)}",
+        )
+    )
+
+
+SELF_ATTENTION = '''
+def self_attention(x, valid, query, key, value, output, heads):
+    """Multi-head self-attention; keys where ``valid`` is False (padding) take no part."""
+    n, t, e = x.shape
+    q, k, v = (p(x).view(n, t, heads, e // heads).transpose(1, 2) for p in (query, key, value))
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=valid[:, None, None, :])
+    return output(o.transpose(1, 2).reshape(n, t, e))  # heads concatenated, projected
+'''
+
+
 def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
-    """Forward lines one after the other, on one variable."""
-    return statements(parts)
+    """Forward lines one after the other, on one variable (the model's own sequence over token
+    ids first makes the mask of real tokens that its masked ops read)."""
+    out = statements(parts)
+    if site.path == "" and len(site.in_shape) == 1 and ctx.extra.get("mask"):
+        line = "valid = {x} != 0  # (N, T): real tokens; id 0 is padding"
+        out = Snippet(out.init, (line, *out.forward), out.weights, out.helpers, out.notes)
+    return out
 
 
 def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
@@ -197,8 +280,14 @@ OPS = OpTable(
         ops.GlobalAvgPool: Entry("global_avgpool", global_avgpool),
         ops.Embedding: Entry("embedding", embedding),
         ops.GRU: Entry("gru", gru),
+        ops.LayerNorm: Entry("layer_norm", layer_norm),
+        ops.GELU: Entry("gelu", gelu),
+        ops.PositionEmbedding: Entry("position_embedding", position_embedding),
+        ops.Attention: Entry("attention", attention),
+        ops.MaskedMean: Entry("masked_mean", masked_mean),
     },
     sequence=Entry("sequence", sequence),
     residual=Entry("residual", residual),
+    helpers={"self_attention": SELF_ATTENTION},
 )
 RENDER = OPS.rendering()

@@ -1,0 +1,217 @@
+"""Sequence ops of the NumPy reference (the Transformer encoder): LayerNorm, exact GELU, learned
+positions, masked multi-head self-attention and masked mean pooling.
+
+Each op has a ``*_forward(...) -> (y, cache)`` and a ``*_backward(dy, cache) -> grads`` side by
+side, as in ``nn.py``. Activations are batch-major ``(N, T, E)``; ``valid`` is the boolean
+``(N, T)`` mask of real tokens (``ids != 0``), made once from the model's input.
+
+The reference defines the edges (``rosetta/spec/ops.py`` states them):
+
+- softmax is computed stably (the largest unmasked score is subtracted first), so logits of any
+  size never overflow; a masked key has weight exactly 0;
+- a query whose every key is masked (a sequence of padding only) attends to nothing: its
+  weights are all 0 (never 0/0), so its head outputs are 0 and their gradients 0;
+- the mean over zero tokens is 0, with zero gradient (the count is clamped to 1);
+- GELU is exact: ``0.5 x (1 + erf(x / sqrt 2))`` with the C library's ``erf``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "layer_norm_forward",
+    "layer_norm_backward",
+    "gelu_forward",
+    "gelu_backward",
+    "position_forward",
+    "position_backward",
+    "attention_forward",
+    "attention_backward",
+    "masked_mean_forward",
+    "masked_mean_backward",
+]
+
+# --------------------------------------------------------------------------- layer norm
+
+
+@dataclass(frozen=True)
+class LayerNormCache:
+    xhat: np.ndarray  # (..., E) normalised input
+    rstd: np.ndarray  # (..., 1) 1 / sqrt(var + eps)
+    gamma: np.ndarray  # (E,)
+
+
+def layer_norm_forward(
+    x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float
+) -> tuple[np.ndarray, LayerNormCache]:
+    """``(x - mean) / sqrt(var + eps) * gamma + beta`` over the last axis, biased variance."""
+    mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
+    xc = x - mean
+    var = (xc * xc).mean(axis=-1, keepdims=True)  # divided by E (biased)
+    rstd = 1 / np.sqrt(var + x.dtype.type(eps))
+    xhat = xc * rstd
+    return xhat * gamma + beta, LayerNormCache(xhat, rstd, gamma)
+
+
+def layer_norm_backward(
+    dy: np.ndarray, cache: LayerNormCache
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(dx, dgamma, dbeta)``: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy*gamma."""
+    e = cache.xhat.shape[-1]
+    rows_dy = dy.reshape(-1, e)
+    dgamma = (rows_dy * cache.xhat.reshape(-1, e)).sum(axis=0)  # (E,)
+    dbeta = rows_dy.sum(axis=0)  # (E,)
+    g = dy * cache.gamma
+    mean_g = g.mean(axis=-1, keepdims=True)
+    mean_gx = (g * cache.xhat).mean(axis=-1, keepdims=True)
+    dx = cache.rstd * (g - mean_g - cache.xhat * mean_gx)
+    return dx, dgamma, dbeta
+
+
+# --------------------------------------------------------------------------- gelu
+
+_ERF = np.frompyfunc(math.erf, 1, 1)  # the C library's erf, elementwise (exact, not tanh)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """``erf`` elementwise in x's dtype (computed in double by the C library, rounded once)."""
+    return np.asarray(_ERF(x), dtype=np.float64).astype(x.dtype, copy=False)
+
+
+def gelu_forward(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact GELU ``x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))``; the cache is ``x``."""
+    dt = x.dtype.type
+    return dt(0.5) * x * (1 + erf(x / dt(math.sqrt(2.0)))), x
+
+
+def gelu_backward(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``dy * (Phi(x) + x * phi(x))``, phi the standard normal density."""
+    dt = x.dtype.type
+    cdf = dt(0.5) * (1 + erf(x / dt(math.sqrt(2.0))))
+    pdf = np.exp(dt(-0.5) * x * x) * dt(1 / math.sqrt(2 * math.pi))
+    return dy * (cdf + x * pdf)
+
+
+# --------------------------------------------------------------------------- positions
+
+
+def position_forward(x: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+    """``y[n, t] = x[n, t] + table[t]`` for x (N, T, E), table (P, E), T <= P."""
+    t = x.shape[1]
+    if t > table.shape[0]:
+        raise ValueError(f"position embedding: {t} positions, the table has {table.shape[0]}")
+    return x + table[:t], table.shape
+
+
+def position_backward(dy: np.ndarray, table_shape: tuple[int, ...]) -> np.ndarray:
+    """The table's gradient (P, E): ``dy`` summed over the batch in rows 0..T-1, 0 beyond."""
+    dtable = np.zeros(table_shape, dtype=dy.dtype)
+    dtable[: dy.shape[1]] = dy.sum(axis=0)
+    return dtable
+
+
+# --------------------------------------------------------------------------- attention
+
+
+def masked_softmax(s: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis of ``s`` restricted to ``valid`` keys (broadcast), stably.
+
+    The row maximum over valid keys is subtracted first; a masked key gets weight exactly 0; a
+    row without any valid key gets all-zero weights (not 0/0)."""
+    masked = np.where(valid, s, -np.inf)
+    top = masked.max(axis=-1, keepdims=True)  # -inf on a row without a valid key
+    top = np.where(np.isfinite(top), top, 0)
+    e = np.exp(masked - top)  # exp(-inf) = 0 at masked keys
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total > 0, total, 1)
+
+
+@dataclass(frozen=True)
+class AttentionCache:
+    x: np.ndarray  # (N, T, E)
+    q: np.ndarray  # (N, H, T, d)
+    k: np.ndarray
+    v: np.ndarray
+    p: np.ndarray  # (N, H, T, T) attention weights
+    o: np.ndarray  # (N, T, E) heads concatenated, before the output projection
+    weights: tuple[np.ndarray, ...]  # wq, bq, wk, wv, bv, wo, bo
+
+
+def _split(a: np.ndarray, heads: int) -> np.ndarray:
+    n, t, e = a.shape
+    return a.reshape(n, t, heads, e // heads).transpose(0, 2, 1, 3)  # (N, T, E) -> (N, H, T, d)
+
+
+def _merge(a: np.ndarray) -> np.ndarray:
+    n, h, t, d = a.shape
+    return a.transpose(0, 2, 1, 3).reshape(n, t, h * d)  # (N, H, T, d) -> (N, T, E)
+
+
+def attention_forward(
+    x: np.ndarray,
+    valid: np.ndarray,
+    weights: tuple[np.ndarray, ...],
+    heads: int,
+) -> tuple[np.ndarray, AttentionCache]:
+    """Multi-head self-attention with a key padding mask: x (N, T, E), valid (N, T) bool,
+    ``weights`` = (wq, bq, wk, wv, bv, wo, bo), kernels (E, E) "IO", head-major blocks; the key
+    projection has no bias (the softmax would cancel it)."""
+    wq, bq, wk, wv, bv, wo, bo = weights
+    e = x.shape[-1]
+    if e % heads:
+        raise ValueError(f"attention: {heads} heads do not divide the width {e}")
+    d = e // heads
+    q, k, v = (_split(x @ wq + bq, heads), _split(x @ wk, heads), _split(x @ wv + bv, heads))
+    s = (q @ k.transpose(0, 1, 3, 2)) / x.dtype.type(math.sqrt(d))  # (N, H, T, T)
+    p = masked_softmax(s, valid[:, None, None, :])
+    o = _merge(p @ v)  # (N, H, T, d) -> (N, T, E)
+    return o @ wo + bo, AttentionCache(x, q, k, v, p, o, weights)
+
+
+def attention_backward(
+    dy: np.ndarray, cache: AttentionCache
+) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """``(dx, (dwq, dbq, dwk, dwv, dbv, dwo, dbo))`` for ``dy`` (N, T, E)."""
+    wq, _, wk, wv, _, wo, _ = cache.weights
+    x, q, k, v, p = cache.x, cache.q, cache.k, cache.v, cache.p
+    e = x.shape[-1]
+    heads, d = q.shape[1], q.shape[3]  # (N, H, T, d)
+    rows = x.reshape(-1, e)  # (N*T, E)
+    dy_rows = dy.reshape(-1, e)
+    dwo = cache.o.reshape(-1, e).T @ dy_rows
+    dbo = dy_rows.sum(axis=0)
+    do = _split(dy @ wo.T, heads)  # (N, H, T, d)
+    dp = do @ v.transpose(0, 1, 3, 2)  # (N, H, T, T)
+    dv = p.transpose(0, 1, 3, 2) @ do  # (N, H, T, d)
+    # softmax backward: masked keys (and rows without a valid key) have p = 0, hence ds = 0
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True)) / x.dtype.type(math.sqrt(d))
+    dq = ds @ k  # (N, H, T, d)
+    dk = ds.transpose(0, 1, 3, 2) @ q
+    grads: list[np.ndarray] = []
+    dx = np.zeros_like(x)
+    for g, w, bias in ((dq, wq, True), (dk, wk, False), (dv, wv, True)):
+        g = _merge(g)  # (N, T, E)
+        g_rows = g.reshape(-1, e)
+        grads += [rows.T @ g_rows, g_rows.sum(axis=0)] if bias else [rows.T @ g_rows]
+        dx += g @ w.T
+    return dx, (*grads, dwo, dbo)
+
+
+# --------------------------------------------------------------------------- masked mean
+
+
+def masked_mean_forward(x: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(N, T, E) -> (N, E): the mean over the valid positions; 0 for a row with none. The cache
+    is the per-position weight ``valid / max(count, 1)``, (N, T, 1)."""
+    count = valid.sum(axis=1, keepdims=True)  # (N, 1)
+    weight = (valid / np.maximum(count, 1)).astype(x.dtype)[:, :, None]  # (N, T, 1)
+    return (x * weight).sum(axis=1), weight
+
+
+def masked_mean_backward(dy: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """``dx[n, t] = dy[n] * valid[n, t] / max(count[n], 1)``, (N, T, E)."""
+    return dy[:, None, :] * weight
