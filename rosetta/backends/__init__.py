@@ -101,6 +101,52 @@ def names() -> list[str]:
     return list(_registry())
 
 
+_SOURCES: dict[str, ModuleType] = {}
+
+
+def source_module(name: str) -> ModuleType:
+    """Backend ``name``'s ``source.py`` (its one op table, ``OPS``, and the table's text face),
+    loaded from its file alone, without running the backend package's ``__init__``: it is text
+    and needs nothing of the package, so reading it never imports a framework."""
+    if name not in _SOURCES:
+        from pathlib import Path
+
+        path = Path(__file__).parent / info(name).module_name.rsplit(".", 1)[-1] / "source.py"
+        spec = importlib.util.spec_from_file_location(f"rosetta_source_{name}", path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        _SOURCES[name] = module
+    return _SOURCES[name]
+
+
+def missing_ops(name: str, workload) -> tuple[str, ...]:
+    """The ops of ``workload`` (a ``Workload``) that backend ``name``'s op table does not lower,
+    once each in graph order: a backend added before a workload that brought new ops (the
+    transformer's on the backends that came beside it). Empty when it lowers them all; a
+    backend kept outside the package (no ``source.py`` here) is not judged."""
+    from rosetta.spec.graph import walk
+
+    if info(name).module:
+        return ()
+    entries = source_module(name).OPS.entries
+    missing: dict[str, None] = {}
+    for op, _, _ in walk(workload.graph, workload.input.shape):
+        if type(op) not in entries:
+            missing[type(op).__name__] = None
+    return tuple(missing)
+
+
+def lowering_unsupported(name: str, workload) -> str:
+    """Why backend ``name`` cannot lower ``workload`` (the ops its table lacks), or ``""``."""
+    missing = missing_ops(name, workload)
+    if not missing:
+        return ""
+    return (
+        f"backend {name!r} does not lower {', '.join(missing)} yet (ops of workload "
+        f"{workload.name!r}); its op table is rosetta/backends/{name}/source.py"
+    )
+
+
 def info(name: str) -> BackendInfo:
     """Registry entry of ``name``; an unknown name raises ``BackendError`` listing valid ones."""
     registry = _registry()

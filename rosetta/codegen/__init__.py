@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from rosetta import backends
 from rosetta.backends.driver import LoweringTable, OpTable, Site, lower
 from rosetta.backends.snippet import RenderCtx, Snippet, Weight, attr
 from rosetta.codegen import common
@@ -111,31 +112,18 @@ def _check_backend(backend: str) -> None:
         )
 
 
-_SOURCES: dict[str, ModuleType] = {}
-
-
 def op_table(backend: str) -> OpTable:
     """``backend``'s one op table (``source.OPS``), loaded as :func:`render_table` says."""
-    render_table(backend)
-    return _SOURCES[backend].OPS
+    _check_backend(backend)
+    return backends.source_module(backend).OPS
 
 
 def render_table(backend: str) -> LoweringTable[Snippet]:
-    """The ``RENDER`` table of ``backend`` (the source face of its ``OPS``).
-
-    ``source.py`` is loaded from its file alone, without running the backend package's
-    ``__init__``: it is text and needs nothing of the package, and so generating source can never
-    import a framework, whatever a backend's package does on import."""
+    """The ``RENDER`` table of ``backend`` (the source face of its ``OPS``), from its
+    ``source.py`` alone (``rosetta.backends.source_module``: text, so generating source can never
+    import a framework, whatever a backend's package does on import)."""
     _check_backend(backend)
-    if backend not in _SOURCES:
-        import rosetta.backends
-
-        path = Path(rosetta.backends.__file__).parent / backend / "source.py"
-        spec = importlib.util.spec_from_file_location(f"rosetta_source_{backend}", path)
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        _SOURCES[backend] = module
-    return _SOURCES[backend].RENDER
+    return backends.source_module(backend).RENDER
 
 
 def _template(backend: str) -> ModuleType:

@@ -107,13 +107,19 @@ class CellConfig:
         return backends.precision_unsupported(self.backend, self.precision, self.device, self.dtype)
 
     def unsupported(self) -> str:
-        """Why this cell does not run here, or ``""``: a dtype its backend does not run, or a
-        precision it does not run on its device (:meth:`precision_unsupported`). The matrix
+        """Why this cell does not run here, or ``""``: a dtype its backend does not run, a
+        precision it does not run on its device (:meth:`precision_unsupported`), or an op of the
+        workload its backend's op table does not lower yet. The matrix
         skips such a cell. (A training workload on a forward-only backend, a serving engine, is
         not skipped: the cell gates and times its forward pass, ``Cell._forward``.)"""
         from rosetta import backends
+        from rosetta.spec import get_workload
 
-        return backends.dtype_unsupported(self.backend, self.dtype) or self.precision_unsupported()
+        return (
+            backends.dtype_unsupported(self.backend, self.dtype)
+            or self.precision_unsupported()
+            or backends.lowering_unsupported(self.backend, get_workload(self.workload))
+        )
 
     def runtime_request(self):
         """The ``Runtime`` this config asks for (validated: bad values are one line, and so is a
