@@ -66,10 +66,25 @@ def test_an_op_table_naming_a_missing_build_function_is_one_line():
     assert "numpy_ref" in msg and "'relu_missing'" in msg and "\n" not in msg
 
 
+def _lowered_pairs() -> list[tuple[str, str]]:
+    """Every (workload, backend) whose ops the backend's table lowers."""
+    return [(w, b) for w in workload_names() for b in codegen.BACKENDS
+            if not backends.missing_ops(b, get_workload(w))]  # fmt: skip
+
+
+#: the ops of the spec format the transformer brought (issue 29), which the backends added beside
+#: it do not lower yet: their cells are skipped naming these (rosetta.backends.missing_ops)
+TRANSFORMER_OPS = {ops.LayerNorm, ops.GELU, ops.PositionEmbedding, ops.Attention, ops.MaskedMean}
+LOWERS_THE_TRANSFORMER = ("numpy_ref", "torch", "tensorflow", "jax", "chainer")
+
+
 @pytest.mark.parametrize("backend", codegen.BACKENDS)
 def test_render_table_covers_every_op_of_the_spec_format(backend):
-    """Independent of any port: every op the spec format admits (residual is the driver's)."""
+    """Independent of any port: every op the spec format admits (residual is the driver's), less
+    the transformer's on the backends that came beside it."""
     spec_ops = {cls for name, cls in ops.OPS.items() if name != "residual"}
+    if backend not in LOWERS_THE_TRANSFORMER:
+        spec_ops -= TRANSFORMER_OPS
     assert set(codegen.render_table(backend).entries) == spec_ops
 
 
@@ -85,7 +100,7 @@ def test_generating_every_file_imports_no_framework(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
-    assert len(list(tmp_path.glob("*.py"))) == len(workload_names()) * len(codegen.BACKENDS)
+    assert len(list(tmp_path.glob("*.py"))) == len(_lowered_pairs())
 
 
 @pytest.mark.parametrize("backend", codegen.BACKENDS)
@@ -198,7 +213,9 @@ def test_cli_prints_one_file_and_writes_all(tmp_path, capsys):
     assert capsys.readouterr().out == codegen.generate("gru", "jax").text
     assert main(["code", "--all", str(tmp_path)]) == 0
     written = sorted(p.name for p in tmp_path.iterdir())
-    assert written == sorted(f"{w}_{b}.py" for w in workload_names() for b in codegen.BACKENDS)
+    assert written == sorted(f"{w}_{b}.py" for w, b in _lowered_pairs())
+    out = capsys.readouterr().out  # the pairs left out, one line each, naming the ops
+    assert out.count("no file: ") == len(workload_names()) * len(codegen.BACKENDS) - len(written)
 
 
 def test_spec_line_names_the_fields():

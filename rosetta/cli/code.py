@@ -41,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
         for path in codegen.write_all(args.all_dir, names):
             lines = path.read_text().count("\n")
             print(f"{path}  ({lines} lines)")
+        for why in codegen.unwritten(names):
+            print(f"no file: {why}")
         return 0
     if not args.workload or not args.backend:
         raise RosettaError(

@@ -164,7 +164,9 @@ def generate(workload: str | Workload, backend: str) -> Generated:
 
 
 def write_all(folder: str | Path, workloads: list[str] | None = None) -> list[Path]:
-    """Write every workload x backend file into ``folder`` (created); returns the paths.
+    """Write every workload x backend file into ``folder`` (created); returns the paths. A
+    backend whose op table lacks an op of a workload (``rosetta.backends.missing_ops``) has no
+    file of it: :func:`unwritten` names those pairs.
 
     Nothing is written through a link: a target in ``folder`` that is a symbolic link (or
     anything but a regular file) is refused, before any file is written, with one line naming
@@ -173,7 +175,12 @@ def write_all(folder: str | Path, workloads: list[str] | None = None) -> list[Pa
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    files = [generate(name, b) for name in workloads or workload_names() for b in BACKENDS]
+    files = [
+        generate(name, b)
+        for name in workloads or workload_names()
+        for b in BACKENDS
+        if not backends.missing_ops(b, get_workload(name))
+    ]
     for g in files:
         _check_target(out / g.name)
     paths = []
@@ -190,6 +197,19 @@ def write_all(folder: str | Path, workloads: list[str] | None = None) -> list[Pa
             fh.write(g.text)
         paths.append(path)
     return paths
+
+
+def unwritten(workloads: list[str] | None = None) -> list[str]:
+    """Why each workload x backend pair :func:`write_all` leaves out has no file (one line each:
+    the ops the backend does not lower yet)."""
+    from rosetta.spec import workload_names
+
+    return [
+        why
+        for name in workloads or workload_names()
+        for b in BACKENDS
+        if (why := backends.lowering_unsupported(b, get_workload(name)))
+    ]
 
 
 def _link_error(path: Path) -> RosettaError:
