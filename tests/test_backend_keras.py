@@ -93,7 +93,11 @@ print("RESULT " + json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module", params=list(ENGINES))
+# keras_jax is a slow-tier backend (tests/conformance/conftest.py SLOW_BACKENDS: XLA compiles)
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param("keras_jax", marks=pytest.mark.slow), "keras_torch"],
+)
 def engine_run(request):
     """The script's findings for one Keras engine, from a fresh interpreter of its own."""
     name = request.param
