@@ -93,7 +93,12 @@ print("RESULT " + json.dumps(out))
 """
 
 
-# keras_jax is a slow-tier backend (tests/conformance/conftest.py SLOW_BACKENDS: XLA compiles)
+#: one worker runs this module (``--dist loadgroup``), so each engine's interpreter starts once
+pytestmark = pytest.mark.xdist_group("keras_engines")
+
+
+# keras_jax is a slow-tier backend (tests/conformance/conftest.py SLOW_BACKENDS: XLA compiles);
+# keras_torch's conformance checks are too, and these few engine checks keep it in the quick tier
 @pytest.fixture(
     scope="module",
     params=[pytest.param("keras_jax", marks=pytest.mark.slow), "keras_torch"],

@@ -137,7 +137,8 @@ def test_a_loading_defect_in_every_backend_is_named_at_its_op(gated_model, backe
     assert "(localisation failed" not in result.where
 
 
-@pytest.mark.parametrize("backend", ["torch", "jax"])
+# torch in the quick tier; JAX (a jit compile per program: ~17 s) is the slow tier's
+@pytest.mark.parametrize("backend", ["torch", pytest.param("jax", marks=pytest.mark.slow)])
 def test_a_kernel_entry_off_in_the_timed_model_only_is_named_at_its_op_not_the_optimiser(
     gated_model, backend
 ):

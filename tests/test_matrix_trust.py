@@ -19,6 +19,9 @@ from rosetta.cli import main
 from tests.bench_helpers import ROOT, fault_env
 from tests.test_bench import _cells_running
 
+#: one worker runs this module (``--dist loadgroup``), so the ``two_points`` run is made once
+pytestmark = pytest.mark.xdist_group("matrix_trust")
+
 REF = ["--backends", "numpy_ref", "--workloads", "gru", "--executor", "python"]
 POINTS = ["--threads", "1", "--batch-sizes", "32,64"]  # two points of one function
 

@@ -1,6 +1,7 @@
-"""The profiles do what they promise: ``ci`` runs the whole installed matrix inside CI, every
-cell a papermill-executed notebook, ok and equivalent; ``smoke`` takes the reference clearly
-above chance on the synthetic data."""
+"""The profiles do what they promise: ``ci`` runs every installed backend inside CI (one
+workload each; the conformance suite covers each backend x workload), every cell a
+papermill-executed notebook, ok and equivalent; ``smoke`` takes the reference clearly above
+chance on the synthetic data."""
 
 from __future__ import annotations
 
@@ -13,16 +14,19 @@ from rosetta import backends
 from rosetta.cli import main
 from rosetta.runner.cell import run_cell
 from rosetta.runner.config import CellConfig
-from tests.conformance.conftest import SLOW_BACKENDS
+
+#: the quick tier's end-to-end run: the reference and one framework, through papermill; every
+#: installed backend's own run is the slow tier's (below), its workloads the conformance suite's
+QUICK_E2E = ("numpy_ref", "torch")
 
 
-def _ci_run(tmp_path, workloads: str, every: bool) -> tuple[Path, str]:
-    """``rosetta bench --profile ci`` of every installed backend (``every``; else those not in
-    the conformance suite's ``SLOW_BACKENDS``) on ``workloads``, through papermill, with the real
-    machine-peak probes and the HTML report; every cell ok and gated."""
+def _ci_run(tmp_path, workloads: str, chosen: tuple[str, ...] | None) -> tuple[Path, list[str]]:
+    """``rosetta bench --profile ci`` of the installed backends among ``chosen`` (``None``: every
+    installed one) on ``workloads``, through papermill, with the real machine-peak probes and the
+    HTML report; every cell ok and gated (or skipped with the line naming the ops it lacks)."""
     results = tmp_path / "results"
     usable = [b for b in backends.names() if backends.status(b).usable]
-    usable = [b for b in usable if every or b not in SLOW_BACKENDS]
+    usable = [b for b in usable if chosen is None or b in chosen]
     code = main(["bench", "--profile", "ci", "--results-dir", str(results), "--run-id", "ci",
                  "--workloads", workloads, "--backends", ",".join(usable),
                  "--report-dir", str(tmp_path / "report")])  # fmt: skip
@@ -42,11 +46,11 @@ def _ci_run(tmp_path, workloads: str, every: bool) -> tuple[Path, str]:
 
 
 @pytest.mark.real_peaks
-def test_ci_profile_runs_every_installed_backend_through_papermill(tmp_path, capsys):
-    """The suite's one end-to-end run of every backend (on the CNN: training, data, layouts)
-    but the slow tier's ``SLOW_BACKENDS``; the other workloads of every backend are the
-    conformance suite's, and the whole matrix of every backend is the slow tier's (below)."""
-    run, usable = _ci_run(tmp_path, "cnn", every=False)
+def test_ci_profile_runs_the_reference_and_a_framework_through_papermill(tmp_path, capsys):
+    """The quick tier's one end-to-end run (the CNN: training, data, layouts, the report) of
+    the reference and torch; every other backend's is the slow tier's (below)."""
+    run, usable = _ci_run(tmp_path, "cnn", QUICK_E2E)
+    assert usable == list(QUICK_E2E)  # scripts/test.sh installs rosetta[all]: both run
     out = capsys.readouterr().out
     assert "summary CSV" in out and (tmp_path / "report" / "ci" / "index.html").is_file()
     info = json.loads((run / "run.json").read_text())
@@ -56,8 +60,11 @@ def test_ci_profile_runs_every_installed_backend_through_papermill(tmp_path, cap
 
 
 @pytest.mark.slow
-def test_ci_profile_runs_the_whole_installed_matrix(tmp_path):
-    _ci_run(tmp_path, "cnn,gru,resnet50,transformer", every=True)
+def test_ci_profile_runs_every_installed_backend_through_papermill(tmp_path):
+    """Every installed backend's notebook end to end, one workload each (the CNN: the one every
+    backend runs, training or forward); its other workloads are the conformance suite's, which
+    checks each backend x workload's loader, steps, outputs and manifest."""
+    _ci_run(tmp_path, "cnn", None)
 
 
 # Chance is 0.1 (cnn) and 0.5 (gru); the reference measured 0.787 and 0.861 on smoke. These

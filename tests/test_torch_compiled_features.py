@@ -30,6 +30,7 @@ def _default_compile(eager_torch, monkeypatch):
     torch._dynamo.reset()
 
 
+@pytest.mark.slow  # a torch.compile of ResNet-50: 9-16 s
 def test_the_compiled_resnet50_program_bench_times_passes_the_gate():
     """The program ``rosetta bench`` times for torch x resnet50 (the Runtime's default compile
     setting: inductor with freezing), whole, at 32x32 and the gate's batch of 2."""

@@ -32,20 +32,24 @@ WORKLOADS = ("cnn", "gru", "resnet50", "transformer")
 DTYPES = ("float32", "float64")
 
 #: The tiers. The quick tier (``bash scripts/test.sh``, what a contributor runs between edits)
-#: checks every backend x workload at float32, the precision its timed program runs, and each
-#: edge-case set as one batch; the checks at float64 (the strict comparison of conventions) and
-#: each set's hardest sample alone run in the slow tier, which CI runs right after the quick one
-#: (``.ci/run``), so none is dead. A check parametrised by one of these values, or of a backend
-#: in ``SLOW_BACKENDS``, is marked slow; ``pytest tests/conformance -m "" -k NAME`` runs one
-#: backend's whole suite.
+#: checks every backend (but ``SLOW_BACKENDS``) x workload at float32, the precision its timed
+#: program runs, and each edge-case set as one batch; the checks at float64 (the strict
+#: comparison of conventions) and each set's hardest sample alone run in the slow tier, which CI
+#: runs right after the quick one (``.ci/run``), so none is dead. A check parametrised by one of
+#: these values, or of a backend in ``SLOW_BACKENDS``, is marked slow;
+#: ``pytest tests/conformance -m "" -k NAME`` runs one backend's whole suite.
 SLOW_PARAMS = {"dtype": ("float64",), "batch": ("one",)}
-#: Backends whose every conformance check (and end-to-end cell) is the slow tier's, with why:
-#: their first build compiles for minutes on a fresh machine, which the quick tier cannot carry.
+#: Backends whose every conformance check is the slow tier's, with why: a first build that
+#: compiles for minutes on a fresh machine, or a child process per backend (20-50 s of the quick
+#: tier's 6 minutes) for checks the quick tier already makes of the same lowering or engine.
 SLOW_BACKENDS = {
     "pytensor": "compiles each op's C code with g++ on first use: minutes per workload on a cold "
     "compile cache, as on a fresh CI machine",
     "keras_jax": "compiles each program with XLA in a child process of its own (Keras picks its "
     "engine once per process): its engine, jax, is checked in the quick tier",
+    "keras_torch": "runs its checks in a child process of its own (Keras picks its engine once "
+    "per process); the Keras lowering is checked in the quick tier on tensorflow, its engine "
+    "as torch, and the engine itself by tests/test_backend_keras.py",
 }
 RESNET_SIZE = 64  # quick suite: ResNet-50 on 64x64 inputs (same parameters; 224 is marked slow)
 

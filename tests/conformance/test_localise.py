@@ -11,7 +11,7 @@ it instead of on the op at fault.
 
 float32 only: a layout is the same in float64, and float32's bounds are ~1e6 x tighter than
 what a permuted activation misses them by. ResNet-50 runs at the quick suite's small image size
-and is marked slow (one build per prefix: 37 of them).
+and is marked slow (one build per prefix, at its 13 distinct prefixes of 37).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from rosetta.spec import get_workload
 from tests.conformance.conftest import RESNET_SIZE, gate_batch, require_training, weights
 
 
-def _probe(backend, workload):
+def _probe(backend, workload, cuts=None):
     params = weights(workload)
     x, _ = gate_batch(workload, n=2)
 
@@ -32,11 +32,11 @@ def _probe(backend, workload):
         return make(backend, w, p, dtype=dtype)
 
     tol = workload.tolerances["float32"].forward
-    return localise.forward_probe(build, workload, params, x, "float32", tol)
+    return localise.forward_probe(build, workload, params, x, "float32", tol, cuts)
 
 
-def _assert_clean(backend, workload, errors):
-    assert len(errors) == len(workload.graph)  # every op was probed
+def _assert_clean(backend, workload, errors, cuts=None):
+    assert len(errors) == len(cuts or workload.graph)  # every op (every cut) was probed
     over = [f"{e.label}: {e.violation:.3g}x" for e in errors if not e.violation <= 1.0]
     assert not over, f"{backend.NAME} {workload.name}: a clean build reads over tolerance at {over}"
 
@@ -64,6 +64,31 @@ def test_every_suffix_of_a_clean_build_is_probed_and_within_tolerance(backend, n
 
 
 @pytest.mark.slow
-def test_every_prefix_of_a_clean_resnet50_is_within_tolerance(backend):
+def test_each_distinct_prefix_of_a_clean_resnet50_is_within_tolerance(backend):
+    """ResNet-50 at each kind of op in each stage (``localise.distinct_cuts``: 13 of its 37
+    prefixes; a bottleneck repeated at the same shape is read through the same layout), one
+    build per prefix; the CNN and the GRU above are probed at every prefix."""
     w = get_workload("resnet50").at_image_size(RESNET_SIZE)
-    _assert_clean(backend, w, _probe(backend, w))
+    cuts = localise.distinct_cuts(w)
+    _assert_clean(backend, w, _probe(backend, w, cuts), cuts)
+
+
+def test_distinct_cuts_reach_every_op_kind_and_stage_of_resnet50():
+    """The ResNet-50 probe's cuts end at every kind of op and at every output shape its graph
+    has (the stem, each stage's first bottleneck and its ReLU, the pooling), and at its last op."""
+    w = get_workload("resnet50").at_image_size(RESNET_SIZE)
+    cuts = localise.distinct_cuts(w)
+    kinds, shapes, shape = set(), set(), w.input.shape
+    for node in w.graph:
+        shape = node.out_shape(shape)
+        kinds.add(type(node).__name__)
+        shapes.add(tuple(shape))
+    ends = [w.graph[k - 1] for k in cuts]
+    assert {type(n).__name__ for n in ends} == kinds
+    assert cuts == sorted(set(cuts)) and cuts[-1] == len(w.graph)
+    reached, shape = set(), w.input.shape
+    for k, node in enumerate(w.graph, 1):
+        shape = node.out_shape(shape)
+        if k in cuts:
+            reached.add(tuple(shape))
+    assert reached == shapes and len(cuts) < len(w.graph)

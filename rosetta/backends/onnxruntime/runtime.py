@@ -15,9 +15,15 @@ makes, and the manifest reads the options back from each session. The fast path
 - ``session.intra_op.allow_spinning = 1`` (the default): pool threads spin between the ops of
   one run instead of sleeping, which a dedicated benchmark machine affords.
 
-Not timed here (a shared machine): ``python -m benchmarks fastpath_engines --only
-ort_level,ort_executor`` measures ENABLE_ALL against ENABLE_EXTENDED/BASIC and the sequential
-executor against the parallel one; these choices stand until it says otherwise.
+Measured (``python -m benchmarks fastpath_engines --only ort_level``, one forward pass of the
+export, interleaved pairs, alone on a 2-core AMD EPYC Zen 4 (avx512f, avx512_bf16), 2026-11-25;
+ratio ENABLE_ALL / ENABLE_EXTENDED, < 1: ENABLE_ALL faster): ResNet-50 (112 px) at batch 1
+**0.877 [0.808, 0.961]**, the CNN at batch 64 1.025 [0.992, 1.130] (the day before: 1.14 [1.05,
+1.19]: within a run's noise on that small net) and at batch 1 0.729 [0.269, 2.501], the GRU 1.019
+[0.961, 1.067] (batch 1) and 1.074 [0.870, 1.284] (batch 64). ENABLE_ALL stays: it wins where the
+convolutions are large and is level elsewhere. The sequential executor with one inter-op
+thread against the parallel one with two: 0.39 (CNN, batch 1), 0.82 (batch 64), 0.06 (GRU,
+batch 1), 0.84 (batch 64) the day before, so it stays too.
 """
 
 from __future__ import annotations

@@ -15,9 +15,16 @@ One ``openvino.Core`` per process (``CORE``). ``set_threads(n)`` sets the CPU pl
 - one static graph per batch shape (``Model.reshape`` then ``compile_model``, on first use: the
   compile lands in the cold start), the CPU plugin's fastest form.
 
-Not timed here (a shared machine): LATENCY vs THROUGHPUT with one synchronous request, and a
-static vs a dynamic batch dimension, are the measurements that would confirm these choices
-(``python -m benchmarks fastpath_engines --only ov_hint,ov_shape``).
+Measured (``python -m benchmarks fastpath_engines --only ov_hint``, one synchronous request,
+interleaved pairs, alone on a 2-core AMD EPYC Zen 4, 2026-11-25; ratio LATENCY / THROUGHPUT,
+< 1: LATENCY faster): the CNN 0.587 [0.574, 0.604] (batch 1) and 0.504 [0.502, 0.506] (batch 64),
+ResNet-50 (112 px, batch 1) 0.518 [0.516, 0.528]: one request on every thread is twice as fast
+as on one stream of THROUGHPUT's split. The GRU at batch 1 is the one case THROUGHPUT wins (1.106
+[1.058, 1.155] on 2 threads; 1.76 the day before), and at 1 thread the two tie (0.986 [0.896,
+1.076]): THROUGHPUT's lone request runs on one stream of one thread, and a batch-1 GRU step is
+faster on one thread than on two (0.71 vs 0.84 ms). That is the thread count's effect, which a
+``--threads 1,2`` sweep shows for every backend alike, not the hint's, so LATENCY stays. A static
+graph per batch shape against a dynamic batch dimension: 0.95-1.01 the day before (static kept).
 """
 
 from __future__ import annotations
