@@ -192,8 +192,9 @@ def paddle_static_in_effect(setting: str, task: str) -> tuple[bool, str]:
     """Whether a paddle build runs its layers through ``paddle.jit.to_static``, and why: ``on``
     and ``off`` are the user's (``--paddle-static``); ``default`` runs the dynamic graph, Paddle's
     own mode for training and the one its CPU kernels are written for. Not measured yet (the
-    measurement that decides it: ``python -m benchmarks fastpath_paddle``, the steady step and
-    the cold start of every workload both ways): on this CPU build (no CINN) a static program runs
+    measurement that decides it: ``python -m benchmarks fastpath_knob --backend paddle --knob
+    paddle_static --values off,on``, the steady step and the cold start of every workload both
+    ways): on this CPU build (no CINN) a static program runs
     the same phi kernels, so it can only save Python dispatch, small against the convolutions and
     the fused GRU kernel, and it pays the translation in the cold start. The localiser's cuts
     (task ``probe``) always run the dynamic graph (one model per op, never timed)."""

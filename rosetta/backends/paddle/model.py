@@ -8,7 +8,7 @@ The timed face is what a Paddle user writes: batches from a ``paddle.io.DataLoad
 ``loader.py``. Everything the model needs comes from its :class:`~rosetta.runtime.Runtime`.
 
 **Fast-path choices** (none measured yet on this machine; ``python -m benchmarks
-fastpath_paddle`` is the measurement that decides them):
+fastpath_knob --backend paddle --knob paddle_static`` is the measurement that decides them):
 
 - ``paddle.jit.to_static``, the runtime's ``paddle_static`` (``default`` | ``on`` | ``off``,
   ``rosetta bench --paddle-static``; :func:`rosetta.runtime.paddle_static_in_effect` says what
