@@ -35,9 +35,10 @@ ROUNDS = {"cnn": 15, "gru": 20, "resnet50": 5, "transformer": 8}
 
 
 def _step(model, batch):
+    """One step, waited for (``Model.sync``: JAX and Keras on JAX return before computing)."""
     if model.workload.task == "train":
-        return lambda: model.train_step(batch)
-    return lambda: model.predict(batch)
+        return lambda: model.sync(model.train_step(batch))
+    return lambda: model.sync(model.predict(batch))
 
 
 def compare(

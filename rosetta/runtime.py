@@ -46,7 +46,7 @@ TORCH_COMPILE_DEFAULT = "default"
 #: the choice per (task, dtype) (:func:`paddle_static_in_effect`); ``on`` and ``off`` override it
 PADDLE_STATIC = ("default", "on", "off")
 #: Keras' training step on the JAX and PyTorch engines (``Runtime.keras_step``): ``default`` is
-#: each engine's documented choice (``rosetta/backends/keras_common/model.py``); ``keras`` is
+#: each engine's measured choice (``rosetta/backends/keras_common/model.py``); ``keras`` is
 #: Keras' own training API (``compile`` + ``train_on_batch``), ``custom`` the backend's own step
 #: (JAX: a jitted stateless step; PyTorch: an eager ``backward`` and ``optimizer.apply``)
 KERAS_STEP = ("default", "keras", "custom")

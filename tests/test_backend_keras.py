@@ -173,10 +173,12 @@ def test_both_faces_of_the_op_table(engine_run):
     assert out["faces"] is True, name
 
 
-def test_the_default_step_is_custom_with_its_reason():
+def test_the_default_step_is_the_measured_one_with_its_reason():
     from rosetta.backends.keras_common.engine import step_in_effect
 
-    for engine in ("jax", "torch"):
-        step, why = step_in_effect("default", engine)
+    # measured on the CPU (benchmarks/fastpath_knob): Keras' own step on PyTorch; JAX level
+    assert step_in_effect("default", "torch", "cpu")[0] == "keras"
+    for engine, device in (("jax", "cpu"), ("jax", "cuda"), ("torch", "cuda")):
+        step, why = step_in_effect("default", engine, device)
         assert step == "custom" and why.startswith("default on ")
     assert step_in_effect("keras", "jax") == ("keras", "asked for (keras_step keras)")

@@ -17,19 +17,23 @@ training step, the forward pass and the gradients.
   contract's one-batch ``train_step``; both call the same compiled ``train_function``);
 - ``custom``: the backend's own step over the same Keras model, optimiser and loss.
 
-``default`` is ``custom`` on both engines, from what Keras' own documentation and source say
-``train_on_batch`` does per call, which a per-batch timed step pays every time and ``fit`` pays
-once per epoch: it returns the logs as Python floats (``pythonify_logs``: a host read-back of the
-loss, and so a device sync, inside every step, which the contract forbids in the timed loop),
-resets and updates its metrics (the loss tracker), and on JAX gathers every variable into a
-state tuple and writes every one back (``jax_state_sync``) around each call, where a stateless
-step keeps the state on the device between steps (Keras' guide "Writing a training loop from
-scratch in JAX" and ``fit`` itself do so). On PyTorch the custom step is Keras' own
-``TorchTrainer.train_step`` (forward, ``loss.backward()``, ``optimizer.apply``) without the
-tracker and the read-back. The measurement that would confirm it, on a quiet machine: the same
-cells under ``--keras-step keras`` and ``--keras-step custom`` (``rosetta bench --profile smoke
---backends keras_jax,keras_torch --keras-step keras``, then ``custom``, two run ids), comparing
-the steady step times with their intervals; the manifest records which step ran, and why.
+``default`` was chosen from what Keras' own documentation and source say ``train_on_batch``
+does per call, which a per-batch timed step pays every time and ``fit`` pays once per epoch: it
+returns the logs as Python floats (``pythonify_logs``: a host read-back of the loss, and so a
+device sync on an accelerator, inside every step), resets and updates its metrics (the loss
+tracker), and on JAX gathers every variable into a state tuple and writes every one back
+(``jax_state_sync``) around each call, where a stateless step keeps the state on the device
+between steps (Keras' guide "Writing a training loop from scratch in JAX" and ``fit`` itself do
+so). On PyTorch the custom step is Keras' own ``TorchTrainer.train_step`` (forward,
+``loss.backward()``, ``optimizer.apply``) without the tracker and the read-back. Then measured
+(``python -m benchmarks fastpath_knob --backend keras_torch --knob keras_step --values
+custom,keras``, the steady step interleaved in one process, alone on a 2-core Zen 4): on
+PyTorch on the CPU Keras' own step was as fast or faster in every comparison (keras/custom: cnn
+0.890 [0.867, 0.926] and 0.971 [0.920, 1.013] in two runs, gru 1.026 [0.979, 1.063] and 0.942
+[0.903, 0.991]), where the read-back costs no sync, so it is the default there; on JAX the two are
+level (cnn 1.003 [0.969, 1.027], gru 0.986 [0.961, 1.003]) and the stateless step stays; on a GPU
+the custom step stays on both engines for the sync (written, not run). The manifest records which
+step ran, and why (:func:`rosetta.backends.keras_common.engine.step_in_effect`).
 """
 
 from __future__ import annotations
