@@ -7,8 +7,8 @@ The timed face is what a Paddle user writes: batches from a ``paddle.io.DataLoad
 ``paddle.no_grad()`` in ``eval()``. The NumPy face converts only through ``weights.py`` and
 ``loader.py``. Everything the model needs comes from its :class:`~rosetta.runtime.Runtime`.
 
-**Fast-path choices** (none measured yet on this machine; ``python -m benchmarks
-fastpath_knob --backend paddle --knob paddle_static`` is the measurement that decides them):
+**Fast-path choices** (to_static measured level with the dynamic graph: ``python -m benchmarks
+fastpath_knob --backend paddle --knob paddle_static``, figures in ``paddle_static_in_effect``):
 
 - ``paddle.jit.to_static``, the runtime's ``paddle_static`` (``default`` | ``on`` | ``off``,
   ``rosetta bench --paddle-static``; :func:`rosetta.runtime.paddle_static_in_effect` says what

@@ -11,9 +11,13 @@ caches it on disk by content (PyTensor's compile directory), so later cells and 
 reuse them, while Numba compiled each new graph for minutes here (the Numba tests of
 ``tests/test_backend_pytensor.py``: one padded max-pool, or a two-layer MLP's three programs,
 took minutes on the loaded 2-core machine, where the C linker compiled the CNN's three programs
-in about a minute and a half). Steady-state speed was *not* measured (timings on this shared
-machine are not trusted): ``rosetta bench --pytensor-linker numba`` runs the other one, and the
-manifest records the linker, the compiler and this reason.
+in about a minute and a half). Steady-state speed, measured alone on a 2-core Zen 4 (``python -m
+benchmarks fastpath_knob --backend pytensor --knob pytensor_linker --values cvm,numba``, the train
+step interleaved in one process): numba/cvm 0.993 [0.857, 1.129] on the GRU and 0.894 [0.799,
+1.467] on the CNN, no clear difference either way, for a cold start of 60.5 s (GRU) and 308.7 s
+(CNN) under Numba against 2.9 s and 6.0 s under the C linker with its cache. ``rosetta bench
+--pytensor-linker numba`` runs the other one; the manifest records the linker, the compiler and
+this reason.
 
 **Compile directory**: PyTensor's default (``pytensor.config.compiledir``, under
 ``~/.pytensor``), shared by every cell on the machine and locked by PyTensor itself; recorded in
