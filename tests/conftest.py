@@ -100,16 +100,17 @@ def _machine_peaks_stubbed(request, monkeypatch):
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the markers added here
 def pytest_collection_modifyitems(config, items):
-    """Under ``pytest -n N --dist loadgroup`` (scripts/test.sh) every check of one backend in the
-    conformance suite runs on one worker, so its models are built once; a check with a slow
-    tier's parameter is marked slow (``tests/conformance/conftest.py`` ``SLOW_PARAMS``)."""
+    """A conformance check with a slow tier's parameter or backend is marked slow
+    (``tests/conformance/conftest.py`` ``SLOW_PARAMS``, ``SLOW_BACKENDS``). (Its worker group is
+    a mark of the ``backend`` fixture's parameter: xdist renames an item by its group in its own
+    ``pytest_collection_modifyitems``, which ran before this one and so missed a group added
+    here: every backend's checks were spread over both workers, and a Keras engine's child
+    process ran once per worker.)"""
     from tests.conformance.conftest import slow_tier
 
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         if "conformance" not in item.nodeid.split("::")[0]:
             continue
-        if "backend" in params:
-            item.add_marker(pytest.mark.xdist_group(f"conformance-{params['backend']}"))
         if slow_tier(params):
             item.add_marker(pytest.mark.slow)

@@ -76,7 +76,15 @@ def pytest_pyfunc_call(pyfuncitem):
     return True
 
 
-@pytest.fixture(params=backends.names())
+@pytest.fixture(
+    params=[
+        # one worker runs every check of a backend (``--dist loadgroup``): its models are built
+        # once, its engine's child process (``engine_process``) is started once. The group is
+        # a mark of the parameter itself: xdist reads it at collection, before any other hook
+        pytest.param(name, marks=pytest.mark.xdist_group(f"conformance-{name}"), id=name)
+        for name in backends.names()
+    ]
+)
 def backend(request):
     """The backend module, or a skip with the reason it cannot run here."""
     st = backends.status(request.param)

@@ -59,11 +59,18 @@ def delegated(item) -> str | None:
 _RESULTS: dict[str, dict[str, dict]] = {}
 
 
+def plain_id(nodeid: str) -> str:
+    """``nodeid`` without the ``@group`` suffix xdist's ``--dist loadgroup`` gives a grouped
+    test on its worker (the child collects the file afresh: no worker, no suffix)."""
+    at = nodeid.rfind("@")
+    return nodeid[:at] if at > nodeid.rfind("]") and at > nodeid.rfind("::") else nodeid
+
+
 def outcome(item, backend: str) -> dict:
     """The child's outcome for ``item`` (the child runs once per backend and session)."""
     if backend not in _RESULTS:
         _RESULTS[backend] = _run_child(item.session, backend)
-    got = _RESULTS[backend].get(item.nodeid)
+    got = _RESULTS[backend].get(plain_id(item.nodeid))
     if got is None:
         tail = _RESULTS[backend].get("", {}).get("text", "")
         return {"outcome": "failed", "text": f"not run in {backend}'s own process\n{tail}"}
@@ -72,7 +79,7 @@ def outcome(item, backend: str) -> dict:
 
 def _run_child(session, backend: str) -> dict[str, dict]:
     nodeids = [
-        i.nodeid
+        plain_id(i.nodeid)
         for i in session.items
         if "conformance" in i.nodeid.split("::")[0] and (engine_of(i) or ("",))[0] == backend
     ]
