@@ -155,16 +155,18 @@ def gru(op: ops.GRU, site: Site, ctx: Build) -> Emit:
 
 def _mask(b: Build, piece: str) -> str:
     """The token mask's ``piece``, made once per graph from the int input (module docstring):
-    ``valid`` (N, T) bool, ``count`` (N, 1) real tokens per row, ``key_bias`` (N, 1, 1, T) 0 or
-    -inf, ``any_key`` (N, 1, 1) 1 where the row has a real token, else 0."""
+    ``valid`` (N, T) bool and ``weights`` its 1/0 floats, ``count`` (N, 1) real tokens per row,
+    ``has_key`` (N, 1) ``count > 0``, ``key_bias`` (N, 1, 1, T) 0 or -inf, ``any_key`` (N, 1, 1)
+    1 where the row has a real token, else 0."""
     if piece in b.memo:
         return b.memo[piece]
     elem = ELEM[b.dtype]
     if piece == "valid":
         y = b.one("Not", [b.one("Equal", [INPUT, b.const("token_pad", 0, "int32")])])
+    elif piece == "weights":  # (N, T) float: 1 at a real token, 0 at padding
+        y = b.one("Cast", [_mask(b, "valid")], to=elem)
     elif piece == "count":
-        valid = b.one("Cast", [_mask(b, "valid")], to=elem)
-        y = b.one("ReduceSum", [valid, b.const("axes1", [1], "int64")], keepdims=1)
+        y = b.one("ReduceSum", [_mask(b, "weights"), b.const("axes1", [1], "int64")], keepdims=1)
     elif piece == "has_key":  # (N, 1) bool
         y = b.one("Greater", [_mask(b, "count"), b.const("zero", 0)])
     elif piece == "key_bias":
@@ -241,9 +243,8 @@ def attention(op: ops.Attention, site: Site, ctx: Build) -> Emit:
 
 def masked_mean(op: ops.MaskedMean, site: Site, ctx: Build) -> Emit:
     def emit(b: Build, x: str) -> str:
-        valid = b.one("Cast", [_mask(b, "valid")], to=ELEM[b.dtype])  # (N, T)
         count = b.one("Max", [_mask(b, "count"), b.const("one", 1)])  # (N, 1), at least 1
-        weight = b.one("Div", [valid, count])  # (N, T): 1/count at a real token, else 0
+        weight = b.one("Div", [_mask(b, "weights"), count])  # (N, T): 1/count or 0
         weight = b.one("Unsqueeze", [weight, b.const("axes1", [1], "int64")])  # (N, 1, T)
         pooled = b.one("MatMul", [weight, x])  # (N, 1, E)
         return b.one("Squeeze", [pooled, b.const("axes1", [1], "int64")])  # (N, E)
