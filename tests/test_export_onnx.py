@@ -94,7 +94,8 @@ def test_onnx_reference_evaluator_matches_numpy_ref_in_float64(name):
     NumPy reference computes, at float64's bounds: the lowering (pads order, flatten order, the
     Gemm's kernel layout, the GRU's gate order and reset convention, the layer norm's variance
     and epsilon (written out in float64: ``graph.layer_norm``), the attention's head split,
-    scale and key mask, GELU, the masked mean) is the spec's. The transformer's batch holds a review of padding only and one of one token."""
+    scale and key mask, GELU, the masked mean) is the spec's. The transformer's batch holds a
+    review of padding only and one of one token."""
     from onnx.reference import ReferenceEvaluator
 
     w = get_workload(name)
