@@ -5,12 +5,14 @@ The exporter is checked against independent answers: ONNX's own reference evalua
 reference at float64's bounds, and each engine (ONNX Runtime, OpenVINO) loading the written file
 against the float64 reference at the spec's float32 bounds (the round trip: export, load, compare).
 The GRU's reset convention is shown to matter: the same file with ``linear_before_reset=0`` fails
-the gate. Bad input (an op the exporter cannot express, a corrupt or foreign ``.onnx``) is one line.
+the gate. Bad input (an op the exporter cannot express, or not in the opset asked for, a corrupt or
+foreign ``.onnx``) is one line.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -55,7 +57,7 @@ def _export(name: str, path, capsys) -> None:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("name", ["cnn", "gru", "resnet50"])
+@pytest.mark.parametrize("name", ["cnn", "gru", "resnet50", "transformer"])
 def test_round_trip_export_load_compare(engine, name, tmp_path, capsys):
     _engine(engine)
     w = _workload(name)
@@ -72,18 +74,39 @@ def test_round_trip_export_load_compare(engine, name, tmp_path, capsys):
         np.testing.assert_array_equal(got[k], v, err_msg=k)
 
 
-@pytest.mark.parametrize("name", ["cnn", "gru"])
+def _float64_erf() -> list:
+    """ONNX's reference ``Erf`` as it would be in float64: its own computes in float32
+    (``np.vectorize(erf, otypes=["f"])``, 1e-7 off), cast back."""
+    from onnx.reference.op_run import OpRun
+
+    class Erf(OpRun):
+        op_domain = ""
+
+        def _run(self, x):
+            return (np.vectorize(math.erf, otypes=[x.dtype])(x),)
+
+    return [Erf]
+
+
+@pytest.mark.parametrize("name", ["cnn", "gru", "transformer"])
 def test_onnx_reference_evaluator_matches_numpy_ref_in_float64(name):
     """The exported graph, run by ONNX's own reference evaluator in float64, is what the float64
     NumPy reference computes, at float64's bounds: the lowering (pads order, flatten order, the
-    Gemm's kernel layout, the GRU's gate order and reset convention) is the spec's."""
+    Gemm's kernel layout, the GRU's gate order and reset convention, the layer norm's variance
+    and epsilon (written out in float64: ``graph.layer_norm``), the attention's head split,
+    scale and key mask, GELU, the masked mean) is the spec's. The transformer's batch holds a
+    review of padding only and one of one token."""
     from onnx.reference import ReferenceEvaluator
 
     w = get_workload(name)
     params = {k: v.astype(np.float64) for k, v in weights(w).items()}
     x, _ = gate_batch(w, n=2)
+    if name == "transformer":  # the mask's edges: every key masked, a single real key
+        x = np.concatenate([x, np.zeros_like(x[:2])])
+        x[3, -1] = 417
     xin = x if x.dtype == np.int32 else x.astype(np.float64)
-    got = ReferenceEvaluator(graph.to_model(w, params, "float64")).run(None, {"input": xin})[0]
+    model = graph.to_model(w, params, "float64")
+    got = ReferenceEvaluator(model, new_ops=_float64_erf()).run(None, {"input": xin})[0]
     want = make(numpy_ref, w, params, dtype="float64").predict_numpy(xin)
     tol = w.tolerances["float64"].forward
     np.testing.assert_allclose(got, want, rtol=tol.rtol, atol=tol.atol)
@@ -132,6 +155,17 @@ def test_an_op_the_export_cannot_express_is_one_line():
         graph.to_model(w, weights(get_workload("cnn")))
     assert str(err.value).startswith(f"ONNX export cannot express op 'unheard' in opset {OPSET}")
     assert "\n" not in str(err.value)
+
+
+def test_an_op_newer_than_the_opset_asked_for_is_one_line(tmp_path, capsys):
+    """LayerNormalization is opset 17's: the transformer at opset 16 is refused in one line
+    naming the op and both opsets, and nothing is written; the CNN still exports at 16."""
+    target = tmp_path / "t.onnx"
+    assert main(["export", "transformer", "--onnx", str(target), "--opset", "16"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "op 'layer_norm' in opset 16" in err and "opset 17" in err
+    assert list(tmp_path.iterdir()) == []
+    assert main(["export", "cnn", "--onnx", str(tmp_path / "c.onnx"), "--opset", "16"]) == 0
 
 
 @pytest.mark.parametrize(

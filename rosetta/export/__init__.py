@@ -19,8 +19,11 @@ Nothing here imports ``onnx`` at package import: ``rosetta list`` and the CLI st
 
 from __future__ import annotations
 
-#: the opset the exporter writes by default (ai.onnx); every op it emits exists unchanged from
-#: opset 13 (Squeeze's axes as an input, Gather, Gemm, GRU, BatchNormalization in inference form)
+#: the opset the exporter writes by default (ai.onnx): the first with LayerNormalization (the
+#: Transformer's); every other op it emits exists unchanged from opset 13 (Squeeze's and
+#: ReduceSum's axes as an input, Gather, Gemm, GRU, BatchNormalization in inference form, Erf,
+#: Softmax over one axis)
 OPSET = 17
-#: the lowest opset the exporter can express the spec's ops in (Squeeze's axes input: opset 13)
+#: the lowest opset the exporter can express the spec's ops in (Squeeze's axes input: opset 13);
+#: an op that needs more (LayerNorm: 17) says so (``ops.MIN_OPSET_OF``)
 MIN_OPSET = 13

@@ -10,7 +10,18 @@ the canonical weights (``weights.to_initializers``) and the input/output declara
 inference, comparing the inferred output shape with the spec's.
 
 Dropout emits nothing (the graph is the evaluation form). An op the table lacks, or an opset
-below :data:`rosetta.export.MIN_OPSET`, is one line naming the op (or the opset) and the opset.
+below :data:`rosetta.export.MIN_OPSET` (or below the op's own, ``ops.MIN_OPSET_OF``), is one line
+naming the op (or the opset) and the opset.
+
+The Transformer's ops (``ops.py`` says the same in text): the token mask is made once per graph
+from the int input and memoised on the :class:`Build` (``valid``, ``count``, ``key_bias``,
+``any_key``), whichever op asks first. Attention adds ``key_bias`` (0 at a real key, -inf at a
+padding key) to the scaled scores before ONNX's ``Softmax`` (which subtracts the row maximum:
+stable at any logit size), so a masked key's weight is exactly 0; a row of padding only would be
+all -inf (NaN), so its keys are all kept instead and its head outputs multiplied by
+``any_key = 0``: the spec's rule (output ``bo``), as the reference's. The masked mean divides by
+``max(count, 1)``: 0 for a row of padding only, never 0/0. GELU is exact, ``0.5 x (1 + erf(x /
+sqrt 2))``, in the reference's order (the form ONNX Runtime's Gelu fusion recognises).
 """
 
 from __future__ import annotations
@@ -27,7 +38,7 @@ from rosetta.backends import driver
 from rosetta.backends.driver import LoweringTable, Site
 from rosetta.errors import BackendError
 from rosetta.export import MIN_OPSET, OPSET
-from rosetta.export.ops import OPS, onnx_pads
+from rosetta.export.ops import MIN_OPSET_OF, OPS, onnx_pads
 from rosetta.export.weights import gru_names, to_initializers
 from rosetta.spec import ops
 
@@ -44,6 +55,13 @@ class Build:
     nodes: list = field(default_factory=list)
     constants: dict[str, np.ndarray] = field(default_factory=dict)
     count: int = 0
+    dtype: str = "float32"  # the graph's float type (its float constants and casts)
+    memo: dict[str, str] = field(default_factory=dict)  # tensors made once per graph (the mask)
+
+    def const(self, name: str, value, dtype: str | None = None) -> str:
+        """A constant initializer ``name`` (in ``dtype``, default the graph's float type)."""
+        self.constants.setdefault(name, np.asarray(value, dtype=dtype or self.dtype))
+        return name
 
     def node(self, op_type: str, inputs: list[str], n_out: int = 1, **attrs) -> list[str]:
         """Append one node (named ``<op_type>_<k>``) and return its output tensor names."""
@@ -88,7 +106,15 @@ def flatten(op: ops.Flatten, site: Site, ctx: Build) -> Emit:
 
 
 def dense(op: ops.Dense, site: Site, ctx: Build) -> Emit:
-    inputs = [f"{op.name}.kernel", *([f"{op.name}.bias"] if op.bias else [])]
+    kernel, bias = f"{op.name}.kernel", f"{op.name}.bias"
+    if len(site.in_shape) == 2:  # (N, T, E): Gemm is 2-D only; MatMul broadcasts the kernel
+
+        def emit(b: Build, x: str) -> str:
+            y = b.one("MatMul", [x, kernel])
+            return b.one("Add", [y, bias]) if op.bias else y
+
+        return emit
+    inputs = [kernel, *([bias] if op.bias else [])]
     return lambda b, x: b.one("Gemm", [x, *inputs])  # x (N, in) @ kernel (in, out) + bias
 
 
@@ -127,6 +153,121 @@ def gru(op: ops.GRU, site: Site, ctx: Build) -> Emit:
     return emit
 
 
+def _mask(b: Build, piece: str) -> str:
+    """The token mask's ``piece``, made once per graph from the int input (module docstring):
+    ``valid`` (N, T) bool and ``weights`` its 1/0 floats, ``count`` (N, 1) real tokens per row,
+    ``has_key`` (N, 1) ``count > 0``, ``key_bias`` (N, 1, 1, T) 0 or -inf, ``any_key`` (N, 1, 1)
+    1 where the row has a real token, else 0."""
+    if piece in b.memo:
+        return b.memo[piece]
+    elem = ELEM[b.dtype]
+    if piece == "valid":
+        y = b.one("Not", [b.one("Equal", [INPUT, b.const("token_pad", 0, "int32")])])
+    elif piece == "weights":  # (N, T) float: 1 at a real token, 0 at padding
+        y = b.one("Cast", [_mask(b, "valid")], to=elem)
+    elif piece == "count":
+        y = b.one("ReduceSum", [_mask(b, "weights"), b.const("axes1", [1], "int64")], keepdims=1)
+    elif piece == "has_key":  # (N, 1) bool
+        y = b.one("Greater", [_mask(b, "count"), b.const("zero", 0)])
+    elif piece == "key_bias":
+        keep = b.one("Or", [_mask(b, "valid"), b.one("Not", [_mask(b, "has_key")])])
+        bias = b.one("Where", [keep, b.const("zero", 0), b.const("minus_inf", -np.inf)])
+        y = b.one("Unsqueeze", [bias, b.const("axes12", [1, 2], "int64")])
+    elif piece == "any_key":
+        has = b.one("Cast", [_mask(b, "has_key")], to=elem)
+        y = b.one("Unsqueeze", [has, b.const("axes2", [2], "int64")])
+    else:
+        raise ValueError(f"no mask piece {piece!r}")
+    b.memo[piece] = y
+    return y
+
+
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: Build) -> Emit:
+    # opset 17's LayerNormalization: biased variance, epsilon inside the root (the spec's rule).
+    # Its epsilon is a float attribute, float32 in the protobuf: exact for a float32 graph (the
+    # reference's float32 eps is the same float32), but 1e-5 -> 9.99999974737875e-06 moves a
+    # float64 graph's output by 2e-10 relative, twice float64's bound (measured on the gate's
+    # batch). The float64 graph therefore writes the same formula out, eps a float64 constant.
+    gamma, beta = f"{op.name}.gamma", f"{op.name}.beta"
+    if ctx.dtype == "float32":
+        return lambda b, x: b.one("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=op.eps)
+    e = site.in_shape[-1]
+
+    def emit(b: Build, x: str) -> str:
+        last, width = b.const("axes_last", [-1], "int64"), b.const(f"width{e}", e)
+
+        def mean(t: str) -> str:
+            return b.one("Div", [b.one("ReduceSum", [t, last], keepdims=1), width])
+
+        xc = b.one("Sub", [x, mean(x)])
+        var = mean(b.one("Mul", [xc, xc]))  # divided by E: the biased variance
+        std = b.one("Sqrt", [b.one("Add", [var, b.const(f"eps{op.eps!r}", op.eps)])])
+        xhat = b.one("Mul", [xc, b.one("Div", [b.const("one", 1), std])])
+        return b.one("Add", [b.one("Mul", [xhat, gamma]), beta])
+
+    return emit
+
+
+def gelu(op: ops.GELU, site: Site, ctx: Build) -> Emit:
+    def emit(b: Build, x: str) -> str:  # 0.5 x (1 + erf(x / sqrt 2)), the reference's order
+        half = b.one("Mul", [x, b.const("half", 0.5)])
+        erf = b.one("Erf", [b.one("Div", [x, b.const("sqrt2", np.sqrt(2.0))])])
+        return b.one("Mul", [half, b.one("Add", [erf, b.const("one", 1)])])
+
+    return emit
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: Build) -> Emit:
+    t = site.in_shape[0]
+
+    def emit(b: Build, x: str) -> str:
+        table = f"{op.name}.table"  # (P, E); rows 0..T-1 where the sequence is shorter
+        if t < op.max_len:
+            start, end = b.const("index0", [0], "int64"), b.const(f"index{t}", [t], "int64")
+            table = b.one("Slice", [table, start, end, b.const("axes0", [0], "int64")])
+        return b.one("Add", [x, table])  # (N, T, E) + (T, E)
+
+    return emit
+
+
+def attention(op: ops.Attention, site: Site, ctx: Build) -> Emit:
+    _, e = site.in_shape
+    h, d = op.heads, e // op.heads
+    n = op.name
+
+    def heads(b: Build, x: str, role: str, bias: bool, perm: list[int]) -> str:
+        y = b.one("MatMul", [x, f"{n}.{role}_kernel"])  # (N, T, E)
+        if bias:
+            y = b.one("Add", [y, f"{n}.{role}_bias"])
+        split = b.const(f"shape_{h}x{d}", [0, 0, h, d], "int64")  # 0: keep N and T
+        return b.one("Transpose", [b.one("Reshape", [y, split])], perm=perm)
+
+    def emit(b: Build, x: str) -> str:
+        key_bias, any_key = _mask(b, "key_bias"), _mask(b, "any_key")
+        q = heads(b, x, "query", True, [0, 2, 1, 3])  # (N, H, T, d)
+        k = heads(b, x, "key", False, [0, 2, 3, 1])  # (N, H, d, T): no key bias
+        v = heads(b, x, "value", True, [0, 2, 1, 3])  # (N, H, T, d)
+        scores = b.one("Div", [b.one("MatMul", [q, k]), b.const(f"sqrt{d}", np.sqrt(d))])
+        p = b.one("Softmax", [b.one("Add", [scores, key_bias])], axis=-1)  # (N, H, T, T)
+        o = b.one("Transpose", [b.one("MatMul", [p, v])], perm=[0, 2, 1, 3])  # (N, T, H, d)
+        o = b.one("Reshape", [o, b.const(f"shape_{e}", [0, 0, e], "int64")])  # (N, T, E)
+        o = b.one("Mul", [o, any_key])  # a row of padding only: its head outputs are 0
+        return b.one("Add", [b.one("MatMul", [o, f"{n}.output_kernel"]), f"{n}.output_bias"])
+
+    return emit
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: Build) -> Emit:
+    def emit(b: Build, x: str) -> str:
+        count = b.one("Max", [_mask(b, "count"), b.const("one", 1)])  # (N, 1), at least 1
+        weight = b.one("Div", [_mask(b, "weights"), count])  # (N, T): 1/count or 0
+        weight = b.one("Unsqueeze", [weight, b.const("axes1", [1], "int64")])  # (N, 1, T)
+        pooled = b.one("MatMul", [weight, x])  # (N, 1, E)
+        return b.one("Squeeze", [pooled, b.const("axes1", [1], "int64")])  # (N, E)
+
+    return emit
+
+
 def sequence(layers: list[Emit], site: Site, ctx: Build) -> Emit:
     """The emitters in order, each reading the previous one's output."""
 
@@ -157,23 +298,30 @@ def check_opset(opset: int) -> int:
     return opset
 
 
-def unexpressible(nodes) -> object | None:
-    """The first op of ``nodes`` (branches opened) the exporter's table lacks, or ``None``."""
+def unexpressible(nodes, opset: int = OPSET) -> object | None:
+    """The first op of ``nodes`` (branches opened) the exporter's table lacks, or whose ONNX
+    form needs a newer opset than ``opset`` (``ops.MIN_OPSET_OF``), or ``None``."""
     for node in nodes:
         if isinstance(node, ops.Residual):
-            found = unexpressible(node.body) or unexpressible(node.shortcut)
+            found = unexpressible(node.body, opset) or unexpressible(node.shortcut, opset)
             if found is not None:
                 return found
-        elif type(node) not in TABLE.entries:
+        elif type(node) not in TABLE.entries or MIN_OPSET_OF.get(type(node), 0) > opset:
             return node
     return None
 
 
 def _lowerable(nodes, opset: int) -> None:
     """One line naming the first op the export cannot express, and the opset."""
-    op = unexpressible(nodes)
+    op = unexpressible(nodes, opset)
     if op is not None:
         name = getattr(op, "OP", type(op).__name__)
+        if type(op) in TABLE.entries:
+            need = MIN_OPSET_OF[type(op)]
+            raise BackendError(
+                f"ONNX export cannot express op {name!r} in opset {opset} (its ONNX form needs "
+                f"opset {need}: use --opset {need} or newer)"
+            )
         raise BackendError(
             f"ONNX export cannot express op {name!r} in opset {opset} (it has: "
             f"{', '.join(sorted(t.OP for t in TABLE.entries))})"
@@ -191,7 +339,7 @@ def to_model(workload, params: dict, dtype: str = "float32", opset: int = OPSET)
     if dtype not in ("float32", "float64"):
         raise BackendError(f"ONNX export: dtype {dtype!r}; valid: float32, float64")
     _lowerable(workload.graph, opset)
-    b = Build()
+    b = Build(dtype=dtype)
     emit = driver.lower(TABLE, workload.graph, workload.input.shape, b)
     y = emit(b, INPUT)
     if b.nodes and y == b.nodes[-1].output[0]:  # the last node writes the graph's output
@@ -222,7 +370,7 @@ def to_model(workload, params: dict, dtype: str = "float32", opset: int = OPSET)
 
 def op_model(op: object, in_shape: tuple, dtype: str, opset: int = OPSET) -> onnx.ModelProto:
     """A graph of one parameter-free op over ``(N, *in_shape)`` (the engines' ``run_op``)."""
-    b = Build()
+    b = Build(dtype=dtype)
     y = driver.lower_op(TABLE, op, in_shape, b)(b, INPUT)
     b.one("Identity", [y])
     b.nodes[-1].output[0] = OUTPUT
@@ -232,6 +380,7 @@ def op_model(op: object, in_shape: tuple, dtype: str, opset: int = OPSET) -> onn
         "rosetta_op",
         [_value_info(INPUT, ELEM[dtype], in_shape)],
         [_value_info(OUTPUT, ELEM[dtype], out_shape)],
+        [numpy_helper.from_array(v, k) for k, v in b.constants.items()],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = min(model.ir_version, 10)

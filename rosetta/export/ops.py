@@ -6,6 +6,14 @@ its build function in ``graph.py`` (which emits the nodes) and renders the same 
 in the canonical NCHW / (N, T) layouts, so conv kernels (OIHW), the channel-major flatten and
 dense kernels (in, out) pass unchanged; only the GRU's kernels are transposed (ONNX's ``W``, ``R``
 are ``(1, 3H, in)``), its gate blocks z | r | h being ONNX's own order.
+
+The Transformer's ops (issue 29) are composed from opset-17 nodes, written once here in text and
+once in ``graph.py`` as nodes: ``LayerNormalization`` (opset 17; biased variance, ``epsilon``
+inside the root: the spec's rule), exact GELU from ``Erf`` (opset 17 has no ``Gelu``), the learned
+positions as one ``Add`` (of a ``Slice`` of the table where the sequence is shorter than it),
+attention from ``MatMul``/``Softmax`` with the key padding mask as an additive 0 / -inf bias, and
+the masked mean as one ``MatMul`` by the per-position weights. The token mask is made once from
+the graph's int input (``valid = input != 0``) and shared by every op that reads it.
 """
 
 from __future__ import annotations
@@ -15,6 +23,10 @@ from rosetta.backends.snippet import RenderCtx, Snippet, Weight, add_branches, f
 from rosetta.spec import ops
 
 NAME = "onnx"
+
+#: ops whose ONNX form needs a newer opset than :data:`rosetta.export.MIN_OPSET` (the export
+#: refuses them below it, in one line naming the op and the opset)
+MIN_OPSET_OF: dict[type, int] = {ops.LayerNorm: 17}  # LayerNormalization is new in opset 17
 
 
 def onnx_pads(padding: tuple[int, int, int, int]) -> list[int]:
@@ -60,6 +72,10 @@ def dense(op: ops.Dense, site: Site, ctx: RenderCtx) -> Snippet:
     w = [Weight(f"{op.name}.kernel", f"{op.name}.kernel", note="IO, as stored (transB=0)")]
     if op.bias:
         w.append(Weight(f"{op.name}.bias", f"{op.name}.bias"))
+    if len(site.in_shape) == 2:  # (N, T, E): Gemm is 2-D only, so MatMul (batched) then Add
+        line = f"{{x}} = MatMul({{x}}, {op.name}.kernel)  # {fmt_shape(site.out_shape)}"
+        add = (f"{{x}} = Add({{x}}, {op.name}.bias)",) if op.bias else ()
+        return Snippet(forward=(line, *add), weights=tuple(w))
     line = f"{{x}} = Gemm({{x}}, {op.name}.kernel{bias})  # {fmt_shape(site.out_shape)}"
     return Snippet(forward=(line,), weights=tuple(w))
 
@@ -108,6 +124,94 @@ def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
     )
 
 
+def _mask_lines(ctx: RenderCtx, *pieces: str) -> tuple[str, ...]:
+    """The lines making the token mask's ``pieces`` not written yet (each once per graph, as
+    ``graph.py`` emits them): ``valid``, ``count``, ``key_bias``, ``any_key``."""
+    lines = {
+        "valid": "valid = Not(Equal(input, 0))  # (N, T) bool: the real tokens (id 0 is padding)",
+        "count": "count = ReduceSum(Cast(valid, float), axes=[1], keepdims=1)  # (N, 1)",
+        "key_bias": "key_bias = Unsqueeze(Where(Or(valid, Not(Greater(count, 0))), 0, -inf), "
+        "[1, 2])  # (N, 1, 1, T); a row of padding only keeps every key (zeroed below)",
+        "any_key": "any_key = Unsqueeze(Cast(Greater(count, 0), float), [2])  # (N, 1, 1)",
+    }
+    need = {"valid": (), "count": ("valid",), "key_bias": ("count",), "any_key": ("count",)}
+    done = ctx.extra.setdefault("onnx_mask", set())
+    out: list[str] = []
+
+    def add(piece: str) -> None:
+        for before in need[piece]:
+            add(before)
+        if piece not in done:
+            done.add(piece)
+            out.append(lines[piece])
+
+    for piece in pieces:
+        add(piece)
+    return tuple(out)
+
+
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: RenderCtx) -> Snippet:
+    n = op.name
+    line = (
+        f"{{x}} = LayerNormalization({{x}}, {n}.gamma, {n}.beta, axis=-1, epsilon={op.eps})"
+        "  # biased variance, eps inside the root (opset 17)"
+    )
+    return Snippet(
+        forward=(line,),
+        weights=(Weight(f"{n}.gamma", f"{n}.gamma"), Weight(f"{n}.beta", f"{n}.beta")),
+    )
+
+
+def gelu(op: ops.GELU, site: Site, ctx: RenderCtx) -> Snippet:
+    line = (
+        "{x} = Mul(Mul({x}, 0.5), Add(Erf(Div({x}, sqrt(2))), 1))"
+        "  # exact GELU from Erf: opset 17 has no Gelu"
+    )
+    return Snippet(forward=(line,))
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
+    t = site.in_shape[0]
+    table = f"{op.name}.table"
+    if t < op.max_len:
+        table = f"Slice({table}, starts=[0], ends=[{t}], axes=[0])"
+    line = f"{{x}} = Add({{x}}, {table})  # positions 0..{t - 1}, one row each"
+    return Snippet(forward=(line,), weights=(Weight(f"{op.name}.table", f"{op.name}.table"),))
+
+
+def attention(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
+    n, (t, e), h = op.name, site.in_shape, op.heads
+    d = e // h
+    split = f"[0, 0, {h}, {d}]"
+    lines = (
+        *_mask_lines(ctx, "key_bias", "any_key"),
+        f"q = Transpose(Reshape(Add(MatMul({{x}}, {n}.query_kernel), {n}.query_bias), {split}), "
+        f"perm=[0, 2, 1, 3])  # (N, {h}, {t}, {d})",
+        f"k = Transpose(Reshape(MatMul({{x}}, {n}.key_kernel), {split}), perm=[0, 2, 3, 1])"
+        f"  # (N, {h}, {d}, {t}): no key bias",
+        f"v = Transpose(Reshape(Add(MatMul({{x}}, {n}.value_kernel), {n}.value_bias), {split}), "
+        f"perm=[0, 2, 1, 3])",
+        f"p = Softmax(Add(Div(MatMul(q, k), sqrt({d})), key_bias), axis=-1)"
+        "  # a masked key: weight exactly 0",
+        f"{{x}} = Mul(Reshape(Transpose(MatMul(p, v), perm=[0, 2, 1, 3]), [0, 0, {e}]), any_key)"
+        "  # heads concatenated; a row of padding only: 0",
+        f"{{x}} = Add(MatMul({{x}}, {n}.output_kernel), {n}.output_bias)"
+        f"  # {fmt_shape(site.out_shape)}",
+    )
+    w = tuple(Weight(f"{n}.{r}", f"{n}.{r}") for r in ops.ATTENTION_ROLES)
+    return Snippet(forward=lines, weights=w)
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: RenderCtx) -> Snippet:
+    lines = (
+        *_mask_lines(ctx, "count"),
+        "weight = Unsqueeze(Div(Cast(valid, float), Max(count, 1)), [1])  # (N, 1, T)",
+        f"{{x}} = Squeeze(MatMul(weight, {{x}}), [1])  # {fmt_shape(site.out_shape)}; "
+        "padding only: 0, never 0/0",
+    )
+    return Snippet(forward=lines)
+
+
 def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
     """Nodes in order, each reading the previous one's output."""
     return statements(parts)
@@ -132,6 +236,11 @@ OPS = OpTable(
         ops.GlobalAvgPool: Entry("global_avgpool", global_avgpool),
         ops.Embedding: Entry("embedding", embedding),
         ops.GRU: Entry("gru", gru),
+        ops.LayerNorm: Entry("layer_norm", layer_norm),
+        ops.GELU: Entry("gelu", gelu),
+        ops.PositionEmbedding: Entry("position_embedding", position_embedding),
+        ops.Attention: Entry("attention", attention),
+        ops.MaskedMean: Entry("masked_mean", masked_mean),
     },
     sequence=Entry("sequence", sequence),
     residual=Entry("residual", residual),

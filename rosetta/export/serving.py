@@ -197,6 +197,9 @@ class ServingModel(Model):
         inits = {t.name: numpy_helper.to_array(t) for t in self.graph.graph.initializer}
         return to_canonical(self.workload, inits)
 
+    def _has(self, op_type: str) -> bool:
+        return any(n.op_type == op_type for n in self.graph.graph.node)
+
     def summary(self) -> str:
         counts = ", ".join(f"{k} x{v}" for k, v in self.node_counts().items())
         opset = next(
@@ -207,17 +210,27 @@ class ServingModel(Model):
 
     def manifest(self) -> dict:
         settings = self.engine_settings()
+        layout = "NCHW" if self.images else "NT (token ids; activations batch-major (N, T, E))"
+        if self._has("GRU"):
+            layout = "NT (token ids; the GRU runs ONNX's TNC)"
+        attention = "n/a"
+        if self._has("Softmax"):
+            attention = (
+                "composed: MatMul, Div by sqrt(d), Add of the key padding mask (0 / -inf), "
+                "Softmax, MatMul (the engine's graph optimiser fuses what it recognises)"
+            )
         return {
             **self.runtime_manifest(),
             "device": "cpu",
             "device_reason": self.runtime.device_reason,
-            "layout": "NCHW" if self.images else "NT (token ids; the GRU runs ONNX's TNC)",
+            "layout": layout,
             "compile": f"{self.engine}: " + ", ".join(f"{k}={v}" for k, v in settings.items()),
             "engine_settings": settings,
             "autotune": "n/a",
             "fused_rnn": "yes: ONNX GRU op (one node over all steps)"
-            if any(n.op_type == "GRU" for n in self.graph.graph.node)
+            if self._has("GRU")
             else "n/a",
+            "attention": attention,
             "loader": "NumPy batches in the runner's order (the engine reads host arrays)",
             "optimizer": "n/a: forward only",
             "graph": self.source,

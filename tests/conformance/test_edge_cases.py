@@ -22,6 +22,7 @@ from tests.conformance.conftest import (
     conformance_workload,
     gate_labels,
     require_lowering,
+    trains,
     weights,
 )
 
@@ -94,7 +95,8 @@ def test_transformer_large_logits_match_reference(backend, dtype, models):
     forward, loss and gradients at the spec's tolerances on the edge batch. The change after
     3 AdamW steps is not asserted here: with near one-hot weights most gradients are rounding
     noise that Adam scales to +-lr steps (measured 42x-794x the float64 bound, torch and JAX
-    apart from each other as much as from the reference); the normal weights gate it above."""
+    apart from each other as much as from the reference); the normal weights gate it above.
+    A forward-only backend (a serving engine) is gated on the forward pass alone."""
     w = conformance_workload("transformer")
     require_lowering(backend, w)
     x, y = edge_transformer_reviews()
@@ -104,7 +106,7 @@ def test_transformer_large_logits_match_reference(backend, dtype, models):
             params[name] = params[name] * 30  # scores scale with the product: ~900x
     model = models(backend, w, dtype)
     model.set_params(params)  # the gate compares a model holding ``params``
-    result = run_gate(model, w, params, x, y, dtype)
+    result = run_gate(model, w, params, x, gate_labels(backend, y), dtype)
     checked = {c.what: c.violation for c in result.checks if c.what != "params"}
-    assert set(checked) == {"forward", "loss", "grads"}
+    assert set(checked) == ({"forward", "loss", "grads"} if trains(backend) else {"forward"})
     assert all(v <= 1 for v in checked.values()), f"{backend.NAME} {dtype}: {checked}"
