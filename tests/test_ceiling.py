@@ -107,3 +107,37 @@ def test_the_kernels_build_and_run_here(tmp_path):
     assert triad["check"] == 7.0 and ceiling.triad_rate(triad) > 0.1  # a = 1 + 3 * 2
     with pytest.raises(ceiling.CeilingUnavailable, match="no kernel nosuch"):
         ceiling.run_program(binary, "nosuch", 1, 0.05, 1)
+
+
+def test_a_probe_whose_cores_ran_slow_says_the_machine_was_busy():
+    """The clock each core read during the probe: spread below 85% of the fastest reading (a
+    2026-11-25 run: 1.92-2.17 GHz against 3.66 in the same probe, beside five git clones) is a
+    warning in the record and in the report's ceiling line; a steady clock is none."""
+    from rosetta.report.ceilings import run_ceilings
+
+    steady = {"fma256": {"gflops": 234.0, "clock_ghz": [3.66, 3.67]}}
+    assert ceiling.busy_warning(steady) == ""
+    busy = {"fma256": {"gflops": 130.0, "clock_ghz": [1.92, 2.0]},
+            "dpbf16": {"gflops": 250.0, "clock_ghz": [1.95, 3.66]}}  # fmt: skip
+    line = ceiling.busy_warning(busy)
+    assert "busy" in line and "1.92 to 3.66 GHz" in line and "48% low" in line
+    rec = ceiling.ceiling_record(busy, 21.0, 2, method=ceiling.FMA_KERNEL)
+    assert rec["warning"] == line
+    assert run_ceilings({"peaks": {"ceiling": rec}}).of("fp32").note == line
+
+
+def test_the_peaks_are_measured_after_the_wait_for_a_quiet_machine(
+    tmp_path, small_data, monkeypatch
+):
+    from rosetta.cli import main
+    from rosetta.runner import peak, quiet
+
+    order: list[str] = []
+    real_check, real_peaks = quiet.check_quiet, peak.machine_peaks
+    monkeypatch.setattr(quiet, "check_quiet", lambda *a, **k: order.append("quiet") or real_check(*a, **k))  # noqa: E501
+    monkeypatch.setattr(peak, "machine_peaks", lambda *a, **k: order.append("peaks") or real_peaks(*a, **k))  # noqa: E501
+    argv = ["bench", "--profile", "ci", "--backends", "numpy_ref", "--workloads", "gru",
+            "--executor", "python", "--no-report", "--results-dir", str(tmp_path / "r"),
+            "--data-dir", str(small_data), "--run-id", "q"]  # fmt: skip
+    assert main(argv) == 0
+    assert order == ["quiet", "peaks"]  # once each: the cells after it are not checked again

@@ -94,6 +94,7 @@ def run_ceilings(info: dict) -> Ceilings:
                 float(fp32["gflops"]),
                 f"fp32 FMA ceiling ({_kernel(fp32)}{cores})",
                 True,
+                _text(rec.get("warning")),  # a probe that ran on a busy machine says so
                 cores=n,
             )
         )
@@ -111,6 +112,7 @@ def run_ceilings(info: dict) -> Ceilings:
                 float(bf16["gflops"]),
                 f"bf16 dot-product ceiling ({_kernel(bf16)}{cores})",
                 True,
+                _text(rec.get("warning")),
                 cores=n,
             )
         )

@@ -261,6 +261,7 @@ def ceiling_record(
         "kernels": kernels,
         "bandwidth": {"gbs": bandwidth_gbs, "how": bandwidth_how},
     }
+    out["warning"] = busy_warning(kernels)
     for precision, names in (("fp32", FP32_KERNELS + (PORTABLE,)), ("bf16", BF16_KERNELS)):
         have = {k: kernels[k] for k in names if k in kernels}
         if have:
@@ -274,6 +275,25 @@ def ceiling_record(
                 "bf16 is held to the fp32 ceiling",
             }
     return out
+
+
+#: a core whose clock read below this fraction of the fastest reading of the same probe ran
+#: beside other work (or throttled): the ceiling it gives is low
+BUSY_CLOCK_FRACTION = 0.85
+
+
+def busy_warning(kernels: dict[str, dict]) -> str:
+    """One line where the probe's per-core clock readings (each kernel, each core) spread below
+    :data:`BUSY_CLOCK_FRACTION` of their highest: the cores were shared while it ran (another
+    process, a VM's neighbour), so its ceiling is low and every "of ceiling" high; else ``""``."""
+    clocks = [c for k in kernels.values() for c in k.get("clock_ghz") or [] if c and c > 0]
+    if not clocks or min(clocks) >= BUSY_CLOCK_FRACTION * max(clocks):
+        return ""
+    return (
+        f"the ceiling probe's cores ran at {min(clocks):.2f} to {max(clocks):.2f} GHz: the machine "
+        f"was busy (or throttled) while it ran, so the ceiling may read up to "
+        f"{1 - min(clocks) / max(clocks):.0%} low; rerun on a quiet machine"
+    )
 
 
 def fallback(threads: int, why: str, gflops: float | None, what: str) -> dict:

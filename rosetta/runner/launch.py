@@ -26,15 +26,21 @@ def launch(plan: Plan, say: Callable[[str], None] = _say) -> dict[str, dict]:
     from rosetta.runner.progress import make_display
 
     with RunDir(plan.results_dir, plan.run_id, plan.pinned(), create=not plan.resuming) as run:
-        if "peak_gflops" not in run.config:
-            _record_peaks(run, plan)
+        checked: list[bool] = []
+
+        def quiet_once() -> None:  # before the first measurement of this invocation
+            if not checked:
+                checked.append(True)
+                _quiet_check(run, plan.wait_quiet_s, say)
+
         say(plan.banner(run.path))
+        if "peak_gflops" not in run.config:
+            quiet_once()  # the peaks are measurements too: taken after the wait for quiet
+            _record_peaks(run, plan, say)
         labels = [cell_label(c) for r in range(plan.repeat) for c in round_cells(plan, r)]
         display = make_display(labels)
         try:
-            return run_matrix(
-                plan, run, display, before_first=lambda: _quiet_check(run, plan.wait_quiet_s, say)
-            )
+            return run_matrix(plan, run, display, before_first=quiet_once)
         except KeyboardInterrupt as exc:
             raise RosettaError(
                 f"interrupted ({describe(exc)}); the records written so far are kept in "
@@ -48,20 +54,19 @@ def launch(plan: Plan, say: Callable[[str], None] = _say) -> dict[str, dict]:
             getattr(display, "close", lambda: None)()
 
 
-def _record_peaks(run: RunDir, plan: Plan) -> None:
+def _record_peaks(run: RunDir, plan: Plan, say: Callable[[str], None]) -> None:
     """The peaks this run's backends are measured against, in ``run.json``: the measured
     compute ceiling and memory bandwidth (``peaks.ceiling``) and each of their frameworks' own
-    GEMM (fp32, bf16) and conv probes."""
+    GEMM (fp32, bf16) and conv probes; a ceiling probe that ran on a busy machine says so."""
     from rosetta.runner.manifest import environment
     from rosetta.runner.peak import GEMM_PROBES, machine_peaks
     from rosetta.runner.probe import gemm_peak_gflops
 
     probes = {PROBE_FRAMEWORK.get(b, b) for b in plan.backends} & set(GEMM_PROBES)
-    run.add_to_run_file(
-        peak_gflops=gemm_peak_gflops(),
-        peaks=machine_peaks(frameworks=tuple(sorted(probes))),
-        environment=environment(),
-    )
+    peaks = machine_peaks(frameworks=tuple(sorted(probes)))
+    run.add_to_run_file(peak_gflops=gemm_peak_gflops(), peaks=peaks, environment=environment())
+    if peaks["ceiling"].get("warning"):
+        say(f"warning: {peaks['ceiling']['warning']}")
 
 
 def _quiet_check(run: RunDir, wait_s: float, say: Callable[[str], None]) -> None:
