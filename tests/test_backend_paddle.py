@@ -1,6 +1,7 @@
 """Paddle-specific checks the conformance suite does not make: the optimisers' conventions in
-float64 against the NumPy reference (Paddle's Adam is the spec's rule; its Momentum holds the
-momentum in float32, hence ``SpecMomentum`` in float64), the ``to_static`` path gated like the
+float64 against the NumPy reference (Paddle's Adam and AdamW are the spec's rules; its Momentum
+holds the momentum in float32, hence ``SpecMomentum`` in float64), why the attention is composed
+rather than Paddle's CPU ``scaled_dot_product_attention``, the ``to_static`` path gated like the
 dynamic graph, the bf16 refusal, and that Paddle loads in a process that holds TensorFlow.
 
 Tolerances: the optimiser checks run three steps on one small tensor in float64, where the
@@ -22,7 +23,7 @@ from rosetta.errors import BackendError
 from rosetta.runner.gate import run_gate
 from rosetta.runtime import Runtime
 from rosetta.spec import canonical_weights, get_workload
-from rosetta.spec.workload import SGD, Adam
+from rosetta.spec.workload import SGD, Adam, AdamW
 from tests.conformance.conftest import gate_batch
 
 if not backends.status("paddle").usable:
@@ -77,6 +78,93 @@ def test_paddle_adam_is_the_specs_rule_in_float64():
     assert _violation(first, keras, W0) > 1.0
 
 
+ADAMW = AdamW(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01, decay=("kernel",))
+NAMES = ("fc.kernel", "fc.bias")  # the first decays, the second takes the plain Adam step
+
+
+def _adamw_steps(make_opt, grads, w0):
+    """Both tensors of ``NAMES`` (each starting at ``w0``) after one step per gradient."""
+    ps = [
+        paddle.create_parameter(
+            list(w0.shape), "float64", default_initializer=paddle.nn.initializer.Assign(w0)
+        )
+        for _ in NAMES
+    ]
+    opt = make_opt(ps)
+    for g in grads:
+        sum((p * paddle.to_tensor(g)).sum() for p in ps).backward()
+        opt.step()
+        opt.clear_grad()
+    return dict(zip(NAMES, (p.numpy() for p in ps), strict=True))
+
+
+class _DecayAfterStep(ref_optim.Adam):
+    """A wrong AdamW: the decay on the weight after Adam's step, not before it."""
+
+    def step(self, params, grads):
+        super().step(params, grads)
+        params["fc.kernel"] -= 1e-3 * 0.01 * params["fc.kernel"]
+
+
+def _adamw_reference(ref, grads, w0):
+    params = {n: w0.copy() for n in NAMES}
+    for g in grads:
+        ref.step(params, dict.fromkeys(NAMES, g))
+    return params
+
+
+def test_paddle_adamw_is_the_specs_rule_in_float64():
+    """Paddle's AdamW kernel (decay before the step, epsilon scaled with sqrt(v) by
+    sqrt(1 - beta2^t)) is the spec's rule: within a few ulps of the reference on the decayed and
+    the plain tensor, over gradients down to epsilon's order. The same check sees the wrong
+    rules: decay after the step, decay on every tensor, and Paddle's Adam with its (coupled, L2)
+    ``weight_decay``, which puts the decay through the moments."""
+    made = optim.make_optimizer(ADAMW, [], "float64", names=[])
+    assert isinstance(made, paddle.optimizer.AdamW)
+    with pytest.raises(ValueError, match="canonical name of every parameter"):
+        optim.make_optimizer(ADAMW, [paddle.create_parameter([1], "float64")], "float64")
+    got = _adamw_steps(lambda ps: optim.make_optimizer(ADAMW, ps, "float64", NAMES), GRADS, W0)
+    ref = ref_optim.AdamW(1e-3, 0.9, 0.999, 1e-8, 0.01, ADAMW.decays)
+    want = _adamw_reference(ref, GRADS, W0)
+    assert all(_violation(got[n], want[n], W0) <= 1.0 for n in NAMES)
+    # the decay reached the kernel only: the bias took the plain Adam step
+    plain = _reference(ref_optim.Adam(1e-3, 0.9, 0.999, 1e-8), GRADS, W0)
+    assert _violation(got["fc.bias"], plain, W0) <= 1.0
+    assert _violation(got["fc.kernel"], plain, W0) > 1e3
+    after = _adamw_reference(_DecayAfterStep(1e-3, 0.9, 0.999, 1e-8), GRADS, W0)
+    assert _violation(got["fc.kernel"], after["fc.kernel"], W0) > 1e3
+    everywhere = _adamw_reference(
+        ref_optim.AdamW(1e-3, 0.9, 0.999, 1e-8, 0.01, lambda n: True), GRADS, W0
+    )
+    assert _violation(got["fc.bias"], everywhere["fc.bias"], W0) > 1e3
+
+    def coupled(ps):
+        return paddle.optimizer.Adam(1e-3, 0.9, 0.999, 1e-8, ps, weight_decay=0.01)
+
+    l2 = _adamw_steps(coupled, GRADS, W0)
+    assert _violation(l2["fc.kernel"], want["fc.kernel"], W0) > 1e3
+
+
+def test_paddles_sdpa_on_the_cpu_breaks_the_fully_masked_row_rule():
+    """Why ``lowering.SelfAttention`` composes matmul and softmax: Paddle's CPU
+    ``scaled_dot_product_attention`` gives NaN for a query whose every key is masked, where the
+    spec (and the composed layer, on the same tensors) gives 0."""
+    from rosetta.backends.paddle.lowering import SelfAttention, default_dtype
+
+    rng = np.random.default_rng(1)
+    x = paddle.to_tensor(rng.standard_normal((2, 3, 8)))  # (N, T, E), float64
+    valid = paddle.to_tensor(np.array([[False, True, True], [False, False, False]]))
+    q = x.reshape([2, 3, 2, 4])  # (N, T, H, d): Paddle's SDPA layout
+    mask = valid.unsqueeze([1, 2])  # (N, 1, 1, T), True: the key takes part
+    out = paddle.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+    assert np.isfinite(out.numpy()[0]).all() and np.isnan(out.numpy()[1]).all()
+    with default_dtype("float64"):
+        layer = SelfAttention(8, 2)
+    y = layer(x, valid).numpy()
+    assert np.isfinite(y).all()
+    np.testing.assert_array_equal(y[1], np.broadcast_to(layer.output.bias.numpy(), (3, 8)))
+
+
 @pytest.mark.parametrize("nesterov", [False, True])
 def test_float64_momentum_is_the_specs_rule_where_paddles_is_not(nesterov):
     spec = SGD(lr=0.01, momentum=0.9, nesterov=nesterov)
@@ -107,7 +195,9 @@ def test_float32_momentum_is_paddles_own_and_matches_the_reference():
     assert np.abs(got - want).max() <= 1e-6 * change  # a few float32 ulps of the change
 
 
-@pytest.mark.parametrize("name", ["cnn", "gru"])
+@pytest.mark.parametrize(
+    "name", ["cnn", "gru", pytest.param("transformer", marks=pytest.mark.slow)]
+)
 def test_to_static_steps_pass_the_gate_like_the_dynamic_graph(name):
     w = get_workload(name)
     params = canonical_weights(w, 0)

@@ -4,12 +4,15 @@ features step, and ``--check``.
 The optimiser: ``paddle.optimizer.Adam`` is the spec's Adam (epsilon added to ``sqrt(v_hat)``),
 used as is. ``paddle.optimizer.Momentum`` computes the spec's momentum rule, but its kernel keeps
 the momentum as a float32 attribute (in float64 0.9 becomes 0.899999976), so a float64 model
-gets the rule written out as a small class; float32 uses Paddle's own."""
+gets the rule written out as a small class; float32 uses Paddle's own. ``paddle.optimizer.AdamW``
+is the spec's AdamW (the decay ``lr * coeff * w`` on the weight before Adam's step, epsilon
+scaled with ``sqrt(v)`` by ``sqrt(1 - beta2^t)``: the spec's placement), used as is; the spec's
+decay roles pick its tensors through ``apply_decay_param_fun`` (by Paddle's tensor names)."""
 
 from __future__ import annotations
 
 from rosetta.codegen import Rendered, common
-from rosetta.spec.workload import SGD, Adam, Workload
+from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 FRAMEWORK = "PaddlePaddle"
 NEEDS = "NumPy and PaddlePaddle"
@@ -63,6 +66,17 @@ def _optimizer(workload: Workload) -> str:
             f"    return paddle.optimizer.Adam(learning_rate={o.lr}, beta1={o.beta1}, "
             f"beta2={o.beta2}, epsilon={o.eps},\n"
             "                                 parameters=model.parameters())"
+        )
+    elif isinstance(o, AdamW):
+        body = (
+            f"    roles = {tuple(o.decay)!r}  # the canonical roles that decay\n"
+            "    decayed = {tensor.name for name, _, tensor, _, _, _ in weight_table(model)\n"
+            '               if name.rsplit(".", 1)[-1] in roles}\n'
+            f"    return paddle.optimizer.AdamW(learning_rate={o.lr}, beta1={o.beta1}, "
+            f"beta2={o.beta2}, epsilon={o.eps},\n"
+            "                                  parameters=model.parameters(), "
+            f"weight_decay={o.weight_decay},\n"
+            "                                  apply_decay_param_fun=lambda n: n in decayed)"
         )
     else:
         return ""

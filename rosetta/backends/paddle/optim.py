@@ -16,6 +16,18 @@ Checked in float64 against ``rosetta/backends/numpy_ref/optim.py``
   float64 :class:`SpecMomentum` writes the same rule in Paddle tensor ops, the hyper-parameters
   as tensors of the parameter's dtype (the reference's order of operations).
 
+- **AdamW**: ``paddle.optimizer.AdamW`` is the spec's rule. Its CPU kernel (``adamw``, Paddle
+  3.3) decays the weight before the step, from the weight alone (``w - lr * coeff * w``, the
+  moments never see the decay), then takes Adam's step written as ``lr_t = lr * sqrt(1 -
+  beta2^t) / (1 - beta1^t)``, ``w -= lr_t * m / (sqrt(v) + eps * sqrt(1 - beta2^t))``: epsilon
+  is scaled by the same ``sqrt(1 - beta2^t)`` as ``sqrt(v)``, which is algebraically ``lr *
+  m_hat / (sqrt(v_hat) + eps)``, the spec's placement (not Keras', whose epsilon is unscaled),
+  and ``coeff`` is a double attribute (no float32 rounding, unlike Momentum's ``mu``). The
+  spec's decay roles select the tensors through ``apply_decay_param_fun`` (Paddle's parameter
+  names of the tensors whose canonical role decays); every other tensor runs Paddle's Adam
+  kernel (``with_decay`` false). Checked in float64 against ``numpy_ref.optim.AdamW``, with the
+  wrong rules (decay after the step, through the gradient, on every tensor) planted.
+
 Plain SGD (momentum 0) is ``paddle.optimizer.SGD`` in float32 (no hyper-parameter but the
 learning rate, which Paddle keeps in the parameter's dtype) and :class:`SpecMomentum` in float64.
 """
@@ -25,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rosetta.backends.paddle.compat import paddle
-from rosetta.spec.workload import SGD, Adam
+from rosetta.spec.workload import SGD, Adam, AdamW
 
 
 class SpecMomentum:
@@ -81,10 +93,29 @@ Optimizer = paddle.optimizer.Optimizer | SpecMomentum
 
 
 def make_optimizer(
-    optimizer: object, params: Sequence[paddle.Tensor], dtype: str
+    optimizer: object,
+    params: Sequence[paddle.Tensor],
+    dtype: str,
+    names: Sequence[str] = (),
 ) -> Optimizer | None:
-    """The spec's optimiser (``rosetta.spec.workload.SGD``/``Adam``) over ``params`` in ``dtype``,
-    or None for a forward-only workload (see the module docstring for which class and why)."""
+    """The spec's optimiser (``rosetta.spec.workload.SGD``/``Adam``/``AdamW``) over ``params``
+    in ``dtype`` (canonical ``names`` in the same order: AdamW's decay set), or None for a
+    forward-only workload (see the module docstring for which class and why)."""
+    if isinstance(optimizer, AdamW):
+        if len(names) != len(params):
+            raise ValueError("AdamW needs the canonical name of every parameter (its decay set)")
+        decayed = frozenset(
+            p.name for n, p in zip(names, params, strict=True) if optimizer.decays(n)
+        )
+        return paddle.optimizer.AdamW(
+            learning_rate=optimizer.lr,
+            beta1=optimizer.beta1,
+            beta2=optimizer.beta2,
+            epsilon=optimizer.eps,
+            parameters=list(params),
+            weight_decay=optimizer.weight_decay,
+            apply_decay_param_fun=decayed.__contains__,  # Paddle passes the tensor's name
+        )
     if isinstance(optimizer, Adam):
         return paddle.optimizer.Adam(
             learning_rate=optimizer.lr,
