@@ -189,12 +189,14 @@ class SelfAttention(nn.Layer):
             "neg_inf", paddle.to_tensor(float("-inf"), dtype=dtype), persistable=False
         )
 
+    def _split(self, a: paddle.Tensor) -> paddle.Tensor:
+        """(N, T, E) -> (N, H, T, d): the heads are head-major column blocks."""
+        n, t, e = a.shape
+        return a.reshape([n, t, self.heads, e // self.heads]).transpose([0, 2, 1, 3])
+
     def forward(self, x: paddle.Tensor, valid: paddle.Tensor) -> paddle.Tensor:
         n, t, e = x.shape
-        q, k, v = (
-            p(x).reshape([n, t, self.heads, e // self.heads]).transpose([0, 2, 1, 3])
-            for p in (self.query, self.key, self.value)
-        )  # (N, H, T, d)
+        q, k, v = self._split(self.query(x)), self._split(self.key(x)), self._split(self.value(x))
         any_key = valid.any(axis=1, keepdim=True)  # (N, 1): False for padding only
         keep = (valid | ~any_key).unsqueeze([1, 2])  # (N, 1, 1, T)
         scores = paddle.matmul(q, k, transpose_y=True) / self.sqrt_d  # (N, H, T, T)

@@ -18,7 +18,11 @@ fastpath_paddle`` is the measurement that decides them):
   buffer (a program input), so the gate's dropout-off steps run the same program;
 - layout NCHW, Paddle's default ``data_format`` (its CPU conv kernels' own layout);
 - the GRU is ``nn.GRU``, which on the CPU runs Paddle's fused ``rnn`` kernel (one op over all
-  steps), never a Python loop of cells.
+  steps), never a Python loop of cells;
+- attention is composed from ``paddle.matmul`` and ``F.softmax`` (``lowering.SelfAttention``
+  says why not ``F.scaled_dot_product_attention``: on the CPU it is the same composition, and
+  NaN on a sequence of padding only); LayerNorm and GELU are ``nn.LayerNorm`` and the exact
+  ``nn.GELU``, Paddle's own kernels.
 
 **The gated program.** ``train_step`` is the timed program and the gate's k steps run through
 it: ``set_dropout(False)`` writes 0 into the rate buffer of every :class:`GatedDropout`, which
