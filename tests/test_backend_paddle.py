@@ -113,20 +113,34 @@ def _adamw_reference(ref, grads, w0):
     return params
 
 
-def test_paddle_adamw_is_the_specs_rule_in_float64():
-    """Paddle's AdamW kernel (decay before the step, epsilon scaled with sqrt(v) by
-    sqrt(1 - beta2^t)) is the spec's rule: within a few ulps of the reference on the decayed and
-    the plain tensor, over gradients down to epsilon's order. The same check sees the wrong
-    rules: decay after the step, decay on every tensor, and Paddle's Adam with its (coupled, L2)
-    ``weight_decay``, which puts the decay through the moments."""
+def _paddles_adamw(ps):
+    decayed = {ps[0].name}  # NAMES[0] decays
+    return paddle.optimizer.AdamW(
+        1e-3, 0.9, 0.999, 1e-8, ps, weight_decay=0.01, apply_decay_param_fun=decayed.__contains__
+    )
+
+
+def test_float64_adamw_is_the_specs_rule_where_paddles_rounds_the_decay():
+    """``SpecAdamW`` (float64) is the spec's rule on the decayed and the plain tensor, over
+    gradients down to epsilon's order. Paddle's own AdamW kernel computes the same rule (decay
+    before the step, epsilon scaled with sqrt(v) by sqrt(1 - beta2^t)) but holds the decay as a
+    float32 attribute: it matches the reference run with 0.01 rounded to float32, not 0.01. The
+    same check sees the wrong rules: decay after the step, decay on every tensor, and Paddle's
+    Adam with its (coupled, L2) ``weight_decay``, which puts the decay through the moments."""
     made = optim.make_optimizer(ADAMW, [], "float64", names=[])
-    assert isinstance(made, paddle.optimizer.AdamW)
+    assert isinstance(made, optim.SpecAdamW)
     with pytest.raises(ValueError, match="canonical name of every parameter"):
         optim.make_optimizer(ADAMW, [paddle.create_parameter([1], "float64")], "float64")
     got = _adamw_steps(lambda ps: optim.make_optimizer(ADAMW, ps, "float64", NAMES), GRADS, W0)
     ref = ref_optim.AdamW(1e-3, 0.9, 0.999, 1e-8, 0.01, ADAMW.decays)
     want = _adamw_reference(ref, GRADS, W0)
     assert all(_violation(got[n], want[n], W0) <= 1.0 for n in NAMES)
+    # why SpecAdamW exists: Paddle's kernel runs the decay as float32(0.01)
+    paddles = _adamw_steps(_paddles_adamw, GRADS, W0)
+    assert _violation(paddles["fc.kernel"], want["fc.kernel"], W0) > 1e3
+    f32 = ref_optim.AdamW(1e-3, 0.9, 0.999, 1e-8, float(np.float32(0.01)), ADAMW.decays)
+    rounded = _adamw_reference(f32, GRADS, W0)
+    assert all(_violation(paddles[n], rounded[n], W0) <= 1.0 for n in NAMES)
     # the decay reached the kernel only: the bias took the plain Adam step
     plain = _reference(ref_optim.Adam(1e-3, 0.9, 0.999, 1e-8), GRADS, W0)
     assert _violation(got["fc.bias"], plain, W0) <= 1.0
@@ -163,6 +177,31 @@ def test_paddles_sdpa_on_the_cpu_breaks_the_fully_masked_row_rule():
     y = layer(x, valid).numpy()
     assert np.isfinite(y).all()
     np.testing.assert_array_equal(y[1], np.broadcast_to(layer.output.bias.numpy(), (3, 8)))
+
+
+def test_float32_adamw_is_paddles_own_and_matches_the_reference():
+    one = [paddle.create_parameter([1], "float32")]
+    made = optim.make_optimizer(ADAMW, one, "float32", names=["fc.kernel"])
+    assert isinstance(made, paddle.optimizer.AdamW)
+    w0 = W0.astype(np.float32)
+    grads = [g.astype(np.float32) for g in GRADS[:3]]
+    ps = [
+        paddle.create_parameter(
+            [5, 4], "float32", default_initializer=paddle.nn.initializer.Assign(w0)
+        )
+        for _ in NAMES
+    ]
+    opt = optim.make_optimizer(ADAMW, ps, "float32", NAMES)
+    for g in grads:
+        sum((p * paddle.to_tensor(g)).sum() for p in ps).backward()
+        opt.step()
+        opt.clear_grad()
+    want = _adamw_reference(ref_optim.AdamW(1e-3, 0.9, 0.999, 1e-8, 0.01, ADAMW.decays), grads, w0)
+    for n, p in zip(NAMES, ps, strict=True):  # within a few float32 ulps of each weight
+        assert (np.abs(p.numpy() - want[n]) <= 4 * np.spacing(np.abs(want[n]))).all(), n
+    # the decay (3e-5 of a weight over the three steps) is far outside that
+    plain = _reference(ref_optim.Adam(1e-3, 0.9, 0.999, 1e-8), grads, w0)
+    assert not (np.abs(ps[0].numpy() - plain) <= 4 * np.spacing(np.abs(plain))).all()
 
 
 @pytest.mark.parametrize("nesterov", [False, True])
