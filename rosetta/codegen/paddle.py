@@ -47,6 +47,32 @@ class Momentum:
 '''
 
 
+ADAMW = '''
+
+class AdamW:
+    """The spec's AdamW in float64: w -= lr * weight_decay * w on the decayed tensors, then
+    paddle.optimizer.Adam's step (the spec's Adam). paddle.optimizer.AdamW is this rule, but
+    its kernel holds weight_decay as a float32 attribute: in float64 it runs 0.0099999998."""
+
+    def __init__(self, parameters, decayed, lr, beta1, beta2, eps, weight_decay):
+        self.decayed = list(decayed)
+        dtype = self.decayed[0].dtype
+        self.rate = paddle.full([], lr, dtype=dtype) * paddle.full([], weight_decay, dtype=dtype)
+        self.adam = paddle.optimizer.Adam(learning_rate=lr, beta1=beta1, beta2=beta2,
+                                          epsilon=eps, parameters=parameters)
+
+    @paddle.no_grad()
+    def step(self):
+        for p in self.decayed:
+            if p.grad is not None:
+                p.set_value(p - self.rate * p)
+        self.adam.step()
+
+    def clear_grad(self):
+        self.adam.clear_grad()
+'''
+
+
 def _optimizer(workload: Workload) -> str:
     o = workload.optimizer
     extra = ""
@@ -68,15 +94,21 @@ def _optimizer(workload: Workload) -> str:
             "                                 parameters=model.parameters())"
         )
     elif isinstance(o, AdamW):
+        extra = ADAMW
         body = (
             f"    roles = {tuple(o.decay)!r}  # the canonical roles that decay\n"
-            "    decayed = {tensor.name for name, _, tensor, _, _, _ in weight_table(model)\n"
-            '               if name.rsplit(".", 1)[-1] in roles}\n'
+            "    decayed = [tensor for name, _, tensor, _, _, _ in weight_table(model)\n"
+            '               if name.rsplit(".", 1)[-1] in roles]\n'
+            "    params = model.parameters()\n"
+            "    if params[0].dtype != paddle.float32:  # float64: see AdamW's docstring\n"
+            f"        return AdamW(params, decayed, lr={o.lr}, beta1={o.beta1}, "
+            f"beta2={o.beta2}, eps={o.eps},\n"
+            f"                     weight_decay={o.weight_decay})\n"
+            "    names = {t.name for t in decayed}\n"
             f"    return paddle.optimizer.AdamW(learning_rate={o.lr}, beta1={o.beta1}, "
             f"beta2={o.beta2}, epsilon={o.eps},\n"
-            "                                  parameters=model.parameters(), "
-            f"weight_decay={o.weight_decay},\n"
-            "                                  apply_decay_param_fun=lambda n: n in decayed)"
+            f"                                  parameters=params, weight_decay={o.weight_decay},\n"
+            "                                  apply_decay_param_fun=lambda n: n in names)"
         )
     else:
         return ""

@@ -186,12 +186,13 @@ def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
 def layer_norm(op: ops.LayerNorm, site: Site, ctx: RenderCtx) -> Snippet:
     n = attr(op.name)
     return Snippet(
-        (f"self.{n} = nn.LayerNorm({site.in_shape[-1]}, epsilon={op.eps})",),
+        (f"self.{n} = LayerNorm({site.in_shape[-1]}, epsilon={op.eps})",),
         (f"{{x}} = self.{n}({{x}})",),
         (
             Weight(f"{op.name}.gamma", f"model.{n}.weight"),
             Weight(f"{op.name}.beta", f"model.{n}.bias"),
         ),
+        helpers=("LayerNorm",),
     )
 
 
@@ -265,6 +266,22 @@ def self_attention(x, valid, query, key, value, output, heads):
     return output(o.transpose([0, 2, 1, 3]).reshape([n, t, e]))  # heads concatenated
 '''
 
+#: nn.LayerNorm's kernel holds epsilon as a float32 attribute (Paddle 3.3.1): the float64 file
+#: writes the normalisation out (``lowering.LayerNorm`` says what it measured)
+LAYER_NORM = '''
+class LayerNorm(nn.LayerNorm):
+    """nn.LayerNorm; in float64 written out, because Paddle's layer_norm kernel holds epsilon as
+    a float32 attribute (1e-5 would become 9.99999975e-06)."""
+
+    def forward(self, x):
+        if x.dtype != paddle.float64:
+            return super().forward(x)
+        xc = x - x.mean(axis=-1, keepdim=True)
+        var = (xc * xc).mean(axis=-1, keepdim=True)
+        eps = paddle.full([], self._epsilon, x.dtype)
+        return xc / paddle.sqrt(var + eps) * self.weight + self.bias
+'''
+
 MASKED_MEAN = '''
 def masked_mean(x, valid):
     """(N, T, E) -> (N, E): the mean over real tokens; 0 for a sequence of padding only."""
@@ -311,6 +328,6 @@ OPS = OpTable(
     },
     sequence=Entry("sequence", sequence),
     residual=Entry("residual", residual),
-    helpers={"self_attention": SELF_ATTENTION, "masked_mean": MASKED_MEAN},
+    helpers={"self_attention": SELF_ATTENTION, "masked_mean": MASKED_MEAN, "LayerNorm": LAYER_NORM},
 )
 RENDER = OPS.rendering()
