@@ -5,9 +5,11 @@ The optimiser: ``paddle.optimizer.Adam`` is the spec's Adam (epsilon added to ``
 used as is. ``paddle.optimizer.Momentum`` computes the spec's momentum rule, but its kernel keeps
 the momentum as a float32 attribute (in float64 0.9 becomes 0.899999976), so a float64 model
 gets the rule written out as a small class; float32 uses Paddle's own. ``paddle.optimizer.AdamW``
-is the spec's AdamW (the decay ``lr * coeff * w`` on the weight before Adam's step, epsilon
-scaled with ``sqrt(v)`` by ``sqrt(1 - beta2^t)``: the spec's placement), used as is; the spec's
-decay roles pick its tensors through ``apply_decay_param_fun`` (by Paddle's tensor names)."""
+computes the spec's AdamW (the decay ``lr * coeff * w`` on the weight before Adam's step, epsilon
+scaled with ``sqrt(v)`` by ``sqrt(1 - beta2^t)``: the spec's placement), the spec's decay roles
+picking its tensors through ``apply_decay_param_fun``; its kernel holds ``coeff`` as a float32
+attribute, so a float64 model gets the decay written out before ``paddle.optimizer.Adam``'s step
+(as ``nn.LayerNorm``'s float32 epsilon gets the file's ``LayerNorm``)."""
 
 from __future__ import annotations
 
