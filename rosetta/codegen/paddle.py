@@ -4,12 +4,17 @@ features step, and ``--check``.
 The optimiser: ``paddle.optimizer.Adam`` is the spec's Adam (epsilon added to ``sqrt(v_hat)``),
 used as is. ``paddle.optimizer.Momentum`` computes the spec's momentum rule, but its kernel keeps
 the momentum as a float32 attribute (in float64 0.9 becomes 0.899999976), so a float64 model
-gets the rule written out as a small class; float32 uses Paddle's own."""
+gets the rule written out as a small class; float32 uses Paddle's own. ``paddle.optimizer.AdamW``
+computes the spec's AdamW (the decay ``lr * coeff * w`` on the weight before Adam's step, epsilon
+scaled with ``sqrt(v)`` by ``sqrt(1 - beta2^t)``: the spec's placement), the spec's decay roles
+picking its tensors through ``apply_decay_param_fun``; its kernel holds ``coeff`` as a float32
+attribute, so a float64 model gets the decay written out before ``paddle.optimizer.Adam``'s step
+(as ``nn.LayerNorm``'s float32 epsilon gets the file's ``LayerNorm``)."""
 
 from __future__ import annotations
 
 from rosetta.codegen import Rendered, common
-from rosetta.spec.workload import SGD, Adam, Workload
+from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 FRAMEWORK = "PaddlePaddle"
 NEEDS = "NumPy and PaddlePaddle"
@@ -44,6 +49,32 @@ class Momentum:
 '''
 
 
+ADAMW = '''
+
+class AdamW:
+    """The spec's AdamW in float64: w -= lr * weight_decay * w on the decayed tensors, then
+    paddle.optimizer.Adam's step (the spec's Adam). paddle.optimizer.AdamW is this rule, but
+    its kernel holds weight_decay as a float32 attribute: in float64 it runs 0.0099999998."""
+
+    def __init__(self, parameters, decayed, lr, beta1, beta2, eps, weight_decay):
+        self.decayed = list(decayed)
+        dtype = self.decayed[0].dtype
+        self.rate = paddle.full([], lr, dtype=dtype) * paddle.full([], weight_decay, dtype=dtype)
+        self.adam = paddle.optimizer.Adam(learning_rate=lr, beta1=beta1, beta2=beta2,
+                                          epsilon=eps, parameters=parameters)
+
+    @paddle.no_grad()
+    def step(self):
+        for p in self.decayed:
+            if p.grad is not None:
+                p.set_value(p - self.rate * p)
+        self.adam.step()
+
+    def clear_grad(self):
+        self.adam.clear_grad()
+'''
+
+
 def _optimizer(workload: Workload) -> str:
     o = workload.optimizer
     extra = ""
@@ -63,6 +94,23 @@ def _optimizer(workload: Workload) -> str:
             f"    return paddle.optimizer.Adam(learning_rate={o.lr}, beta1={o.beta1}, "
             f"beta2={o.beta2}, epsilon={o.eps},\n"
             "                                 parameters=model.parameters())"
+        )
+    elif isinstance(o, AdamW):
+        extra = ADAMW
+        body = (
+            f"    roles = {tuple(o.decay)!r}  # the canonical roles that decay\n"
+            "    decayed = [tensor for name, _, tensor, _, _, _ in weight_table(model)\n"
+            '               if name.rsplit(".", 1)[-1] in roles]\n'
+            "    params = model.parameters()\n"
+            "    if params[0].dtype != paddle.float32:  # float64: see AdamW's docstring\n"
+            f"        return AdamW(params, decayed, lr={o.lr}, beta1={o.beta1}, "
+            f"beta2={o.beta2}, eps={o.eps},\n"
+            f"                     weight_decay={o.weight_decay})\n"
+            "    names = {t.name for t in decayed}\n"
+            f"    return paddle.optimizer.AdamW(learning_rate={o.lr}, beta1={o.beta1}, "
+            f"beta2={o.beta2}, epsilon={o.eps},\n"
+            f"                                  parameters=params, weight_decay={o.weight_decay},\n"
+            "                                  apply_decay_param_fun=lambda n: n in names)"
         )
     else:
         return ""

@@ -3,9 +3,9 @@ with ``paddle.optimizer``, fed by ``paddle.io.DataLoader``.
 
 ``lowering.py`` is the Rosetta of Paddle (op -> ``nn`` layer), ``weights.py`` every weight
 conversion, ``loader.py`` the ``DataLoader``, ``optim.py`` the spec's optimisers (Paddle's own
-``Adam``; ``Momentum`` in float32, the spec's rule written in Paddle ops in float64),
-``runtime.py`` the process settings (threads), ``model.py`` the ``Model`` with its two faces and
-the ``paddle.jit.to_static`` switch. Paddle is imported only when this backend is used.
+``Adam`` and ``AdamW``; ``Momentum`` in float32, the spec's rule written in Paddle ops in
+float64), ``runtime.py`` the process settings (threads), ``model.py`` the ``Model`` with its two
+faces and the ``paddle.jit.to_static`` switch. Paddle is imported only when this backend is used.
 """
 
 from rosetta.backends.base import BackendAPI

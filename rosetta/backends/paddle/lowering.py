@@ -17,6 +17,7 @@ is timed (``Model.set_dropout``), also under ``paddle.jit.to_static``.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -29,7 +30,7 @@ from rosetta.runtime import Runtime
 from rosetta.spec import ops
 
 NAME = "paddle"
-nn = paddle.nn
+nn, F = paddle.nn, paddle.nn.functional
 
 
 @contextlib.contextmanager
@@ -113,6 +114,133 @@ class GatedDropout(nn.Layer):
         return f"rate={self.spec_rate} (a buffer: set_dropout(False) writes 0)"
 
 
+class MaskedSequential(nn.Sequential):
+    """Layers in order, handing the (N, T) mask of real tokens to the layers that take it
+    (``takes_mask``): a residual branch holding masked ops. The value stays one tensor."""
+
+    takes_mask = True
+
+    def forward(self, x: paddle.Tensor, valid: paddle.Tensor) -> paddle.Tensor:  # type: ignore[override]
+        for layer in self.children():
+            x = layer(x, valid) if getattr(layer, "takes_mask", False) else layer(x)
+        return x
+
+
+class TokenSequential(nn.Sequential):
+    """The model's own sequence over token ids: makes the mask of real tokens (id != 0) once
+    and hands it down to the layers that take it."""
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:  # type: ignore[override]
+        valid = x != 0  # (N, T) bool
+        for layer in self.children():
+            x = layer(x, valid) if getattr(layer, "takes_mask", False) else layer(x)
+        return x
+
+
+class MaskedResidual(Residual):
+    """``body(x, valid) + shortcut(x, valid)`` for branches that hold masked ops."""
+
+    takes_mask = True
+
+    def forward(self, x: paddle.Tensor, valid: paddle.Tensor) -> paddle.Tensor:  # type: ignore[override]
+        def run(branch: nn.Layer) -> paddle.Tensor:
+            return branch(x, valid) if getattr(branch, "takes_mask", False) else branch(x)
+
+        return run(self.body) + run(self.shortcut)
+
+
+class LayerNorm(nn.LayerNorm):
+    """``nn.LayerNorm`` over the last axis (biased variance, ``eps`` inside the root). In float64
+    the same formula in Paddle ops: the ``layer_norm`` kernel takes ``epsilon`` as a float32
+    attribute (Paddle 3.3.1), so in float64 it computes with 1e-5 rounded to float32 (measured
+    on inputs of the embeddings' scale: 5.8e-11 of the output off the reference, 5e-16 off the
+    reference run with that rounded epsilon; through the model the float64 gate saw 7x its
+    bound on the edge-case batch). In float32 that
+    rounding is the dtype's own and Paddle's kernel runs; in float64 ``eps`` is a 0-d buffer of
+    the model's dtype and the normalisation is written out (the reference's order)."""
+
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__(dim, epsilon=eps)
+        self.written_out = paddle.get_default_dtype() == "float64"
+        if self.written_out:
+            eps_t = paddle.to_tensor(eps, dtype=paddle.get_default_dtype())
+            self.register_buffer("eps", eps_t, persistable=False)
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:
+        if not self.written_out:
+            return super().forward(x)
+        xc = x - x.mean(axis=-1, keepdim=True)
+        rstd = 1 / paddle.sqrt((xc * xc).mean(axis=-1, keepdim=True) + self.eps)
+        return xc * rstd * self.weight + self.bias
+
+
+class PositionEmbedding(nn.Layer):
+    """Learned positions: ``x + table[:T]`` on (N, T, E)."""
+
+    def __init__(self, max_len: int, dim: int) -> None:
+        super().__init__()
+        self.table = self.create_parameter([max_len, dim], dtype=paddle.get_default_dtype())
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:
+        return x + self.table[: x.shape[1]]
+
+
+class SelfAttention(nn.Layer):
+    """Multi-head self-attention composed from ``paddle.matmul`` and ``F.softmax`` with the
+    spec's key padding mask (a masked key: score -inf, weight exactly 0).
+
+    Not ``F.scaled_dot_product_attention``: in Paddle 3.3 on the CPU it is this same composition
+    in Python (``_math_attention``: no fused kernel to gain), with the boolean mask made an
+    additive -inf, so a query whose every key is padding gets softmax(-inf, ..., -inf) = NaN
+    where the spec's rule is 0. Here such a row unmasks every key (a finite softmax, nothing to
+    0/0) and its head outputs are multiplied by 0, so its output is ``bo`` and no gradient flows
+    through it. ``sqrt(d)`` is a 0-d buffer of the model's dtype (``scores / sqrt_d``, the
+    reference's division), so no Python float becomes an op attribute rounded to float32."""
+
+    takes_mask = True
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.query = nn.Linear(dim, dim)
+        self.key = nn.Linear(dim, dim, bias_attr=False)  # the softmax cancels a key bias
+        self.value = nn.Linear(dim, dim)
+        self.output = nn.Linear(dim, dim)
+        dtype = paddle.get_default_dtype()
+        self.register_buffer(
+            "sqrt_d", paddle.to_tensor(math.sqrt(dim // heads), dtype=dtype), persistable=False
+        )
+        self.register_buffer(
+            "neg_inf", paddle.to_tensor(float("-inf"), dtype=dtype), persistable=False
+        )
+
+    def _split(self, a: paddle.Tensor) -> paddle.Tensor:
+        """(N, T, E) -> (N, H, T, d): the heads are head-major column blocks."""
+        n, t, e = a.shape
+        return a.reshape([n, t, self.heads, e // self.heads]).transpose([0, 2, 1, 3])
+
+    def forward(self, x: paddle.Tensor, valid: paddle.Tensor) -> paddle.Tensor:
+        n, t, e = x.shape
+        q, k, v = self._split(self.query(x)), self._split(self.key(x)), self._split(self.value(x))
+        any_key = valid.any(axis=1, keepdim=True)  # (N, 1): False for padding only
+        keep = (valid | ~any_key).unsqueeze([1, 2])  # (N, 1, 1, T)
+        scores = paddle.matmul(q, k, transpose_y=True) / self.sqrt_d  # (N, H, T, T)
+        weights = F.softmax(paddle.where(keep, scores, self.neg_inf), axis=-1)  # stable
+        o = paddle.matmul(weights, v) * any_key.astype(x.dtype).unsqueeze([2, 3])
+        return self.output(o.transpose([0, 2, 1, 3]).reshape([n, t, e]))  # heads concatenated
+
+
+class MaskedMean(nn.Layer):
+    """(N, T, E) -> (N, E): the mean over real tokens; 0 for a row of padding only."""
+
+    takes_mask = True
+
+    def forward(self, x: paddle.Tensor, valid: paddle.Tensor) -> paddle.Tensor:
+        w = valid.astype(x.dtype)  # (N, T)
+        total = (x * w.unsqueeze(-1)).sum(axis=1)  # (N, E)
+        return total / w.sum(axis=1, keepdim=True).clip(min=1)
+
+
 def conv2d(op: ops.Conv2D, site: Site, ctx: Build) -> nn.Layer:
     conv = nn.Conv2D(
         site.in_shape[0],
@@ -146,7 +274,7 @@ def flatten(op: ops.Flatten, site: Site, ctx: Build) -> nn.Layer:
 
 
 def dense(op: ops.Dense, site: Site, ctx: Build) -> nn.Layer:
-    layer = nn.Linear(site.in_shape[0], op.units, bias_attr=None if op.bias else False)
+    layer = nn.Linear(site.in_shape[-1], op.units, bias_attr=None if op.bias else False)
     ctx.own(op, layer)
     return layer
 
@@ -180,13 +308,50 @@ def gru(op: ops.GRU, site: Site, ctx: Build) -> nn.Layer:
     return layer
 
 
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: Build) -> nn.Layer:
+    layer = LayerNorm(site.in_shape[-1], op.eps)  # biased variance, eps in the root
+    ctx.own(op, layer)
+    return layer
+
+
+def gelu(op: ops.GELU, site: Site, ctx: Build) -> nn.Layer:
+    return nn.GELU(approximate=False)  # exact erf
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: Build) -> nn.Layer:
+    layer = PositionEmbedding(op.max_len, site.in_shape[1])
+    ctx.own(op, layer)
+    return layer
+
+
+def attention(op: ops.Attention, site: Site, ctx: Build) -> nn.Layer:
+    layer = SelfAttention(site.in_shape[1], op.heads)
+    ctx.own(op, layer)
+    return layer
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: Build) -> nn.Layer:
+    return MaskedMean()
+
+
+def _masked(layers: list[nn.Layer]) -> bool:
+    return any(getattr(m, "takes_mask", False) for m in layers)
+
+
 def sequence(layers: list[nn.Layer], site: Site, ctx: Build) -> nn.Layer:
-    """Layers in order: an ``nn.Sequential`` (empty: the identity)."""
-    return nn.Sequential(*layers)
+    """Layers in order: an ``nn.Sequential`` (empty: the identity); with masked ops, the
+    model's own sequence makes the token mask and branches pass it on."""
+    if not _masked(layers):
+        return nn.Sequential(*layers)
+    if site.path == "" and len(site.in_shape) == 1:
+        return TokenSequential(*layers)
+    return MaskedSequential(*layers)
 
 
 def residual(body: nn.Layer, shortcut: nn.Layer, site: Site, ctx: Build) -> nn.Layer:
     """``body(x) + shortcut(x)``."""
+    if _masked([body, shortcut]):
+        return MaskedResidual(body, shortcut)
     return Residual(body, shortcut)
 
 

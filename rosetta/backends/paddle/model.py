@@ -18,7 +18,11 @@ fastpath_knob --backend paddle --knob paddle_static``, figures in ``paddle_stati
   buffer (a program input), so the gate's dropout-off steps run the same program;
 - layout NCHW, Paddle's default ``data_format`` (its CPU conv kernels' own layout);
 - the GRU is ``nn.GRU``, which on the CPU runs Paddle's fused ``rnn`` kernel (one op over all
-  steps), never a Python loop of cells.
+  steps), never a Python loop of cells;
+- attention is composed from ``paddle.matmul`` and ``F.softmax`` (``lowering.SelfAttention``
+  says why not ``F.scaled_dot_product_attention``: on the CPU it is the same composition, and
+  NaN on a sequence of padding only); LayerNorm and GELU are ``nn.LayerNorm`` and the exact
+  ``nn.GELU``, Paddle's own kernels.
 
 **The gated program.** ``train_step`` is the timed program and the gate's k steps run through
 it: ``set_dropout(False)`` writes 0 into the rate buffer of every :class:`GatedDropout`, which
@@ -35,7 +39,13 @@ from rosetta.backends.paddle import loader as native
 from rosetta.backends.paddle import optim, weights
 from rosetta.backends.paddle import runtime as settings
 from rosetta.backends.paddle.compat import paddle
-from rosetta.backends.paddle.lowering import TABLE, Build, GatedDropout, default_dtype
+from rosetta.backends.paddle.lowering import (
+    TABLE,
+    Build,
+    GatedDropout,
+    SelfAttention,
+    default_dtype,
+)
 from rosetta.errors import BackendError
 from rosetta.runtime import Runtime, paddle_static_in_effect
 from rosetta.spec.weights import check_weights
@@ -105,7 +115,7 @@ class PaddleModel(Model):
         return native.native_loader(x, y, order, batch_size, self.runtime.dtype)
 
     def train_step(self, batch: Batch) -> paddle.Tensor:
-        """One SGD/Adam step (the timed program; the gate runs it with dropout rates 0)."""
+        """One optimiser step (the timed program; the gate runs it with dropout rates 0)."""
         self._trainable()
         self._mode(True)
         loss = F.cross_entropy(self.forward(batch[0]), batch[1])  # softmax, mean reduction
@@ -130,9 +140,10 @@ class PaddleModel(Model):
     def set_params(self, params: Params) -> None:
         check_weights(self.workload, params)
         weights.load(self.binds, params)
-        trainable = [b.tensor for b in self.binds.values() if b.trainable]
+        names = [n for n, b in self.binds.items() if b.trainable]
+        trainable = [self.binds[n].tensor for n in names]
         # fresh state: loading weights restarts training
-        self.optimizer = optim.make_optimizer(self.workload.optimizer, trainable, self.dtype)
+        self.optimizer = optim.make_optimizer(self.workload.optimizer, trainable, self.dtype, names)
 
     def get_params(self) -> Params:
         return weights.read(self.binds)
@@ -168,6 +179,7 @@ class PaddleModel(Model):
 
     def manifest(self) -> dict:
         has_gru = any(isinstance(m, nn.GRU) for m in self.net.sublayers())
+        has_attention = any(isinstance(m, SelfAttention) for m in self.net.sublayers())
         images = len(self.workload.input.shape) == 3
         if self.static:
             compiled = "paddle.jit.to_static (SOT) of the network's forward"
@@ -187,13 +199,19 @@ class PaddleModel(Model):
             "device": settings.device_name(self.device),
             "device_reason": self.runtime.device_reason,
             "place": self.place,
-            "layout": "NCHW" if images else "NTC (nn.GRU, time_major=False)",
+            "layout": "NCHW" if images else "NTC (nn.GRU, time_major=False)" if has_gru else "NTC",
             "threads_source": settings.threads_source(),
             "blas": settings.blas(),
             "precision_mode": f"fp32: {self.dtype} throughout",
             "compile": compiled,
             "compile_reason": self.static_reason,
             "autotune": "n/a",
+            "attention": (
+                "composed: paddle.matmul, F.softmax, a boolean key padding mask (Paddle's CPU "
+                "scaled_dot_product_attention is the same composition, NaN on a row of padding)"
+                if has_attention
+                else "n/a"
+            ),
             "fused_rnn": "yes: nn.GRU -> Paddle's fused rnn kernel" if has_gru else "n/a",
             "loader": (
                 "paddle.io.DataLoader(a Dataset of whole batches in the runner's order, "

@@ -16,6 +16,21 @@ Checked in float64 against ``rosetta/backends/numpy_ref/optim.py``
   float64 :class:`SpecMomentum` writes the same rule in Paddle tensor ops, the hyper-parameters
   as tensors of the parameter's dtype (the reference's order of operations).
 
+- **AdamW**: ``paddle.optimizer.AdamW`` computes the spec's rule. Its CPU kernel (``adamw``)
+  decays the weight before the step, from the weight alone (``w - lr * coeff * w``: the moments
+  never see the decay), then takes Adam's step as ``lr_t = lr * sqrt(1 - beta2^t) / (1 -
+  beta1^t)``, ``w -= lr_t * m / (sqrt(v) + eps * sqrt(1 - beta2^t))``: epsilon is scaled by the
+  same ``sqrt(1 - beta2^t)`` as ``sqrt(v)``, which is ``lr * m_hat / (sqrt(v_hat) + eps)``, the
+  spec's placement (not Keras', whose epsilon is unscaled). The spec's decay roles pick the
+  tensors through ``apply_decay_param_fun`` (the Paddle names of the tensors whose canonical
+  role decays); every other tensor runs Paddle's Adam kernel (``with_decay`` false). But, as
+  Momentum's ``mu``, ``coeff`` reaches the kernel as a float32 attribute (Paddle 3.3.1): in
+  float64 the decay is 0.01 rounded to float32 (0.0099999998), and nothing else differs
+  (measured: bit-identical to the reference run with that rounded decay). In float32 that
+  rounding is the dtype's own and Paddle's fused kernel is used; in float64 :class:`SpecAdamW`
+  writes the decay in Paddle ops (hyper-parameters as tensors of the parameter's dtype, the
+  reference's order) and then takes ``paddle.optimizer.Adam``'s step, the spec's Adam.
+
 Plain SGD (momentum 0) is ``paddle.optimizer.SGD`` in float32 (no hyper-parameter but the
 learning rate, which Paddle keeps in the parameter's dtype) and :class:`SpecMomentum` in float64.
 """
@@ -25,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rosetta.backends.paddle.compat import paddle
-from rosetta.spec.workload import SGD, Adam
+from rosetta.spec.workload import SGD, Adam, AdamW
 
 
 class SpecMomentum:
@@ -77,14 +92,84 @@ class SpecMomentum:
             p.clear_gradient(set_to_zero)
 
 
-Optimizer = paddle.optimizer.Optimizer | SpecMomentum
+class SpecAdamW:
+    """The spec's AdamW in float64: the decoupled decay in Paddle ops on the decayed tensors,
+    then ``paddle.optimizer.Adam``'s step (the spec's Adam) on every tensor::
+
+        w -= (lr * weight_decay) * w       (decayed tensors that have a gradient)
+        w -= lr * m_hat / (sqrt(v_hat) + eps)
+
+    The two lines commute (Adam's step does not read ``w``). The same ``step()`` /
+    ``clear_grad()`` face as a ``paddle.optimizer`` optimiser."""
+
+    def __init__(
+        self,
+        parameters: Sequence[paddle.Tensor],
+        decays: Sequence[bool],
+        optimizer: AdamW,
+    ) -> None:
+        self.params = list(parameters)
+        self.decayed = [p for p, d in zip(self.params, decays, strict=True) if d]
+        self.lr, self.weight_decay = float(optimizer.lr), float(optimizer.weight_decay)
+        self.adam = paddle.optimizer.Adam(
+            learning_rate=optimizer.lr,
+            beta1=optimizer.beta1,
+            beta2=optimizer.beta2,
+            epsilon=optimizer.eps,
+            parameters=self.params,
+        )
+        self._consts: dict[str, paddle.Tensor] = {}
+
+    def _rate(self, p: paddle.Tensor) -> paddle.Tensor:
+        """``lr * weight_decay`` as a 0-d tensor of ``p``'s dtype (each rounded once, then
+        multiplied, as the reference does)."""
+        key = str(p.dtype)
+        if key not in self._consts:
+            lr = paddle.full([], self.lr, dtype=p.dtype)
+            self._consts[key] = lr * paddle.full([], self.weight_decay, dtype=p.dtype)
+        return self._consts[key]
+
+    @paddle.no_grad()
+    def step(self) -> None:
+        """The decay, then Adam's step, in place."""
+        for p in self.decayed:
+            if p.grad is not None:
+                p.set_value(p - self._rate(p) * p)
+        self.adam.step()
+
+    def clear_grad(self, set_to_zero: bool = True) -> None:
+        """Drop (or zero) every parameter's gradient, as ``paddle.optimizer`` does."""
+        self.adam.clear_grad(set_to_zero)
+
+
+Optimizer = paddle.optimizer.Optimizer | SpecMomentum | SpecAdamW
 
 
 def make_optimizer(
-    optimizer: object, params: Sequence[paddle.Tensor], dtype: str
+    optimizer: object,
+    params: Sequence[paddle.Tensor],
+    dtype: str,
+    names: Sequence[str] = (),
 ) -> Optimizer | None:
-    """The spec's optimiser (``rosetta.spec.workload.SGD``/``Adam``) over ``params`` in ``dtype``,
-    or None for a forward-only workload (see the module docstring for which class and why)."""
+    """The spec's optimiser (``rosetta.spec.workload.SGD``/``Adam``/``AdamW``) over ``params``
+    in ``dtype`` (canonical ``names`` in the same order: AdamW's decay set), or None for a
+    forward-only workload (see the module docstring for which class and why)."""
+    if isinstance(optimizer, AdamW):
+        if len(names) != len(params):
+            raise ValueError("AdamW needs the canonical name of every parameter (its decay set)")
+        decays = [optimizer.decays(n) for n in names]
+        if dtype != "float32":
+            return SpecAdamW(params, decays, optimizer)
+        decayed = frozenset(p.name for p, d in zip(params, decays, strict=True) if d)
+        return paddle.optimizer.AdamW(
+            learning_rate=optimizer.lr,
+            beta1=optimizer.beta1,
+            beta2=optimizer.beta2,
+            epsilon=optimizer.eps,
+            parameters=list(params),
+            weight_decay=optimizer.weight_decay,
+            apply_decay_param_fun=decayed.__contains__,  # Paddle passes the tensor's name
+        )
     if isinstance(optimizer, Adam):
         return paddle.optimizer.Adam(
             learning_rate=optimizer.lr,
@@ -111,6 +196,11 @@ def describe(opt: Optimizer | None) -> str:
     """The optimiser for the manifest: its class and how it relates to the spec's rule."""
     if opt is None:
         return "n/a (forward only, paddle.no_grad())"
+    if isinstance(opt, SpecAdamW):
+        return (
+            "SpecAdamW: the spec's decay in Paddle ops, then paddle.optimizer.Adam (float64: "
+            "paddle.optimizer.AdamW holds the decay as a float32 attribute)"
+        )
     if isinstance(opt, SpecMomentum):
         return (
             "SpecMomentum: the spec's momentum rule in Paddle ops (float64: "

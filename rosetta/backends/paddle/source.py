@@ -111,7 +111,7 @@ def dense(op: ops.Dense, site: Site, ctx: RenderCtx) -> Snippet:
     if op.bias:
         weights.append(Weight(f"{op.name}.bias", f"model.{n}.bias"))
     return Snippet(
-        (f"self.{n} = nn.Linear({site.in_shape[0]}, {op.units}{bias})",),
+        (f"self.{n} = nn.Linear({site.in_shape[-1]}, {op.units}{bias})",),
         (f"{{x}} = self.{n}({{x}})  # {fmt_shape(site.out_shape)}",),
         tuple(weights),
     )
@@ -183,9 +183,121 @@ def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
     )
 
 
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    return Snippet(
+        (f"self.{n} = LayerNorm({site.in_shape[-1]}, epsilon={op.eps})",),
+        (f"{{x}} = self.{n}({{x}})",),
+        (
+            Weight(f"{op.name}.gamma", f"model.{n}.weight"),
+            Weight(f"{op.name}.beta", f"model.{n}.bias"),
+        ),
+        helpers=("LayerNorm",),
+    )
+
+
+def gelu(op: ops.GELU, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=("{x} = F.gelu({x}, approximate=False)  # exact (erf)",))
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    return Snippet(
+        (f"self.{n} = self.create_parameter([{op.max_len}, {site.in_shape[1]}])",),
+        (f"{{x}} = {{x}} + self.{n}[: {{x}}.shape[1]]  # learned positions",),
+        (Weight(f"{op.name}.table", f"model.{n}"),),
+    )
+
+
+def attention(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    e = site.in_shape[1]
+    ctx.extra["mask"] = True
+    roles = ("query", "key", "value", "output")
+    weights = []
+    for r in roles:
+        weights.append(Weight(f"{op.name}.{r}_kernel", f"model.{n}_{r}.weight", note="(in, out)"))
+        if r != "key":  # the key projection has no bias (the softmax cancels one)
+            weights.append(Weight(f"{op.name}.{r}_bias", f"model.{n}_{r}.bias"))
+    projections = ", ".join(f"self.{n}_{r}" for r in roles)
+    return Snippet(
+        tuple(
+            f"self.{n}_{r} = nn.Linear({e}, {e}{', bias_attr=False' if r == 'key' else ''})"
+            for r in roles
+        ),
+        (
+            f"{{x}} = self_attention({{x}}, valid, {projections}, heads={op.heads})"
+            f"  # {fmt_shape(site.out_shape)}",
+        ),
+        tuple(weights),
+        helpers=("self_attention",),
+    )
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: RenderCtx) -> Snippet:
+    ctx.extra["mask"] = True
+    return Snippet(
+        forward=(
+            f"{{x}} = masked_mean({{x}}, valid)  # mean over real tokens: "
+            f"{fmt_shape(site.out_shape)}",
+        ),
+        helpers=("masked_mean",),
+    )
+
+
+#: Paddle 3.3's F.scaled_dot_product_attention on the CPU is this composition in Python
+#: (``_math_attention``), its boolean mask made additive -inf: a row whose every key is padding
+#: would be softmax(-inf, ...) = NaN. Written out here with the spec's rule for that row.
+SELF_ATTENTION = '''
+def self_attention(x, valid, query, key, value, output, heads):
+    """Multi-head self-attention; keys where ``valid`` is False (padding) take no part, and a
+    sequence of padding only attends to nothing (its head outputs are 0, not NaN)."""
+    n, t, e = x.shape
+    q, k, v = (
+        p(x).reshape([n, t, heads, e // heads]).transpose([0, 2, 1, 3])
+        for p in (query, key, value)
+    )  # (N, H, T, d)
+    any_key = valid.any(axis=1, keepdim=True)  # (N, 1): False for a sequence of padding only
+    keep = (valid | ~any_key)[:, None, None, :]  # (N, 1, 1, T); such a row: every key, then 0
+    sqrt_d = paddle.full([], e // heads, x.dtype).sqrt()  # a tensor of x's dtype, not a float
+    scores = paddle.matmul(q, k, transpose_y=True) / sqrt_d  # (N, H, T, T)
+    weights = F.softmax(paddle.where(keep, scores, paddle.full([], float("-inf"), x.dtype)))
+    o = paddle.matmul(weights, v) * any_key.astype(x.dtype)[:, :, None, None]  # (N, H, T, d)
+    return output(o.transpose([0, 2, 1, 3]).reshape([n, t, e]))  # heads concatenated
+'''
+
+#: nn.LayerNorm's kernel holds epsilon as a float32 attribute (Paddle 3.3.1): the float64 file
+#: writes the normalisation out (``lowering.LayerNorm`` says what it measured)
+LAYER_NORM = '''
+class LayerNorm(nn.LayerNorm):
+    """nn.LayerNorm; in float64 written out, because Paddle's layer_norm kernel holds epsilon as
+    a float32 attribute (1e-5 would become 9.99999975e-06)."""
+
+    def forward(self, x):
+        if x.dtype != paddle.float64:
+            return super().forward(x)
+        xc = x - x.mean(axis=-1, keepdim=True)
+        var = (xc * xc).mean(axis=-1, keepdim=True)
+        eps = paddle.full([], self._epsilon, x.dtype)
+        return xc / paddle.sqrt(var + eps) * self.weight + self.bias
+'''
+
+MASKED_MEAN = '''
+def masked_mean(x, valid):
+    """(N, T, E) -> (N, E): the mean over real tokens; 0 for a sequence of padding only."""
+    w = valid.astype(x.dtype)  # (N, T)
+    return (x * w.unsqueeze(-1)).sum(1) / w.sum(1, keepdim=True).clip(min=1)
+'''
+
+
 def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
-    """Forward lines one after the other, on one variable."""
-    return statements(parts)
+    """Forward lines one after the other, on one variable (the model's own sequence over token
+    ids first makes the mask of real tokens that its masked ops read)."""
+    out = statements(parts)
+    if site.path == "" and len(site.in_shape) == 1 and ctx.extra.get("mask"):
+        line = "valid = {x} != 0  # (N, T): real tokens; id 0 is padding"
+        out = Snippet(out.init, (line, *out.forward), out.weights, out.helpers, out.notes)
+    return out
 
 
 def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
@@ -208,8 +320,14 @@ OPS = OpTable(
         ops.GlobalAvgPool: Entry("global_avgpool", global_avgpool),
         ops.Embedding: Entry("embedding", embedding),
         ops.GRU: Entry("gru", gru),
+        ops.LayerNorm: Entry("layer_norm", layer_norm),
+        ops.GELU: Entry("gelu", gelu),
+        ops.PositionEmbedding: Entry("position_embedding", position_embedding),
+        ops.Attention: Entry("attention", attention),
+        ops.MaskedMean: Entry("masked_mean", masked_mean),
     },
     sequence=Entry("sequence", sequence),
     residual=Entry("residual", residual),
+    helpers={"self_attention": SELF_ATTENTION, "masked_mean": MASKED_MEAN, "LayerNorm": LAYER_NORM},
 )
 RENDER = OPS.rendering()

@@ -9,7 +9,11 @@ functions (transposes and block reorders only, so a round trip returns the same 
   order, Paddle's NCHW order: no permutation;
 - batchnorm ``gamma, beta`` are ``weight, bias``; ``mean, var`` the buffers ``_mean,
   _variance`` (inference-mode statistics, never updated: the layer stays in ``eval()``);
-- embedding ``table`` (V, E) is ``nn.Embedding.weight``;
+- embedding ``table`` (V, E) is ``nn.Embedding.weight``; a position table (P, E) is the layer's
+  ``table``; layer_norm ``gamma, beta`` are ``nn.LayerNorm.weight, bias``;
+- attention: each of the four ``*_kernel`` (IO, head-major column blocks) is its
+  ``nn.Linear.weight`` as is (Paddle's ``(in, out)``), the ``*_bias`` as is (the heads are
+  reshapes of the columns); the key projection has no bias;
 - GRU: the spec's gate blocks are ``z | r | h`` along the 3H axis with the kernels as (E, 3H) and
   (H, 3H); Paddle's ``weight_ih_l0`` (3H, E) and ``weight_hh_l0`` (3H, H) stack ``r | z | c``
   along their rows (PyTorch's layout). So: swap the first two H-blocks, then transpose. The
@@ -90,6 +94,21 @@ def _bindings_of(op: object, m: nn.Layer) -> list[Binding]:
             Binding(f"{op.name}.bias_input", m.bias_ih_l0, True, _gru_bias, _gru_bias),
             Binding(f"{op.name}.bias_recurrent", m.bias_hh_l0, True, _gru_bias, _gru_bias),
         ]
+    if isinstance(op, ops.LayerNorm):
+        return [
+            Binding(f"{op.name}.gamma", m.weight, True, _same, _same),
+            Binding(f"{op.name}.beta", m.bias, True, _same, _same),
+        ]
+    if isinstance(op, ops.PositionEmbedding):
+        return [Binding(f"{op.name}.table", m.table, True, _same, _same)]
+    if isinstance(op, ops.Attention):
+        out = []
+        for role in ("query", "key", "value", "output"):
+            linear = getattr(m, role)
+            out.append(Binding(f"{op.name}.{role}_kernel", linear.weight, True, _same, _same))
+            if linear.bias is not None:  # the key projection has none
+                out.append(Binding(f"{op.name}.{role}_bias", linear.bias, True, _same, _same))
+        return out
     raise AssertionError(f"no weight binding for {type(op).__name__}")  # lowering.Build.own
 
 
