@@ -15,10 +15,15 @@ scripts/bootstrap.sh all,dev
 bash scripts/install_chromium.sh  # the report's browser test; skips quietly once installed
 workers="${ROSETTA_TEST_WORKERS:-auto}"
 pytest=(.venv/bin/python -m pytest -n "$workers" --dist loadgroup --durations=30)
+# every test's time, for scripts/test_costs.py (what each backend costs a tier)
+mkdir -p .test-times
 if [ $# -eq 0 ]; then
     # each worker owns its share of the cores (tests/conftest.py); the few tests that need
     # every core (marked whole_machine) run after the others, alone
-    "${pytest[@]}" -m "not slow and not whole_machine"
+    "${pytest[@]}" -m "not slow and not whole_machine" --junitxml .test-times/quick.xml
     exec .venv/bin/python -m pytest -n 0 -m "not slow and whole_machine"
+fi
+if [ "$*" = "-m slow" ]; then
+    exec "${pytest[@]}" "$@" --junitxml .test-times/slow.xml
 fi
 exec "${pytest[@]}" "$@"
