@@ -65,8 +65,9 @@ def _record_peaks(run: RunDir, plan: Plan, say: Callable[[str], None]) -> None:
     probes = {PROBE_FRAMEWORK.get(b, b) for b in plan.backends} & set(GEMM_PROBES)
     peaks = machine_peaks(frameworks=tuple(sorted(probes)))
     run.add_to_run_file(peak_gflops=gemm_peak_gflops(), peaks=peaks, environment=environment())
-    if peaks["ceiling"].get("warning"):
-        say(f"warning: {peaks['ceiling']['warning']}")
+    busy = (peaks.get("ceiling") or {}).get("warning")
+    if busy:
+        say(f"warning: {busy}")
 
 
 def _quiet_check(run: RunDir, wait_s: float, say: Callable[[str], None]) -> None:
