@@ -14,7 +14,7 @@ check keeps float64 as float64: Keras' type promotion narrows it to float32 on t
 from __future__ import annotations
 
 from rosetta.codegen import Rendered, common
-from rosetta.spec.workload import SGD, Adam, Workload
+from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 ADAM = '''
 
@@ -24,8 +24,9 @@ class Adam(keras.optimizers.Optimizer):
     keras.optimizers.Adam adds eps to sqrt(v) before the bias correction (an effective eps of
     eps * sqrt(1 - beta2**t)): the same away from |g| ~ eps, not the spec's rule there."""
 
-    def __init__(self, lr, beta1, beta2, eps):
-        super().__init__(learning_rate=lr, name="spec_adam")
+    def __init__(self, lr, beta1, beta2, eps, weight_decay=None):
+        # weight_decay: Keras' own decoupled decay, w -= w * wd * lr before each step
+        super().__init__(learning_rate=lr, weight_decay=weight_decay, name="spec_adam")
         self.beta1, self.beta2, self.eps = beta1, beta2, eps
 
     def build(self, variables):
@@ -62,6 +63,21 @@ def optimizer_source(workload: Workload) -> str:
         extra = ADAM
         call = f"Adam(lr={o.lr}, beta1={o.beta1}, beta2={o.beta2}, eps={o.eps})"
         why = "written out above: Keras' own Adam places eps differently"
+    elif isinstance(o, AdamW):
+        extra = ADAM
+        call = (
+            f"Adam(lr={o.lr}, beta1={o.beta1}, beta2={o.beta2}, eps={o.eps}, "
+            f"weight_decay={o.weight_decay})\n"
+            f"    decay = {tuple(o.decay)!r}  # the roles that decay\n"
+            "    optimizer.exclude_from_weight_decay(\n"
+            "        var_list=[v for name, _, v, *_ in weight_table(model)"
+            ' if name.rsplit(".", 1)[-1] not in decay]\n'
+            "    )"
+        )
+        why = (
+            "Adam written out above (Keras' own places eps differently), with Keras' decoupled\n"
+            "    weight_decay (w -= w * wd * lr before each step) on the spec's roles only"
+        )
     else:
         return ""
     return f'''{extra}

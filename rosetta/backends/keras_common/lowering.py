@@ -276,20 +276,184 @@ def gru(op: ops.GRU, site: Site, ctx: Ctx) -> Layer:
     return layer  # (N, T, E) -> (N, H), the last step
 
 
-def sequence(chain: list[Layer], site: Site, ctx: Ctx) -> Layer:
-    """The layers applied in order (an empty chain is the identity: a plain shortcut)."""
+# -- the transformer's ops (keras.ops only: the same layers on TensorFlow, JAX and PyTorch) -------
+#: what a transformer model's manifest says of its attention
+ATTENTION_NOTE = (
+    "Dense projections (the key's without bias) + keras.ops.softmax over the scaled scores, "
+    "padding keys at -inf, a row without a real key zeroed (SelfAttention, a Keras layer of "
+    "keras.ops); Keras' MultiHeadAttention has a key bias the spec has not, and adds -1e9 to "
+    "masked scores: a row of padding only then gets the softmax of its own scores in float64 "
+    "(float32 drowns them: uniform weights), neither the spec's 0"
+)
 
-    def sequence_layer(x):
+
+class PositionEmbedding(layers.Layer):
+    """Learned positions: ``x + table[:T]`` on (N, T, E)."""
+
+    def __init__(self, max_len: int, dim: int, **kwargs):
+        super().__init__(**kwargs)
+        self.max_len, self.dim = max_len, dim
+
+    def build(self, input_shape) -> None:
+        self.table = self.add_weight(
+            shape=(self.max_len, self.dim), initializer="zeros", name="table"
+        )
+
+    def call(self, x):
+        return x + self.table[: keras.ops.shape(x)[1]]
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "max_len": self.max_len, "dim": self.dim}
+
+
+class SelfAttention(layers.Layer):
+    """Multi-head self-attention over (N, T, E) with the key padding mask ``valid`` (N, T), in
+    ``keras.ops``: four ``Dense`` projections (the key's without bias, as the spec), the scores
+    ``q k^T / sqrt(d)`` with padding keys at ``-inf`` (weight exactly 0, the reference's
+    ``masked_softmax``), ``keras.ops.softmax`` (stable: the engine's own, max subtracted), and
+    the spec's rule for a row without any real key: such a row's keys are all let in (a finite
+    softmax, so no NaN reaches the gradient) and its output set to 0, which also stops its
+    gradient. Keras' ``MultiHeadAttention`` is not used: see ``ATTENTION_NOTE``."""
+
+    def __init__(self, dim: int, heads: int, **kwargs):
+        super().__init__(**kwargs)
+        self.dim, self.heads = dim, heads
+        policy = self.dtype_policy
+        self.query = layers.Dense(dim, dtype=policy, name="query")
+        self.key = layers.Dense(dim, use_bias=False, dtype=policy, name="key")
+        self.value = layers.Dense(dim, dtype=policy, name="value")
+        self.out_proj = layers.Dense(dim, dtype=policy, name="out_proj")
+
+    def build(self, input_shape) -> None:
+        for projection in (self.query, self.key, self.value, self.out_proj):
+            projection.build(input_shape)  # (N, T, E) -> (N, T, E)
+
+    def call(self, x, valid):
+        t, d = keras.ops.shape(x)[1], self.dim // self.heads
+
+        def split(y):  # (N, T, E) -> (N, H, T, d): head h is columns h*d .. (h+1)*d
+            return keras.ops.transpose(keras.ops.reshape(y, (-1, t, self.heads, d)), (0, 2, 1, 3))
+
+        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        scores = keras.ops.matmul(q, keras.ops.swapaxes(k, -1, -2)) / d**0.5  # (N, H, T, T)
+        any_key = keras.ops.any(valid, axis=1)[:, None, None, None]  # (N, 1, 1, 1)
+        keys = keras.ops.logical_or(valid[:, None, None, :], keras.ops.logical_not(any_key))
+        probs = keras.ops.softmax(keras.ops.where(keys, scores, float("-inf")), axis=-1)
+        o = keras.ops.where(any_key, keras.ops.matmul(probs, v), 0.0)  # (N, H, T, d)
+        o = keras.ops.reshape(keras.ops.transpose(o, (0, 2, 1, 3)), (-1, t, self.dim))
+        return self.out_proj(o)  # heads concatenated in order
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "dim": self.dim, "heads": self.heads}
+
+
+class ExactGELU(layers.Layer):
+    """``0.5 x (1 + erf(x / sqrt 2))``, ``sqrt 2`` a Python float (converted straight to the
+    input's dtype). Keras' own ``gelu(approximate=False)`` is ``tf.nn.gelu`` on TensorFlow, whose
+    ``sqrt 2`` is cast from a float32 tensor (5e-9 off in float64, 150x the float64 gate's
+    bound); on JAX and PyTorch it is the engine's exact kernel, which :func:`gelu` uses there."""
+
+    def call(self, x):
+        return 0.5 * x * (1.0 + keras.ops.erf(x / 2.0**0.5))
+
+
+class MaskedMean(layers.Layer):
+    """(N, T, E) -> (N, E): the mean over real tokens; 0 for a row of padding only (its count is
+    taken as 1, so 0 / 1, never 0 / 0)."""
+
+    def call(self, x, valid):
+        w = keras.ops.cast(valid, self.compute_dtype)  # (N, T)
+        total = keras.ops.einsum("nte,nt->ne", x, w)
+        return total / keras.ops.maximum(keras.ops.sum(w, axis=1, keepdims=True), 1.0)
+
+
+def _takes_mask(layer) -> Layer:
+    """Mark ``layer`` (a function of ``(x, valid)``) for the sequences that hand it the mask."""
+    layer.takes_mask = True
+    return layer
+
+
+def _run(layer, x, valid):
+    return layer(x, valid) if getattr(layer, "takes_mask", False) else layer(x)
+
+
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: Ctx) -> Layer:
+    layer = layers.LayerNormalization(
+        axis=-1, epsilon=op.eps, dtype=ctx.dtype, name=ctx.layer_name(op.name)
+    )
+    names = [f"{op.name}.gamma", f"{op.name}.beta"]
+    ctx.bind(names, lambda: (layer.gamma, layer.beta), weights.identity, weights.identity)
+    return layer
+
+
+def gelu(op: ops.GELU, site: Site, ctx: Ctx) -> Layer:
+    """Exact GELU: Keras' ``gelu`` (approximate=False: ``F.gelu``, ``jax.nn.gelu``), except on
+    TensorFlow, where it rounds ``sqrt 2`` through float32 (:class:`ExactGELU`)."""
+    if keras.backend.backend() == "tensorflow":
+        return ExactGELU(dtype=ctx.dtype)
+    return layers.Activation("gelu", dtype=ctx.dtype)  # keras.activations.gelu: erf form
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: Ctx) -> Layer:
+    layer = PositionEmbedding(
+        op.max_len, site.in_shape[1], dtype=ctx.dtype, name=ctx.layer_name(op.name)
+    )
+    ctx.bind([f"{op.name}.table"], lambda: (layer.table,), weights.identity, weights.identity)
+    return layer
+
+
+def attention(op: ops.Attention, site: Site, ctx: Ctx) -> Layer:
+    layer = SelfAttention(site.in_shape[1], op.heads, dtype=ctx.dtype, name=ctx.layer_name(op.name))
+    names = [f"{op.name}.{r}" for r in ops.ATTENTION_ROLES]
+    find = lambda: (  # noqa: E731
+        layer.query.kernel, layer.query.bias, layer.key.kernel, layer.value.kernel,
+        layer.value.bias, layer.out_proj.kernel, layer.out_proj.bias,
+    )  # fmt: skip
+    ctx.bind(names, find, weights.identity, weights.identity)  # kernels IO, as the spec
+    return _takes_mask(lambda x, valid: layer(x, valid))
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: Ctx) -> Layer:
+    layer = MaskedMean(dtype=ctx.dtype)
+    return _takes_mask(lambda x, valid: layer(x, valid))
+
+
+def sequence(chain: list[Layer], site: Site, ctx: Ctx) -> Layer:
+    """The layers applied in order (an empty chain is the identity: a plain shortcut); with
+    masked ops, the model's own sequence over token ids makes the mask (id 0 is padding) and
+    hands it to every layer and branch that takes it."""
+    if not any(getattr(layer, "takes_mask", False) for layer in chain):
+
+        def sequence_layer(x):
+            for layer in chain:
+                x = layer(x)
+            return x
+
+        return sequence_layer
+    if site.path == "" and len(site.in_shape) == 1:
+
+        def token_sequence(x):
+            valid = keras.ops.not_equal(x, 0)  # (N, T): real tokens
+            for layer in chain:
+                x = _run(layer, x, valid)
+            return x
+
+        return token_sequence
+
+    def masked_sequence(x, valid):
         for layer in chain:
-            x = layer(x)
+            x = _run(layer, x, valid)
         return x
 
-    return sequence_layer
+    return _takes_mask(masked_sequence)
 
 
 def residual(body: Layer, shortcut: Layer, site: Site, ctx: Ctx) -> Layer:
-    """``body(x) + shortcut(x)`` through a Keras ``Add``."""
+    """``body(x) + shortcut(x)`` through a Keras ``Add`` (the mask handed to a branch that
+    takes it)."""
     add = layers.Add(dtype=ctx.dtype)
+    if getattr(body, "takes_mask", False) or getattr(shortcut, "takes_mask", False):
+        return _takes_mask(lambda x, valid: add([_run(body, x, valid), _run(shortcut, x, valid)]))
     return lambda x: add([body(x), shortcut(x)])
 
 

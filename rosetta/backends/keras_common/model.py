@@ -47,9 +47,11 @@ from rosetta.backends import driver
 from rosetta.backends.base import Model, Params, hwc_flatten_at_output
 from rosetta.backends.keras_common import optim, weights
 from rosetta.backends.keras_common.engine import FLOAT64_NOTE, step_in_effect
-from rosetta.backends.keras_common.lowering import Ctx
+from rosetta.backends.keras_common.lowering import ATTENTION_NOTE, Ctx
 from rosetta.errors import BackendError
 from rosetta.runtime import Runtime
+from rosetta.spec import ops
+from rosetta.spec.graph import walk
 from rosetta.spec.workload import Workload
 
 __all__ = ["KerasEngineModel", "KerasFastPath", "functional", "step_in_effect"]
@@ -235,10 +237,16 @@ class KerasEngineModel(Model):
                 else f"fp32: {self.dtype} throughout"
                 + (f" ({FLOAT64_NOTE})" if self.dtype == "float64" else "")
             ),
+            "attention": ATTENTION_NOTE if self._has(ops.Attention) else "n/a",
             "optimizer": optim.describe(self.workload.optimizer),
             "inference": "model(x, training=False); BatchNorm on moving stats",
             "versions": f"keras {keras.__version__} on {keras.backend.backend()}",
         }
+
+    def _has(self, kind: type) -> bool:
+        """Whether the workload's graph holds an op of ``kind``."""
+        w = self.workload
+        return any(isinstance(n, kind) for n, _, _ in walk(w.graph, w.input.shape))
 
     def summary(self) -> str:
         lines: list[str] = []

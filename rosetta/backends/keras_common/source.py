@@ -204,10 +204,137 @@ def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
     )
 
 
+# -- the transformer's ops: Keras' LayerNormalization and gelu, three small layers of keras.ops ----
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    line = f"{{x}} = layers.LayerNormalization(epsilon={op.eps}, name={q(n)})({{x}})"
+    return Snippet(
+        forward=(line,),
+        weights=(
+            Weight(f"{op.name}.gamma", f"{_layer(n)}.gamma"),
+            Weight(f"{op.name}.beta", f"{_layer(n)}.beta"),
+        ),
+    )
+
+
+def gelu(op: ops.GELU, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=('{x} = layers.Activation("gelu")({x})  # exact (erf) GELU',))
+
+
+def gelu_in_dtype(op: ops.GELU, site: Site, ctx: RenderCtx) -> Snippet:
+    """TensorFlow's: Keras' gelu there is ``tf.nn.gelu``, whose sqrt 2 is rounded to float32."""
+    line = "{x} = ExactGELU()({x})  # Keras' gelu on TensorFlow rounds sqrt 2 to float32"
+    return Snippet(forward=(line,), helpers=("ExactGELU",))
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    line = f"{{x}} = PositionEmbedding({op.max_len}, {site.in_shape[1]}, name={q(n)})({{x}})"
+    return Snippet(
+        forward=(line,),
+        weights=(Weight(f"{op.name}.table", f"{_layer(n)}.table"),),
+        helpers=("PositionEmbedding",),
+    )
+
+
+def attention(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    ctx.extra["mask"] = True
+    line = (
+        f"{{x}} = SelfAttention({site.in_shape[1]}, {op.heads}, name={q(n)})({{x}}, valid)"
+        f"  # {fmt_shape(site.out_shape)}"
+    )
+    parts = (
+        ("query_kernel", "query.kernel"), ("query_bias", "query.bias"),
+        ("key_kernel", "key.kernel"), ("value_kernel", "value.kernel"),
+        ("value_bias", "value.bias"), ("output_kernel", "out_proj.kernel"),
+        ("output_bias", "out_proj.bias"),
+    )  # fmt: skip
+    weights = tuple(Weight(f"{op.name}.{r}", f"{_layer(n)}.{v}") for r, v in parts)
+    return Snippet(forward=(line,), weights=weights, helpers=("SelfAttention",))
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: RenderCtx) -> Snippet:
+    ctx.extra["mask"] = True
+    line = (
+        f"{{x}} = MaskedMean()({{x}}, valid)  # mean over real tokens: {fmt_shape(site.out_shape)}"
+    )
+    return Snippet(forward=(line,), helpers=("MaskedMean",))
+
+
+#: the transformer's layers as the generated file writes them (keras.ops: any engine)
+TRANSFORMER_LAYERS = {
+    "PositionEmbedding": '''
+class PositionEmbedding(layers.Layer):
+    """Learned positions: x + table[:T]."""
+
+    def __init__(self, max_len, dim, **kwargs):
+        super().__init__(**kwargs)
+        self.max_len, self.dim = max_len, dim
+
+    def build(self, input_shape):
+        self.table = self.add_weight(shape=(self.max_len, self.dim), initializer="zeros")
+
+    def call(self, x):
+        return x + self.table[: keras.ops.shape(x)[1]]
+''',
+    "SelfAttention": '''
+class SelfAttention(layers.Layer):
+    """Multi-head self-attention; padding keys (valid False) take no part; a row of padding
+    only attends to nothing (0). The key projection has no bias (the softmax cancels one), so
+    not keras.layers.MultiHeadAttention, which also masks with -1e9 rather than excluding."""
+
+    def __init__(self, dim, heads, **kwargs):
+        super().__init__(**kwargs)
+        self.dim, self.heads = dim, heads
+        self.query = layers.Dense(dim, name="query")
+        self.key = layers.Dense(dim, use_bias=False, name="key")
+        self.value = layers.Dense(dim, name="value")
+        self.out_proj = layers.Dense(dim, name="out_proj")
+
+    def build(self, input_shape):
+        for projection in (self.query, self.key, self.value, self.out_proj):
+            projection.build(input_shape)
+
+    def call(self, x, valid):
+        t, d = keras.ops.shape(x)[1], self.dim // self.heads
+
+        def split(y):  # (N, T, E) -> (N, heads, T, d)
+            return keras.ops.transpose(keras.ops.reshape(y, (-1, t, self.heads, d)), (0, 2, 1, 3))
+
+        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        scores = keras.ops.matmul(q, keras.ops.swapaxes(k, -1, -2)) / d**0.5
+        any_key = keras.ops.any(valid, axis=1)[:, None, None, None]
+        # padding keys at -inf; a row with no real key lets all in (finite), then outputs 0
+        keys = keras.ops.logical_or(valid[:, None, None, :], keras.ops.logical_not(any_key))
+        probs = keras.ops.softmax(keras.ops.where(keys, scores, float("-inf")), axis=-1)
+        o = keras.ops.where(any_key, keras.ops.matmul(probs, v), 0.0)
+        o = keras.ops.reshape(keras.ops.transpose(o, (0, 2, 1, 3)), (-1, t, self.dim))
+        return self.out_proj(o)
+''',
+    "MaskedMean": '''
+class MaskedMean(layers.Layer):
+    """The mean over real tokens (0 for a row of padding only)."""
+
+    def call(self, x, valid):
+        w = keras.ops.cast(valid, self.compute_dtype)
+        total = keras.ops.einsum("nte,nt->ne", x, w)
+        return total / keras.ops.maximum(keras.ops.sum(w, axis=1, keepdims=True), 1.0)
+''',
+    "ExactGELU": '''
+class ExactGELU(layers.Layer):
+    """0.5 x (1 + erf(x / sqrt 2)), sqrt 2 in x's dtype (tf.nn.gelu casts it from float32)."""
+
+    def call(self, x):
+        return 0.5 * x * (1.0 + keras.ops.erf(x / 2.0**0.5))
+''',
+}
+
+
 def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
     """Forward lines one after the other, on one variable (the functional API); the model's own
     sequence over token ids first makes the mask of real tokens its masked layers read (an op
-    that reads it sets ``ctx.extra["mask"]``: the transformer's, on TensorFlow)."""
+    that reads it sets ``ctx.extra["mask"]``: the transformer's)."""
     out = statements(parts)
     if site.path == "" and len(site.in_shape) == 1 and ctx.extra.get("mask"):
         line = "valid = keras.ops.not_equal({x}, 0)  # (N, T): real tokens; id 0 is padding"
@@ -224,7 +351,7 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
 def op_table(backend: str) -> OpTable:
     """The one op table of the Keras backend ``backend`` (its build functions, named, are found
     in that backend's ``lowering.py``; the rendering is shared: the Keras source is the same on
-    every engine)."""
+    every engine, but for the GELU line on TensorFlow)."""
     return OpTable(
         backend=backend,
         entries={
@@ -248,7 +375,18 @@ def op_table(backend: str) -> OpTable:
             ops.Embedding: Entry("embedding", embedding),
             # GRU(reset_after=True): kernel z|r|h as the spec, bias (2, 3H)
             ops.GRU: Entry("gru", gru),
+            # LayerNormalization(epsilon=spec's)
+            ops.LayerNorm: Entry("layer_norm", layer_norm),
+            # exact GELU: Keras' gelu; on TensorFlow the formula with sqrt 2 in the dtype
+            ops.GELU: Entry("gelu", gelu_in_dtype if backend == "tensorflow" else gelu),
+            # a learned (max_len, E) table added to the first T positions
+            ops.PositionEmbedding: Entry("position_embedding", position_embedding),
+            # Dense projections + keras.ops.softmax over masked scores
+            ops.Attention: Entry("attention", attention),
+            # masked sum / max(count, 1)
+            ops.MaskedMean: Entry("masked_mean", masked_mean),
         },
         sequence=Entry("sequence", sequence),
         residual=Entry("residual", residual),
+        helpers=TRANSFORMER_LAYERS,
     )

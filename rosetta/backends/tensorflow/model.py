@@ -40,6 +40,7 @@ import tensorflow as tf
 
 from rosetta.backends import driver
 from rosetta.backends.base import Batch, Model, Params, hwc_flatten_at_output
+from rosetta.backends.keras_common.lowering import ATTENTION_NOTE
 from rosetta.backends.keras_common.model import KERAS_POLICIES, functional
 from rosetta.backends.tensorflow import optim, weights
 from rosetta.backends.tensorflow import runtime as tf_runtime
@@ -277,12 +278,7 @@ class KerasModel(Model):
                 if self.runtime.precision == "bf16"
                 else f"fp32: {self.dtype} throughout"
             ),
-            "attention": (
-                "Dense projections + tf.nn.softmax over masked scores (a Keras layer); Keras' "
-                "MultiHeadAttention has a key bias and a -1e9 mask float64 does not drown"
-                if has_op(self.workload, ops.Attention)
-                else "n/a"
-            ),
+            "attention": ATTENTION_NOTE if has_op(self.workload, ops.Attention) else "n/a",
             "autotune": "cuDNN autotune (TensorFlow default)" if self.device == "cuda" else "n/a",
             "fused_rnn": self._fused_rnn() if has_op(self.workload, ops.GRU) else "n/a",
             "loader": "tf.data: index batches (drop_remainder) -> gather + layout map -> "
