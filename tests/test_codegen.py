@@ -75,7 +75,7 @@ def _lowered_pairs() -> list[tuple[str, str]]:
 #: the ops of the spec format the transformer brought (issue 29), which the backends added beside
 #: it do not lower yet: their cells are skipped naming these (rosetta.backends.missing_ops)
 TRANSFORMER_OPS = {ops.LayerNorm, ops.GELU, ops.PositionEmbedding, ops.Attention, ops.MaskedMean}
-LOWERS_THE_TRANSFORMER = ("numpy_ref", "torch", "tensorflow", "jax", "chainer")
+LOWERS_THE_TRANSFORMER = ("numpy_ref", "torch", "tensorflow", "jax", "chainer", "pytensor")
 
 
 @pytest.mark.parametrize("backend", codegen.BACKENDS)
