@@ -49,7 +49,8 @@ def _optimizer(workload: Workload) -> str:
     elif isinstance(o, AdamW):
         body = f"""    lr, eps, one = c({o.lr}), c({o.eps}), c(1.0)
     b1, b2, wd = c({o.beta1}), c({o.beta2}), c({o.weight_decay})
-    decay = {tuple(o.decay)!r}  # the roles that decay: the part of a name after its last dot
+    # the roles that decay (the part of a parameter's name after its last dot)
+    decay = {tuple(o.decay)!r}
 
     def updates(params, grads):
         t = pytensor.shared(np.asarray(0.0, dtype=dtype))  # the step count

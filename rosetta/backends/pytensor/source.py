@@ -120,10 +120,17 @@ def gelu(x):
     return half * x * (1 + pt.erf(x / root2))
 ''',
     "self_attention": '''
-def self_attention(x, valid, wq, bq, wk, wv, bv, wo, bo, heads):
-    """Multi-head self-attention over (N, T, E); ``valid`` (N, T) marks the keys that take part
-    (a padding key gets weight 0); a row of padding only attends to nothing (its heads give 0).
-    The key projection has no bias: the softmax would cancel it."""
+#: an attention op's parameters, in the spec's order (the key projection has no bias)
+ATTENTION_ROLES = ("query_kernel", "query_bias", "key_kernel", "value_kernel", "value_bias",
+                   "output_kernel", "output_bias")
+
+
+def self_attention(x, valid, p, name, heads):
+    """Multi-head self-attention over (N, T, E) with the projections ``p[name + ".<role>"]``;
+    ``valid`` (N, T) marks the keys that take part (a padding key gets weight 0); a row of
+    padding only attends to nothing (its heads give 0). The key projection has no bias: the
+    softmax would cancel it."""
+    wq, bq, wk, wv, bv, wo, bo = (p[f"{name}.{role}"] for role in ATTENTION_ROLES)
     n, t, e = x.shape
     d = wq.get_value().shape[1] // heads
 
@@ -293,8 +300,7 @@ def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) ->
 
 def attention(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
     ctx.extra["mask"] = True
-    args = ", ".join(_p(f"{op.name}.{r}") for r in ops.ATTENTION_ROLES)
-    line = f"{{x}} = self_attention({{x}}, valid, {args}, heads={op.heads})"
+    line = f"{{x}} = self_attention({{x}}, valid, p, {q(op.name)}, heads={op.heads})"
     weights = tuple(_w(f"{op.name}.{r}", note="IO, head-major blocks" if r.endswith("kernel")
                        else "") for r in ops.ATTENTION_ROLES)  # fmt: skip
     return Snippet(forward=(line,), weights=weights, helpers=("self_attention",))
