@@ -189,7 +189,7 @@ def flatten(op: ops.Flatten, site: Site, ctx: Ctx) -> Layer:
 
 
 def dense(op: ops.Dense, site: Site, ctx: Ctx) -> Layer:
-    kernel = ctx.shared(f"{op.name}.kernel", (site.in_shape[0], op.units))  # IO
+    kernel = ctx.shared(f"{op.name}.kernel", (site.in_shape[-1], op.units))  # IO
     bias = ctx.shared(f"{op.name}.bias", (op.units,)) if op.bias else None
 
     def dense_layer(x: Any, run: Run) -> Any:
