@@ -1,9 +1,11 @@
 """PyTensor-specific checks the conformance suite does not make: the linker setting (the Runtime's
-``pytensor_linker``) resolves, falls back and refuses as documented, and the Numba linker
-computes what the reference computes, through the same gate a cell runs."""
+``pytensor_linker``) resolves, falls back and refuses as documented, the Numba linker
+computes what the reference computes, through the same gate a cell runs, and the Transformer's
+masked ops refuse in one line a graph that gives them no token ids."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +16,8 @@ from rosetta.backends import make, numpy_ref, runtime_for
 from rosetta.errors import BackendError
 from rosetta.runner.gate import run_gate
 from rosetta.runtime import Runtime
-from rosetta.spec import canonical_weights, load_workload, ops
+from rosetta.spec import canonical_weights, get_workload, load_workload, ops
+from rosetta.spec.workload import InputSpec
 
 if not backends.status("pytensor").usable:
     pytest.skip("pytensor is not installed", allow_module_level=True)
@@ -73,3 +76,14 @@ def test_bf16_is_refused_with_its_reason_before_anything_is_built():
     assert "NumPy has no bfloat16" in str(err.value) and "\n" not in str(err.value)
     why = backends.precision_unsupported("pytensor", "bf16", "cpu")  # what the plan skips with
     assert "NumPy has no bfloat16" in why
+
+
+def test_a_masked_op_without_token_ids_is_one_line():
+    """Attention and the masked mean read the padding mask the model makes from its token ids;
+    a graph that reaches them from features (what the localiser's suffix cut builds) is refused
+    in one line naming the op, before anything is compiled."""
+    w = get_workload("transformer")
+    suffix = replace(w, graph=w.graph[2:], input=InputSpec((150, 128), "float32"))  # the blocks on
+    with pytest.raises(BackendError, match="attention block.0.attn reads the padding mask") as err:
+        make("pytensor", suffix, canonical_weights(suffix, seed=0))
+    assert "token ids" in str(err.value) and "\n" not in str(err.value)

@@ -1,12 +1,13 @@
 """The PyTensor file: a symbolic ``forward(p, x, rngs)`` over a dict of ``shared`` variables keyed
 by the spec's names, the loss, ``pytensor.grad``, the spec's SGD or Adam written out as the
 ``updates`` of a compiled step (PyTensor has no optimiser library: Theano's idiom), the features
-function, and ``--check``."""
+function, and ``--check``. AdamW decays the parameters by the role in their name (the part after
+the last dot), the shared variables being named by the spec's names."""
 
 from __future__ import annotations
 
 from rosetta.codegen import Rendered, common
-from rosetta.spec.workload import SGD, Adam, Workload
+from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 FRAMEWORK = "PyTensor"
 NEEDS = "NumPy and PyTensor"
@@ -42,6 +43,28 @@ def _optimizer(workload: Workload) -> str:
             v1 = b2 * v + (one - b2) * g * g
             m_hat, v_hat = m1 / (one - b1**t1), v1 / (one - b2**t1)
             out += [(m, m1), (v, v1), (w, w - lr * m_hat / (pt.sqrt(v_hat) + eps))]
+        return out
+
+    return updates"""
+    elif isinstance(o, AdamW):
+        body = f"""    lr, eps, one = c({o.lr}), c({o.eps}), c(1.0)
+    b1, b2, wd = c({o.beta1}), c({o.beta2}), c({o.weight_decay})
+    # the roles that decay (the part of a parameter's name after its last dot)
+    decay = {tuple(o.decay)!r}
+
+    def updates(params, grads):
+        t = pytensor.shared(np.asarray(0.0, dtype=dtype))  # the step count
+        t1 = t + one
+        out = [(t, t1)]
+        for w, g in zip(params, grads):
+            m = pytensor.shared(np.zeros_like(w.get_value()))
+            v = pytensor.shared(np.zeros_like(w.get_value()))
+            m1 = b1 * m + (one - b1) * g
+            v1 = b2 * v + (one - b2) * g * g
+            m_hat, v_hat = m1 / (one - b1**t1), v1 / (one - b2**t1)
+            # decoupled: the weight decays from itself, the moments never see it
+            w0 = w - lr * wd * w if w.name.rsplit(".", 1)[-1] in decay else w
+            out += [(m, m1), (v, v1), (w, w0 - lr * m_hat / (pt.sqrt(v_hat) + eps))]
         return out
 
     return updates"""

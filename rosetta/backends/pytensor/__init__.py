@@ -2,7 +2,8 @@
 differentiated by ``pytensor.grad`` and compiled by ``pytensor.function``.
 
 ``lowering.py`` is the Rosetta of PyTensor (op -> a function of symbolic tensors: convolution as
-taps and one ``dot``, max-pooling over stacked taps, ``scan`` for the GRU); ``weights.py`` the
+taps and one ``dot``, max-pooling over stacked taps, ``scan`` for the GRU, the Transformer's
+attention, LayerNorm, exact GELU and masked mean composed of its ops); ``weights.py`` the
 canonical <-> native layouts (NHWC images, HWIO kernels); ``optim.py`` the spec's optimisers as
 the ``updates`` of the compiled step; ``loader.py`` the host batches PyTensor's CPU functions
 take; ``runtime.py`` the process settings and the linker (C via g++, or Numba: the Runtime's

@@ -28,11 +28,25 @@ threaded from site to site and written back as an update of the compiled step) a
 the gate runs the timed function itself. The GRU is ``scan`` over time-major ``(T, N, E)``, the
 input projection of every step done by one ``dot`` before the loop, the spec's ``reset_after``
 equations in the step.
+
+The Transformer's ops keep that time-major ``(T, N, E)`` layout (the embedding's, which
+``Model.output_to_canonical`` reads back for every sequence op) and are composed of PyTensor's
+own ops, which the C linker compiles: LayerNorm as mean and biased variance over the last axis,
+``eps`` inside the root; GELU with ``pt.erf`` (exact); learned positions as the table's first T
+rows added; attention as one ``dot`` per projection, the heads split by reshape and
+``dimshuffle`` to ``(N, H, T, d)``, ``pt.matmul`` (rewritten to the C ``BatchedDot``) for the
+scores and the weighted values, and ``pt.special.softmax`` (the row maximum subtracted, so
+large logits never overflow) over scores whose padding keys are ``switch``-ed to the dtype's
+lowest finite value (weight exactly 0); a query whose every key is padding gets weights 0 (a
+multiplication by "any key"), so its heads give 0 and no NaN reaches a gradient. The masked mean
+divides by ``max(count, 1)``: 0 over zero tokens. The mask of real tokens (``ids != 0``) is made
+once by the model's sequence over the ids and handed down in ``Run.valid``.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -43,6 +57,7 @@ from rosetta.backends.driver import LoweringTable, Site, lower_op, unsupported
 from rosetta.backends.pytensor import runtime as settings
 from rosetta.backends.pytensor import weights
 from rosetta.backends.pytensor.source import OPS
+from rosetta.errors import BackendError
 from rosetta.runtime import Runtime
 from rosetta.spec import ops
 
@@ -58,6 +73,9 @@ class Run(NamedTuple):
 
     training: bool  # the training graph (dropout drawn) or the evaluation one
     rngs: list | None = None  # the generator after each draw, in order (training graphs)
+    #: (N, T) bool, True at real tokens (id != 0): made by the model's own sequence over token
+    #: ids, read by the ops with ``mask: tokens`` (attention, masked mean)
+    valid: Any = None
 
     def update(self, ctx: Ctx) -> dict:
         """The update of the shared generator after this forward's draws (``{}`` if none)."""
@@ -171,11 +189,11 @@ def flatten(op: ops.Flatten, site: Site, ctx: Ctx) -> Layer:
 
 
 def dense(op: ops.Dense, site: Site, ctx: Ctx) -> Layer:
-    kernel = ctx.shared(f"{op.name}.kernel", (site.in_shape[0], op.units))  # IO
+    kernel = ctx.shared(f"{op.name}.kernel", (site.in_shape[-1], op.units))  # IO
     bias = ctx.shared(f"{op.name}.bias", (op.units,)) if op.bias else None
 
     def dense_layer(x: Any, run: Run) -> Any:
-        y = pt.dot(x, kernel)  # (N, I) @ (I, O) -> (N, O)
+        y = pt.dot(x, kernel)  # (N, I) @ (I, O) -> (N, O); (T, N, I): tensordot
         return y if bias is None else y + bias
 
     return dense_layer
@@ -233,10 +251,96 @@ def gru(op: ops.GRU, site: Site, ctx: Ctx) -> Layer:
     return gru_layer
 
 
+def _token_mask(run: Run, what: str) -> Any:
+    """The (N, T) mask of real tokens the model's sequence made, or a one-line error."""
+    if run.valid is None:
+        raise BackendError(
+            f"backend 'pytensor': {what} reads the padding mask of the model's token ids "
+            "(mask: tokens): run it inside a model whose input is token ids"
+        )
+    return run.valid
+
+
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: Ctx) -> Layer:
+    e = site.in_shape[-1]
+    gamma, beta = ctx.shared(f"{op.name}.gamma", (e,)), ctx.shared(f"{op.name}.beta", (e,))
+    eps, one = ctx.const(op.eps), ctx.const(1.0)
+
+    def layer_norm_layer(x: Any, run: Run) -> Any:
+        xc = x - pt.mean(x, axis=-1, keepdims=True)  # over the last (feature) axis
+        var = pt.mean(xc * xc, axis=-1, keepdims=True)  # biased: divided by E
+        return xc * (one / pt.sqrt(var + eps)) * gamma + beta  # eps inside the root
+
+    return layer_norm_layer
+
+
+def gelu(op: ops.GELU, site: Site, ctx: Ctx) -> Layer:
+    half, one, root2 = ctx.const(0.5), ctx.const(1.0), ctx.const(math.sqrt(2.0))
+    return lambda x, run: half * x * (one + pt.erf(x / root2))  # exact: erf, not tanh
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: Ctx) -> Layer:
+    t, e = site.in_shape
+    table = ctx.shared(f"{op.name}.table", (op.max_len, e))
+    # time-major (T, N, E) + the first T rows (T, 1, E)
+    return lambda x, run: x + table[:t].dimshuffle(0, "x", 1)
+
+
+def attention(op: ops.Attention, site: Site, ctx: Ctx) -> Layer:
+    t, e = site.in_shape
+    h, d = op.heads, site.in_shape[1] // op.heads
+    w = {
+        role: ctx.shared(f"{op.name}.{role}", (e, e) if role.endswith("kernel") else (e,))
+        for role in ops.ATTENTION_ROLES
+    }  # kernels IO, columns (rows for the output) in head-major blocks of d: as the spec
+    scale = ctx.const(math.sqrt(d))
+    # a masked key's score: the dtype's lowest finite value, so exp(score - row max) is exactly 0
+    # and a row of masked keys only stays finite (uniform, then zeroed below): never inf - inf
+    lowest = ctx.const(np.finfo(ctx.dtype).min)
+
+    def heads(y: Any, n: Any, order: tuple[int, ...]) -> Any:
+        return y.reshape((t, n, h, d)).dimshuffle(*order)  # (T*N, E) -> (T, N, H, d) -> order
+
+    def attention_layer(x: Any, run: Run) -> Any:
+        valid = _token_mask(run, f"attention {op.name}")  # (N, T)
+        n = x.shape[1]
+        rows = x.reshape((t * n, e))  # time-major (T, N, E) -> (T*N, E): one dot per projection
+        q = heads(pt.dot(rows, w["query_kernel"]) + w["query_bias"], n, (1, 2, 0, 3))  # N,H,T,d
+        k_t = heads(pt.dot(rows, w["key_kernel"]), n, (1, 2, 3, 0))  # (N, H, d, T), no bias
+        v = heads(pt.dot(rows, w["value_kernel"]) + w["value_bias"], n, (1, 2, 0, 3))
+        scores = pt.matmul(q, k_t) / scale  # (N, H, T, T): batched over N and H (BatchedDot)
+        keys = valid.dimshuffle(0, "x", "x", 1)  # (N, 1, 1, T): keys that take part
+        p = pt.special.softmax(pt.switch(keys, scores, lowest), axis=-1)  # max subtracted: stable
+        # a row whose every key is padding attends to nothing: weights 0, gradients 0
+        any_key = pt.any(valid, axis=1).astype(ctx.dtype).dimshuffle(0, "x", "x", "x")
+        o = pt.matmul(p * any_key, v)  # (N, H, T, d)
+        o = o.dimshuffle(2, 0, 1, 3).reshape((t * n, e))  # heads concatenated, time-major rows
+        return (pt.dot(o, w["output_kernel"]) + w["output_bias"]).reshape((t, n, e))
+
+    return attention_layer
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: Ctx) -> Layer:
+    one = ctx.const(1.0)
+
+    def masked_mean_layer(x: Any, run: Run) -> Any:
+        valid = _token_mask(run, "masked_mean").astype(ctx.dtype)  # (N, T) 0/1
+        count = pt.maximum(pt.sum(valid, axis=1, keepdims=True), one)  # (N, 1): 0 tokens -> 1
+        weight = (valid / count).T.dimshuffle(0, 1, "x")  # (T, N, 1): 0 at padding
+        return pt.sum(x * weight, axis=0)  # time-major (T, N, E) -> (N, E); 0 tokens: 0
+
+    return masked_mean_layer
+
+
 def sequence(layers: list[Layer], site: Site, ctx: Ctx) -> Layer:
-    """Layers in order; an empty sequence is the identity (a plain residual shortcut)."""
+    """Layers in order; an empty sequence is the identity (a plain residual shortcut). The
+    model's own sequence over token ids makes their padding mask (id != 0) for the masked ops
+    (it stays out of the compiled graph where no op reads it)."""
+    tokens = site.path == "" and site.at_input and len(site.in_shape) == 1
 
     def sequence_layer(x: Any, run: Run) -> Any:
+        if tokens:
+            run = run._replace(valid=pt.neq(x, 0))  # (N, T); the same rngs list
         for layer in layers:
             x = layer(x, run)
         return x

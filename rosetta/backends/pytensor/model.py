@@ -185,6 +185,7 @@ class PyTensorModel(Model):
     def manifest(self) -> dict:
         s = settings.settings()
         has_gru = any(n.endswith(".recurrent_kernel") for n in self._shared)
+        has_attention = any(n.endswith(".query_kernel") for n in self._shared)
         linker = {
             "cvm": "C ops (compiled by the C++ compiler) under PyTensor's C VM",
             "numba": "each op and the loop between them compiled by Numba (LLVM)",
@@ -193,13 +194,24 @@ class PyTensorModel(Model):
             **self.runtime_manifest(),
             "device": "cpu",
             "device_reason": self.runtime.device_reason,
-            "layout": "NHWC (HWIO kernels)" if self.images else "NT ids -> TNC (time-major scan)",
+            "layout": (
+                "NHWC (HWIO kernels)"
+                if self.images
+                else "NT ids -> TNC (time-major: the scan's order, every sequence op's)"
+            ),
             "compile": f"pytensor.function, linker {self.linker.name} ({linker}), FAST_RUN",
             "linker": self.linker.name,
             "linker_reason": self.linker.reason,
             "compiler": s["compiler"],
             "compiledir": s["compiledir"],
             "blas": s["blas"],
+            "attention": (
+                "composed in PyTensor ops: projections as one dot each, batched matmul "
+                "(BatchedDot) over (N, heads), pt.special.softmax (max subtracted) over the key "
+                "padding mask (switch), rows of padding only zeroed"
+                if has_attention
+                else "n/a"
+            ),
             "autotune": "n/a",
             "fused_rnn": "no: pytensor scan over time, one dot per step" if has_gru else "n/a",
             "conv": (

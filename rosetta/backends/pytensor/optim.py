@@ -9,7 +9,10 @@ computing the loss:
   ``w -= lr * (g + momentum * buf)``); ``buf`` starts at 0, so the first step has ``buf = g``;
 - Adam (Kingma & Ba, Algorithm 1, the spec's): ``t += 1``; ``m = b1*m + (1-b1)*g``;
   ``v = b2*v + (1-b2)*g**2``; ``w -= lr * (m / (1 - b1**t)) / (sqrt(v / (1 - b2**t)) + eps)``,
-  epsilon outside the square root of the bias-corrected ``v_hat``.
+  epsilon outside the square root of the bias-corrected ``v_hat``;
+- AdamW (decoupled decay, the spec's): Adam's step with ``w`` first decayed, ``w - lr * wd * w``,
+  on the parameters whose role the spec's ``decay`` lists (``AdamW.decays`` of the shared
+  variable's name, the canonical one); the moments never see the decay.
 
 Every hyper-parameter is a constant of the parameters' dtype, so float32 parameters are updated
 in float32 arithmetic. The state is ``shared`` variables zeroed by :meth:`State.reset` (which
@@ -23,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rosetta.errors import BackendError
-from rosetta.spec.workload import SGD, Adam
+from rosetta.spec.workload import SGD, Adam, AdamW
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,9 @@ class State:
 
 
 def updates(optimizer: object, params: list, grads: list, dtype: str) -> tuple[list, State, str]:
-    """The update pairs of ``optimizer`` (the spec's ``SGD``/``Adam``) for ``params`` (shared
-    variables) with their symbolic ``grads``, the state they keep, and a one-line description."""
+    """The update pairs of ``optimizer`` (the spec's ``SGD``/``Adam``/``AdamW``) for ``params``
+    (shared variables named by their canonical names) with their symbolic ``grads``, the state
+    they keep, and a one-line description."""
     import pytensor
     import pytensor.tensor as pt
 
@@ -68,9 +72,11 @@ def updates(optimizer: object, params: list, grads: list, dtype: str) -> tuple[l
             f"nesterov={optimizer.nesterov} (buf = m*buf + g; w -= lr*buf), the spec's form"
         )
         return out, State(tuple(bufs)), desc
-    if isinstance(optimizer, Adam):
+    if isinstance(optimizer, Adam | AdamW):
         lr, b1, b2, eps = (const(v) for v in (optimizer.lr, optimizer.beta1, optimizer.beta2,
                                               optimizer.eps))  # fmt: skip
+        adamw = isinstance(optimizer, AdamW)
+        wd = const(optimizer.weight_decay) if adamw else None
         one = const(1.0)
         t = pytensor.shared(np.asarray(0.0, dtype=dtype), name="adam.t")
         t1 = t + one
@@ -83,7 +89,17 @@ def updates(optimizer: object, params: list, grads: list, dtype: str) -> tuple[l
             v1 = b2 * v + (one - b2) * g * g
             m_hat = m1 / (one - b1**t1)
             v_hat = v1 / (one - b2**t1)
-            out += [(m, m1), (v, v1), (p, p - lr * m_hat / (pt.sqrt(v_hat) + eps))]
+            w = p - lr * wd * p if adamw and optimizer.decays(p.name) else p  # decoupled decay
+            out += [(m, m1), (v, v1), (p, w - lr * m_hat / (pt.sqrt(v_hat) + eps))]
+        if adamw:
+            desc = (
+                f"updates of the compiled step: AdamW lr={optimizer.lr}, b1={optimizer.beta1}, "
+                f"b2={optimizer.beta2}, eps={optimizer.eps}, weight_decay="
+                f"{optimizer.weight_decay} on the roles {list(optimizer.decay)} (w -= lr*wd*w, "
+                "then Algorithm 1: the spec's form), written out: PyTensor has no optimiser "
+                "library"
+            )
+            return out, State(tuple(state)), desc
         desc = (
             f"updates of the compiled step: Adam lr={optimizer.lr}, b1={optimizer.beta1}, "
             f"b2={optimizer.beta2}, eps={optimizer.eps}, eps outside sqrt(v_hat) (Algorithm 1, "

@@ -6,7 +6,10 @@ convolution as its kernel taps and one ``dot`` (PyTensor 3 has no CNN convolutio
 max-pooling as an ``argmax`` over the stacked taps, ``scan`` for the GRU, ``pytensor.grad`` and
 the optimiser as the compiled function's ``updates``. Activations are channels-last (NHWC), so
 conv kernels are HWIO (from the spec's OIHW) and the dense layer after a flatten takes its
-kernel rows in H, W, C order. The GRU keeps the spec's own layout. Text only.
+kernel rows in H, W, C order. The GRU keeps the spec's own layout. The Transformer's ops are
+helpers over batch-major ``(N, T, E)`` (``layer_norm``, ``gelu`` with ``pt.erf``,
+``self_attention`` with ``pt.matmul`` and ``pt.special.softmax`` over the key padding mask,
+``masked_mean``), the mask ``valid`` made once from the token ids. Text only.
 """
 
 from __future__ import annotations
@@ -102,6 +105,54 @@ def gru(x, kernel, recurrent_kernel, bias_input, bias_recurrent):
     h0 = pt.zeros((x.shape[0], h), dtype=x.dtype)
     states = pytensor.scan(step, sequences=[xw], outputs_info=[h0], return_updates=False)
     return states[-1]
+''',
+    "layer_norm": '''
+def layer_norm(x, gamma, beta, eps):
+    """Normalisation over the last axis: biased variance (divided by E), eps inside the root."""
+    xc = x - x.mean(axis=-1, keepdims=True)
+    var = (xc * xc).mean(axis=-1, keepdims=True)
+    return xc / pt.sqrt(var + np.asarray(eps, x.dtype)) * gamma + beta
+''',
+    "gelu": '''
+def gelu(x):
+    """Exact GELU, 0.5 x (1 + erf(x / sqrt 2)) (not the tanh approximation)."""
+    half, root2 = (np.asarray(v, x.dtype) for v in (0.5, np.sqrt(2.0)))
+    return half * x * (1 + pt.erf(x / root2))
+''',
+    "self_attention": '''
+#: an attention op's parameters, in the spec's order (the key projection has no bias)
+ATTENTION_ROLES = ("query_kernel", "query_bias", "key_kernel", "value_kernel", "value_bias",
+                   "output_kernel", "output_bias")
+
+
+def self_attention(x, valid, p, name, heads):
+    """Multi-head self-attention over (N, T, E) with the projections ``p[name + ".<role>"]``;
+    ``valid`` (N, T) marks the keys that take part (a padding key gets weight 0); a row of
+    padding only attends to nothing (its heads give 0). The key projection has no bias: the
+    softmax would cancel it."""
+    wq, bq, wk, wv, bv, wo, bo = (p[f"{name}.{role}"] for role in ATTENTION_ROLES)
+    n, t, e = x.shape
+    d = wq.get_value().shape[1] // heads
+
+    def split(y):  # (N, T, E) -> (N, heads, T, d): head-major column blocks
+        return y.reshape((n, t, heads, d)).dimshuffle(0, 2, 1, 3)
+
+    q, k, v = split(pt.dot(x, wq) + bq), split(pt.dot(x, wk)), split(pt.dot(x, wv) + bv)
+    scores = pt.matmul(q, k.dimshuffle(0, 1, 3, 2)) / np.asarray(np.sqrt(d), x.dtype)
+    # a padding key scores the lowest finite value: exp(score - row max) is exactly 0, and a
+    # row of padding only stays finite (softmax subtracts the row maximum: stable)
+    lowest = np.asarray(np.finfo(x.dtype).min, x.dtype)
+    weights = pt.special.softmax(pt.switch(valid.dimshuffle(0, "x", "x", 1), scores, lowest), -1)
+    any_key = valid.any(axis=1).astype(x.dtype).dimshuffle(0, "x", "x", "x")
+    o = pt.matmul(weights * any_key, v)  # (N, heads, T, d)
+    return pt.dot(o.dimshuffle(0, 2, 1, 3).reshape((n, t, e)), wo) + bo
+''',
+    "masked_mean": '''
+def masked_mean(x, valid):
+    """(N, T, E) -> (N, E): the mean over the real tokens; a review of padding only gives 0."""
+    w = valid.astype(x.dtype)  # (N, T)
+    count = pt.maximum(w.sum(axis=1, keepdims=True), 1)  # no token: divide by 1
+    return (x * (w / count).dimshuffle(0, 1, "x")).sum(axis=1)
 ''',
 }
 
@@ -227,9 +278,48 @@ def gru(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
     return Snippet(forward=(line,), weights=weights, helpers=("gru",))
 
 
+def layer_norm(op: ops.LayerNorm, site: Site, ctx: RenderCtx) -> Snippet:
+    gamma, beta = _p(f"{op.name}.gamma"), _p(f"{op.name}.beta")
+    line = f"{{x}} = layer_norm({{x}}, {gamma}, {beta}, {op.eps})"
+    weights = (_w(f"{op.name}.gamma"), _w(f"{op.name}.beta"))
+    return Snippet(forward=(line,), weights=weights, helpers=("layer_norm",))
+
+
+def gelu(op: ops.GELU, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=("{x} = gelu({x})  # exact (erf)",), helpers=("gelu",))
+
+
+def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
+    t = site.in_shape[0]
+    line = (
+        f"{{x}} = {{x}} + {_p(f'{op.name}.table')}[:{t}]  # learned positions, "
+        f"{fmt_shape(site.out_shape)}"
+    )
+    return Snippet(forward=(line,), weights=(_w(f"{op.name}.table"),))
+
+
+def attention(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
+    ctx.extra["mask"] = True
+    line = f"{{x}} = self_attention({{x}}, valid, p, {q(op.name)}, heads={op.heads})"
+    weights = tuple(_w(f"{op.name}.{r}", note="IO, head-major blocks" if r.endswith("kernel")
+                       else "") for r in ops.ATTENTION_ROLES)  # fmt: skip
+    return Snippet(forward=(line,), weights=weights, helpers=("self_attention",))
+
+
+def masked_mean(op: ops.MaskedMean, site: Site, ctx: RenderCtx) -> Snippet:
+    ctx.extra["mask"] = True
+    line = f"{{x}} = masked_mean({{x}}, valid)  # {fmt_shape(site.out_shape)}, real tokens only"
+    return Snippet(forward=(line,), helpers=("masked_mean",))
+
+
 def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
-    """Forward lines one after the other, on one variable."""
-    return statements(parts)
+    """Forward lines one after the other, on one variable (the model's own sequence over token
+    ids first makes the mask of real tokens its masked ops read)."""
+    out = statements(parts)
+    if site.path == "" and len(site.in_shape) == 1 and ctx.extra.get("mask"):
+        line = "valid = pt.neq({x}, 0)  # (N, T): real tokens; id 0 is padding"
+        out = Snippet(out.init, (line, *out.forward), out.weights, out.helpers, out.notes)
+    return out
 
 
 def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Snippet:
@@ -263,6 +353,16 @@ OPS = OpTable(
         ops.Embedding: Entry("embedding", embedding),
         # scan over time, reset_after
         ops.GRU: Entry("gru", gru),
+        # composed: mean, biased variance, eps inside the root
+        ops.LayerNorm: Entry("layer_norm", layer_norm),
+        # pt.erf (exact)
+        ops.GELU: Entry("gelu", gelu),
+        # the table's first T rows added
+        ops.PositionEmbedding: Entry("position_embedding", position_embedding),
+        # batched matmul (BatchedDot), stable pt.special.softmax, key padding mask via switch
+        ops.Attention: Entry("attention", attention),
+        # sum weighted by valid / max(count, 1)
+        ops.MaskedMean: Entry("masked_mean", masked_mean),
     },
     sequence=Entry("sequence", sequence),
     residual=Entry("residual", residual),
