@@ -53,7 +53,9 @@ class _SwappedZR(TorchModel):
         super().set_params(p)
 
 
-@pytest.mark.parametrize("name", ["cnn", "gru", "resnet50"])
+@pytest.mark.parametrize(
+    "name", ["cnn", "gru", "resnet50", pytest.param("transformer", marks=pytest.mark.slow)]
+)
 def test_torch_bf16_passes_the_bf16_gate(name):
     w = _workload(name)
     params = canonical_weights(w, 0)
@@ -67,11 +69,13 @@ def test_torch_bf16_passes_the_bf16_gate(name):
         assert "precision fp32" in result.note
 
 
-# the quick tier gates each backend's bf16 on the CNN; its GRU and ResNet-50 are the slow tier's
+# the quick tier gates each backend's bf16 on the CNN; its GRU, ResNet-50 and transformer are
+# the slow tier's
 @pytest.mark.parametrize("backend", ["jax", "tensorflow"])
 @pytest.mark.parametrize(
     "name", ["cnn", pytest.param("gru", marks=pytest.mark.slow),
-             pytest.param("resnet50", marks=pytest.mark.slow)]
+             pytest.param("resnet50", marks=pytest.mark.slow),
+             pytest.param("transformer", marks=pytest.mark.slow)]
 )  # fmt: skip
 def test_other_bf16_backends_pass_the_bf16_gate(backend, name):
     module = backends.load(backend)
@@ -183,7 +187,7 @@ def test_gate_key_and_a_workload_without_bf16_tolerances():
 
 
 def test_every_shipped_workload_states_bf16_tolerances():
-    for name in ("cnn", "gru", "resnet50"):
+    for name in ("cnn", "gru", "resnet50", "transformer"):
         tol = get_workload(name).tolerances
         assert "bf16" in tol
         # bf16's bounds are looser than float32's and never looser than 1 (they must fail O(1))
