@@ -97,7 +97,7 @@ class ReferenceModel(Model):
                 {
                     "attention": "rosetta.backends.numpy_ref.seq: stable masked softmax, "
                     "written out",
-                    "attention_reason": "the reference: every step in NumPy, float64",
+                    "attention_reason": "the reference: every step written out in NumPy",
                 }
                 if any(
                     isinstance(op, Attention)
