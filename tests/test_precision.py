@@ -122,6 +122,31 @@ def test_bf16_gate_catches_swapped_gru_gates_in_the_torch_bf16_model():
     assert next(c for c in ok.checks if c.what == "forward").violation < fwd.violation / 4
 
 
+class _KeyHeadsDimMajor(TorchModel):
+    """The torch bf16 transformer with each key kernel's columns split into heads dim-major
+    ((d, h) instead of the spec's head-major (h, d)) when weights are loaded: a layout slip on
+    one projection."""
+
+    def set_params(self, params):
+        p = dict(params)
+        for k in [k for k in p if k.endswith("key_kernel")]:
+            a = np.asarray(params[k])
+            p[k] = a.reshape(a.shape[0], 4, -1).transpose(0, 2, 1).reshape(a.shape)
+        super().set_params(p)
+
+
+@pytest.mark.slow
+def test_bf16_gate_catches_a_head_split_slip_in_the_torch_bf16_transformer():
+    w = _workload("transformer")
+    params = canonical_weights(w, 0)
+    x, y = gate_batch(w, n=4, seed=1)
+    model = _KeyHeadsDimMajor(w, params, runtime_for("torch", precision="bf16"))
+    result = run_gate(model, w, params, x, y, "bf16")
+    assert not result.equivalent
+    fwd = next(c for c in result.checks if c.what == "forward")
+    assert fwd.violation > 4, fwd  # the logits move by ~0.5 of their scale; bf16 alone ~0.01
+
+
 def test_manifest_says_what_ran_in_bf16():
     w = _workload("gru")
     m = make("torch", w, canonical_weights(w, 0), precision="bf16").manifest()
