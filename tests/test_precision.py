@@ -53,7 +53,9 @@ class _SwappedZR(TorchModel):
         super().set_params(p)
 
 
-@pytest.mark.parametrize("name", ["cnn", "gru", "resnet50"])
+@pytest.mark.parametrize(
+    "name", ["cnn", "gru", "resnet50", pytest.param("transformer", marks=pytest.mark.slow)]
+)
 def test_torch_bf16_passes_the_bf16_gate(name):
     w = _workload(name)
     params = canonical_weights(w, 0)
@@ -67,11 +69,13 @@ def test_torch_bf16_passes_the_bf16_gate(name):
         assert "precision fp32" in result.note
 
 
-# the quick tier gates each backend's bf16 on the CNN; its GRU and ResNet-50 are the slow tier's
+# the quick tier gates each backend's bf16 on the CNN; its GRU, ResNet-50 and transformer are
+# the slow tier's
 @pytest.mark.parametrize("backend", ["jax", "tensorflow"])
 @pytest.mark.parametrize(
     "name", ["cnn", pytest.param("gru", marks=pytest.mark.slow),
-             pytest.param("resnet50", marks=pytest.mark.slow)]
+             pytest.param("resnet50", marks=pytest.mark.slow),
+             pytest.param("transformer", marks=pytest.mark.slow)]
 )  # fmt: skip
 def test_other_bf16_backends_pass_the_bf16_gate(backend, name):
     module = backends.load(backend)
@@ -116,6 +120,31 @@ def test_bf16_gate_catches_swapped_gru_gates_in_the_torch_bf16_model():
     assert fwd.violation > 1.5, fwd  # outside; a correct model sits at ~0.25 of the bound
     ok = run_gate(make("torch", w, params, precision="bf16"), w, params, x, y, "bf16")
     assert next(c for c in ok.checks if c.what == "forward").violation < fwd.violation / 4
+
+
+class _KeyHeadsDimMajor(TorchModel):
+    """The torch bf16 transformer with each key kernel's columns split into heads dim-major
+    ((d, h) instead of the spec's head-major (h, d)) when weights are loaded: a layout slip on
+    one projection."""
+
+    def set_params(self, params):
+        p = dict(params)
+        for k in [k for k in p if k.endswith("key_kernel")]:
+            a = np.asarray(params[k])
+            p[k] = a.reshape(a.shape[0], 4, -1).transpose(0, 2, 1).reshape(a.shape)
+        super().set_params(p)
+
+
+@pytest.mark.slow
+def test_bf16_gate_catches_a_head_split_slip_in_the_torch_bf16_transformer():
+    w = _workload("transformer")
+    params = canonical_weights(w, 0)
+    x, y = gate_batch(w, n=4, seed=1)
+    model = _KeyHeadsDimMajor(w, params, runtime_for("torch", precision="bf16"))
+    result = run_gate(model, w, params, x, y, "bf16")
+    assert not result.equivalent
+    fwd = next(c for c in result.checks if c.what == "forward")
+    assert fwd.violation > 4, fwd  # the logits move by ~0.5 of their scale; bf16 alone ~0.01
 
 
 def test_manifest_says_what_ran_in_bf16():
@@ -183,7 +212,7 @@ def test_gate_key_and_a_workload_without_bf16_tolerances():
 
 
 def test_every_shipped_workload_states_bf16_tolerances():
-    for name in ("cnn", "gru", "resnet50"):
+    for name in ("cnn", "gru", "resnet50", "transformer"):
         tol = get_workload(name).tolerances
         assert "bf16" in tol
         # bf16's bounds are looser than float32's and never looser than 1 (they must fail O(1))

@@ -144,10 +144,14 @@ class ChainerModel(Model):
             "layout": "TNC (time-major)" if self.tokens else "NCHW",
             "blas": rt.blas_manifest(),
             "compile": f"define-by-run (eager); chainer.config.type_check {check}",
-            "attention": (
-                "composed: F.matmul, F.softmax over masked scores, F.where (ids TN -> NT)"
+            **(
+                {
+                    "attention": "composed: F.matmul, F.softmax over masked scores, F.where "
+                    "(ids TN -> NT)",
+                    "attention_reason": "Chainer has no fused attention function",
+                }
                 if any(isinstance(op, ops.Attention) for op, _ in self.owners)
-                else "n/a"
+                else {"attention": "n/a", "attention_reason": "n/a"}
             ),
             "autotune": "cuDNN use_cudnn=always, autotune=True" if cuda else "n/a",
             "fused_rnn": (

@@ -45,6 +45,11 @@ from rosetta.spec import ops
 NAME = "jax"
 Params = dict[str, Any]  # canonical name -> jax array in native layout
 GRU_UNROLL = 1  # scan unroll: 10 took 1.08x [0.98, 1.16] as long (lowering_jax --choices)
+#: the forms of multi-head attention (``Ctx.attention``): ``jax.nn``, one
+#: ``jax.nn.dot_product_attention`` (the default; float64 always composes, see
+#: :func:`attention_in_effect`), or ``composed`` from ``einsum``/``softmax``
+ATTENTION_FORMS = ("jax.nn", "composed")
+ATTENTION_DEFAULT = "jax.nn"
 
 
 class Run(NamedTuple):
@@ -70,6 +75,7 @@ class Ctx:
     conv_weight_grad: str = "auto"  # "xla" | "gemm" | "auto" (see use_gemm_weight_grad)
     gru_unroll: int = GRU_UNROLL  # lax.scan unroll factor of the GRU
     time_major: bool = True  # embedded sequences (T, N, E) for the GRU's scan; else (N, T, E)
+    attention: str = ATTENTION_DEFAULT  # the form of every attention op (ATTENTION_FORMS)
     sites: Iterator[int] = field(default_factory=itertools.count)  # dropout key per site
 
     def use_gemm_weight_grad(self, op: ops.Conv2D) -> bool:
@@ -279,8 +285,8 @@ def attention(op: ops.Attention, site: Site, ctx: Ctx) -> Layer:
 
         q, k, v = project("query", True), project("key", False), project("value", True)
         mask = run.valid[:, None, None, :]  # (N, 1, 1, T): keys that take part
-        if ctx.dtype == jnp.float64:
-            o = _attention_float64(q, k, v, mask, ctx)
+        if ctx.attention == "composed":
+            o = _attention_composed(q, k, v, mask, ctx)
         else:
             o = jax.nn.dot_product_attention(q, k, v, mask=mask)  # (N, T, heads, d)
         # a row without a valid key: jax.nn gives the mean of v (uniform weights); the spec 0
@@ -291,10 +297,26 @@ def attention(op: ops.Attention, site: Site, ctx: Ctx) -> Layer:
     return attention_layer
 
 
-def _attention_float64(q: Any, k: Any, v: Any, mask: Any, ctx: Ctx) -> Any:
-    """``jax.nn.dot_product_attention`` in float64: its softmax always runs in float32 (jax
-    0.10, ``_dot_product_attention_core``), so float64 composes the same steps in float64 (the
-    gate's optimiser check); float32 and bf16 take jax.nn's."""
+def attention_in_effect(option: str | None, dtype: Any) -> tuple[str, str]:
+    """The attention form (:data:`ATTENTION_FORMS`) a model in ``dtype`` lowers, and why:
+    float64 always composes (``jax.nn.dot_product_attention``'s softmax runs in float32, jax
+    0.10, ``_dot_product_attention_core``, which the float64 gate's 1e-8 bounds would see);
+    else the build's ``option`` (benchmarks) where given, else ``jax.nn``."""
+    if jnp.dtype(dtype) == jnp.float64:
+        return "composed", "float64: jax.nn.dot_product_attention's softmax is float32 only"
+    if option is None:
+        return ATTENTION_DEFAULT, (
+            "default: jax.nn.dot_product_attention, the op a JAX user calls; python -m "
+            "benchmarks fastpath_transformer times it against the composed form"
+        )
+    return option, "the build's attention option"
+
+
+def _attention_composed(q: Any, k: Any, v: Any, mask: Any, ctx: Ctx) -> Any:
+    """``jax.nn.dot_product_attention``'s steps written out in the inputs' dtype: ``einsum``
+    scores scaled by ``1 / sqrt(d)``, padding keys at the dtype's lowest value, ``softmax``,
+    ``einsum`` with ``v`` (layout (N, T, heads, d) in and out). What float64 runs, and the
+    ``composed`` form of the others."""
     scale = np.asarray(1 / np.sqrt(q.shape[-1]), q.dtype)
     logits = jnp.einsum("btnh,bsnh->bnts", q, k, precision=ctx.precision) * scale
     logits = jnp.where(mask, logits, jnp.finfo(q.dtype).min)

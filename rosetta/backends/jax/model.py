@@ -81,6 +81,7 @@ class JaxModel(Model):
         layout: str,
         conv_weight_grad: str,
         gru_unroll: int,
+        attention: str | None = None,
     ) -> None:
         if runtime.dtype not in ("float32", "float64"):
             raise BackendError(f"backend 'jax' supports float32 and float64, not {runtime.dtype!r}")
@@ -97,6 +98,9 @@ class JaxModel(Model):
         self.calls: dict[str, int] = {}  # executions per program
         self._jdev = jax_device(runtime.device)
         self._jdtype = jnp.dtype(runtime.dtype)
+        self.attention, self.attention_reason = lowering.attention_in_effect(
+            attention, self._jdtype
+        )
         self._ctx = lowering.Ctx(
             layout,
             self._jdtype,
@@ -104,6 +108,7 @@ class JaxModel(Model):
             platform=self._jdev.platform,
             conv_weight_grad=conv_weight_grad,
             gru_unroll=gru_unroll,
+            attention=self.attention,
             time_major=not any(
                 isinstance(op, BATCH_MAJOR_OPS)
                 for op, _, _ in walk(workload.graph, workload.input.shape)
@@ -291,15 +296,7 @@ class JaxModel(Model):
                 else "NTC (batch-major)"
             ),
             "compile": "jax.jit (XLA), AOT lower().compile() per batch shape, donated state",
-            "attention": (
-                (
-                    "composed in float64 (jax.nn's softmax is float32 only)"
-                    if self._jdtype == jnp.float64
-                    else "jax.nn.dot_product_attention (XLA), boolean key mask, under jit"
-                )
-                if not self._ctx.time_major
-                else "n/a"
-            ),
+            **self._attention_manifest(),
             "autotune": "n/a" if self.device == "cpu" else "XLA GPU autotuning (default on)",
             "fused_rnn": (
                 f"no: lax.scan over time (unroll={self._ctx.gru_unroll}), one matmul per gate "
@@ -347,6 +344,21 @@ class JaxModel(Model):
                 "1.19x [1.14, 1.27] as long (benchmarks/lowering_jax.py --choices)"
             )
         return "XLA's convolution"
+
+    def _attention_manifest(self) -> dict:
+        """The attention form that ran and why ("n/a" without an attention op)."""
+        if not any(
+            isinstance(op, ops.Attention)
+            for op, _, _ in walk(self.workload.graph, self.workload.input.shape)
+        ):
+            return {"attention": "n/a", "attention_reason": "n/a"}
+        form = (
+            "jax.nn.dot_product_attention (XLA), boolean key mask, under jit"
+            if self.attention == "jax.nn"
+            else f"composed in {self.dtype}: jnp.einsum scores, padding at finfo.min, "
+            "jax.nn.softmax, jnp.einsum with v, under jit"
+        )
+        return {"attention": form, "attention_reason": self.attention_reason}
 
     def peak_device_memory_bytes(self) -> int | None:
         """Peak bytes in use on a GPU (``Device.memory_stats``); None on the CPU."""
@@ -422,17 +434,20 @@ def build(
     layout: str | None = None,
     conv_weight_grad: str = "auto",
     gru_unroll: int = lowering.GRU_UNROLL,
+    attention: str | None = None,
 ) -> JaxModel:
     """Lower ``workload`` to jitted JAX programs holding ``params`` (canonical names) under the
     resolved ``runtime``.
 
     The options override the measured defaults, for the benchmarks that measure them (the runner
     passes none): ``layout`` of images (``"NHWC"``/``"NCHW"``, default ``IMAGE_LAYOUT``),
-    ``conv_weight_grad`` (``"auto"``/``"xla"``/``"gemm"``) and ``gru_unroll``."""
+    ``conv_weight_grad`` (``"auto"``/``"xla"``/``"gemm"``), ``gru_unroll`` and ``attention``
+    (``"jax.nn"``/``"composed"``, default ``jax.nn``; float64 always composes)."""
     layout = layout or lowering.IMAGE_LAYOUT
     for name, value, valid in (
         ("layout", layout, ("NHWC", "NCHW")),
         ("conv_weight_grad", conv_weight_grad, ("auto", "xla", "gemm")),
+        ("attention", attention or lowering.ATTENTION_DEFAULT, lowering.ATTENTION_FORMS),
     ):
         if value not in valid:
             raise BackendError(f"backend 'jax': {name}={value!r}; valid: {', '.join(valid)}")
@@ -444,4 +459,5 @@ def build(
             layout=layout,
             conv_weight_grad=conv_weight_grad,
             gru_unroll=int(gru_unroll),
+            attention=attention,
         )

@@ -93,13 +93,17 @@ class ReferenceModel(Model):
             "layout": "NCHW" if len(self.workload.input.shape) == 3 else "NTC",
             "blas": runtime.blas_manifest(),
             "compile": "eager (a Python interpreter over the graph, one NumPy call per op)",
-            "attention": (
-                "rosetta.backends.numpy_ref.seq: stable masked softmax, written out"
+            **(
+                {
+                    "attention": "rosetta.backends.numpy_ref.seq: stable masked softmax, "
+                    "written out",
+                    "attention_reason": "the reference: every step written out in NumPy",
+                }
                 if any(
                     isinstance(op, Attention)
                     for op, _, _ in walk(self.workload.graph, self.workload.input.shape)
                 )
-                else "n/a"
+                else {"attention": "n/a", "attention_reason": "n/a"}
             ),
             "autotune": "n/a",
             "fused_rnn": "n/a (a Python loop over time steps)",

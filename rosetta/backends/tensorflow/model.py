@@ -22,6 +22,9 @@ interval], 5 rounds) on the 2-core development CPU, 2 threads, while shared (loa
   [0.24, 1.22] (93 ms vs 318 ms; cold 8.8 s vs 2.8 s), its 150-step loop fuses. So: **on for a
   graph with a GRU on the CPU, off for a graph without one** (oneDNN's convolutions win). On a
   GPU a GRU runs cuDNN's fused kernel, which XLA cannot compile: off there.
+- **XLA for attention** (a graph with attention, no GRU): off, the no-GRU default, until
+  ``python -m benchmarks fastpath_transformer`` (XLA on/off on the transformer's train step,
+  interleaved) says otherwise; the build option ``jit_compile`` is the switch it times.
 - **One trace for every batch size** (an ``input_signature`` with the batch dimension
   unspecified), so the gate's smaller batch runs the very trace the timed loop runs. Its cost,
   dynamic/static batch dimension, train step at batch 64, 2 threads, interleaved, *loaded
@@ -86,6 +89,12 @@ def choose(
             "graph has a GRU, on the CPU: XLA fuses its time loop (measured faster)"
             if jit_compile
             else "graph has a GRU, on a GPU: cuDNN's fused kernel, which XLA cannot compile"
+        )
+    elif has_op(workload, ops.Attention):
+        jit_compile = False
+        why = (
+            "graph has attention, no GRU: XLA off, the default of a graph without a GRU "
+            "(python -m benchmarks fastpath_transformer times XLA on/off on its train step)"
         )
     else:
         jit_compile = False
@@ -278,7 +287,7 @@ class KerasModel(Model):
                 if self.runtime.precision == "bf16"
                 else f"fp32: {self.dtype} throughout"
             ),
-            "attention": ATTENTION_NOTE if has_op(self.workload, ops.Attention) else "n/a",
+            **self._attention_manifest(xla),
             "autotune": "cuDNN autotune (TensorFlow default)" if self.device == "cuda" else "n/a",
             "fused_rnn": self._fused_rnn() if has_op(self.workload, ops.GRU) else "n/a",
             "loader": "tf.data: index batches (drop_remainder) -> gather + layout map -> "
@@ -287,6 +296,15 @@ class KerasModel(Model):
             "inference": "model(x, training=False) in a tf.function; BatchNorm on moving stats",
             "gated_program": self._gated_program(xla),
             "versions": f"tensorflow {tf.__version__}, keras {keras.__version__}",
+        }
+
+    def _attention_manifest(self, xla: str) -> dict:
+        """The attention form that ran and why ("n/a" without an attention op)."""
+        if not has_op(self.workload, ops.Attention):
+            return {"attention": "n/a", "attention_reason": "n/a"}
+        return {
+            "attention": f"composed (keras_common's SelfAttention, keras.ops); in {xla}",
+            "attention_reason": f"{ATTENTION_NOTE}; XLA: compile_reason",
         }
 
     def _gated_program(self, xla: str) -> str:

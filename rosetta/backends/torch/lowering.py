@@ -29,14 +29,20 @@ from rosetta.runtime import Runtime
 from rosetta.spec import ops
 
 NAME = "torch"
+#: the forms of multi-head attention this lowering writes (``Build.attention``): ``sdpa``, one
+#: ``F.scaled_dot_product_attention`` (the default), or ``composed`` from ``matmul``/``softmax``
+ATTENTION_FORMS = ("sdpa", "composed")
+ATTENTION_DEFAULT = "sdpa"
 
 
 @dataclass
 class Build:
     """The build context: ``(op, module holding its parameters)`` for every parameterised op,
-    in graph order, filled in by the entries as the driver walks the graph."""
+    in graph order, filled in by the entries as the driver walks the graph; ``attention`` is
+    the form every attention op takes (:data:`ATTENTION_FORMS`)."""
 
     owners: list[tuple[object, nn.Module]] = field(default_factory=list)
+    attention: str = ATTENTION_DEFAULT
 
     def own(self, op: object, module: nn.Module) -> None:
         """Record that ``module``'s tensors are ``op``'s parameters."""
@@ -153,15 +159,20 @@ class PositionEmbedding(nn.Module):
 
 
 class SelfAttention(nn.Module):
-    """Multi-head self-attention through ``F.scaled_dot_product_attention`` with a boolean key
-    padding mask (True: take part). A row whose every key is padding returns 0 from SDPA's CPU
-    kernels (PyTorch >= 2.5, the spec's rule); elsewhere such rows are unmasked and zeroed here."""
+    """Multi-head self-attention with a boolean key padding mask (True: take part), in one of two
+    forms (``form``): ``sdpa``, ``F.scaled_dot_product_attention`` (a row whose every key is
+    padding returns 0 from SDPA's CPU kernels, PyTorch >= 2.5, the spec's rule; elsewhere such
+    rows are unmasked and zeroed here), or ``composed``: ``q k^T / sqrt(d)``, padding keys at
+    the dtype's lowest value, ``softmax`` (stable), ``@ v``, rows without a real key zeroed."""
 
     takes_mask = True
 
-    def __init__(self, dim: int, heads: int) -> None:
+    def __init__(self, dim: int, heads: int, form: str = ATTENTION_DEFAULT) -> None:
         super().__init__()
+        if form not in ATTENTION_FORMS:
+            raise ValueError(f"attention form {form!r}; valid: {', '.join(ATTENTION_FORMS)}")
         self.heads = heads
+        self.form = form
         self.query = nn.Linear(dim, dim)
         self.key = nn.Linear(dim, dim, bias=False)  # the softmax cancels a key bias
         self.value = nn.Linear(dim, dim)
@@ -174,6 +185,9 @@ class SelfAttention(nn.Module):
             for p in (self.query, self.key, self.value)
         )
         mask = valid[:, None, None, :]  # (N, 1, 1, T): keys that take part
+        if self.form == "composed":
+            o = _composed_attention(q, k, v, mask, valid)
+            return self.output(o.transpose(1, 2).reshape(n, t, e))
         any_key = None
         if x.device.type != "cpu":
             any_key = valid.any(dim=1)[:, None, None, None]  # (N, 1, 1, 1)
@@ -182,6 +196,20 @@ class SelfAttention(nn.Module):
         if any_key is not None:
             o = o * any_key
         return self.output(o.transpose(1, 2).reshape(n, t, e))  # heads concatenated
+
+    def extra_repr(self) -> str:
+        return f"heads={self.heads}, form={self.form}"
+
+
+def _composed_attention(q, k, v, mask, valid):
+    """Attention from ``matmul`` and ``softmax`` on (N, H, T, d): what SDPA's math kernel does,
+    written out. Padding keys score the dtype's lowest value (finite: a row of padding only
+    stays finite, and is zeroed after)."""
+    scores = torch.matmul(q, k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)  # (N, H, T, T)
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    probs = torch.softmax(scores, dim=-1)
+    any_key = valid.any(dim=1)[:, None, None, None]  # (N, 1, 1, 1)
+    return torch.matmul(probs, v) * any_key
 
 
 class MaskedMean(nn.Module):
@@ -292,7 +320,7 @@ def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: Build) -> nn.
 
 
 def attention(op: ops.Attention, site: Site, ctx: Build) -> nn.Module:
-    layer = SelfAttention(site.in_shape[1], op.heads)
+    layer = SelfAttention(site.in_shape[1], op.heads, ctx.attention)
     ctx.own(op, layer)
     return layer
 

@@ -49,6 +49,11 @@ development CPU, oneDNN/MKL, torch 2.13 CPU; rerun it before changing a choice):
   over it, for benchmarks and tests;
 - cuDNN autotune and TF32 are process settings (``runtime.py``); features run under
   ``torch.inference_mode()``.
+- attention (a graph with an attention op): ``F.scaled_dot_product_attention`` by default,
+  the op a PyTorch user calls; the build option ``attention="composed"`` lowers it from
+  ``matmul``/``softmax`` instead (``lowering.ATTENTION_FORMS``), for ``python -m benchmarks
+  fastpath_transformer``, which times the two (and ``torch.compile`` on/off) on the train step;
+  the manifest records the form and why (``attention``, ``attention_reason``).
 
 **The gated program.** ``train_step`` is the timed program and the gate's k steps run through
 it: ``set_dropout(False)`` writes 0 into the rate buffer of every :class:`GatedDropout`, which
@@ -72,7 +77,13 @@ from rosetta.backends.base import Batch, Model, Params
 from rosetta.backends.torch import loader as native
 from rosetta.backends.torch import optim, weights
 from rosetta.backends.torch import runtime as settings
-from rosetta.backends.torch.lowering import TABLE, Build, GatedDropout
+from rosetta.backends.torch.lowering import (
+    ATTENTION_DEFAULT,
+    ATTENTION_FORMS,
+    TABLE,
+    Build,
+    GatedDropout,
+)
 from rosetta.errors import BackendError
 from rosetta.runtime import Runtime, torch_compile_in_effect
 from rosetta.spec import ops
@@ -140,6 +151,7 @@ class TorchModel(Model):
         *,
         compile: CompileOption = None,
         layout: str | None = None,
+        attention: str | None = None,
     ) -> None:
         if runtime.dtype not in native.TORCH_DTYPES:
             raise BackendError(
@@ -158,7 +170,8 @@ class TorchModel(Model):
         dtype = native.TORCH_DTYPES[runtime.dtype]
         self.place = native.Placement(torch.device(runtime.device), dtype, fmt)
 
-        ctx = Build()
+        self.attention, self.attention_reason = attention_form(attention)
+        ctx = Build(attention=self.attention)
         net = driver.lower(TABLE, workload.graph, workload.input.shape, ctx)  # unknown op: raises
         self.net: nn.Module = net.to(device=self.place.device, dtype=dtype)
         if self.layout == "NHWC":
@@ -351,12 +364,7 @@ class TorchModel(Model):
             "precision_mode": precision_mode(self.runtime, self.net),
             "compile": compiled,
             "compile_reason": self.compile_reason,
-            "attention": (
-                "F.scaled_dot_product_attention, boolean key padding mask (PyTorch picks the "
-                "kernel: flash/math on the CPU)"
-                if driver_has(self.workload, ops.Attention)
-                else "n/a"
-            ),
+            **self._attention_manifest(),
             "autotune": "cudnn.benchmark=True" if self.autotune else "n/a",
             "fused_rnn": _fused_rnn(cuda) if has_gru else "n/a",
             "loader": (
@@ -370,6 +378,37 @@ class TorchModel(Model):
             "gated_program": gated,
             "torch": torch.__version__,
         }
+
+    def _attention_manifest(self) -> dict:
+        """The attention form that ran and why ("n/a" without an attention op)."""
+        if not driver_has(self.workload, ops.Attention):
+            return {"attention": "n/a", "attention_reason": "n/a"}
+        if self.attention == "sdpa":
+            form = (
+                "F.scaled_dot_product_attention, boolean key padding mask (PyTorch picks the "
+                "kernel: flash/math on the CPU)"
+            )
+        else:
+            form = (
+                "composed: torch.matmul q k^T / sqrt(d), masked_fill(finfo.min), torch.softmax, "
+                "torch.matmul with v; rows without a real key zeroed"
+            )
+        return {"attention": form, "attention_reason": self.attention_reason}
+
+
+def attention_form(option: str | None) -> tuple[str, str]:
+    """The attention form to lower (``lowering.ATTENTION_FORMS``) and why: the build option if
+    given (benchmarks), else the default, PyTorch's own fused op."""
+    if option is None:
+        return ATTENTION_DEFAULT, (
+            "default: F.scaled_dot_product_attention, the op a PyTorch user calls; python -m "
+            "benchmarks fastpath_transformer times it against the composed form"
+        )
+    if option not in ATTENTION_FORMS:
+        raise BackendError(
+            f"backend 'torch': attention={option!r}; valid: {', '.join(ATTENTION_FORMS)}"
+        )
+    return option, "the build's attention option"
 
 
 def check_precision(runtime: Runtime) -> None:
@@ -417,10 +456,14 @@ def build(
     *,
     compile: CompileOption = None,
     layout: str | None = None,
+    attention: str | None = None,
 ) -> TorchModel:
     """Lower ``workload`` to an ``nn.Module`` holding ``params`` (canonical), under ``runtime``.
 
     Options (benchmarks only; the runner passes none): ``compile`` (default: the Runtime's
     ``torch_compile`` for the task and dtype) wraps the module in ``torch.compile``; ``layout``
-    (``NCHW``/``NHWC``) overrides the memory format the graph rule picks."""
-    return TorchModel(workload, params, runtime, compile=compile, layout=layout)
+    (``NCHW``/``NHWC``) overrides the memory format the graph rule picks; ``attention``
+    (``sdpa``/``composed``, default ``sdpa``) the form of every attention op."""
+    return TorchModel(
+        workload, params, runtime, compile=compile, layout=layout, attention=attention
+    )
