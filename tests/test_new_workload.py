@@ -31,10 +31,11 @@ def _usable(which: str) -> list[str]:
     return usable if which == "every" else [b for b in ("numpy_ref", "torch") if b in usable]
 
 
-# The quick tier: the reference and one framework; every installed backend is the slow tier's
-# (each costs a process and a framework import, and the conformance suite checks every backend's
-# ops in the quick tier already).
-@pytest.mark.parametrize("which", ["two", pytest.param("every", marks=pytest.mark.slow)])
+# Both the slow tier's (15 s for the reference and one framework, a minute for every backend:
+# each costs a process and a framework import); the quick tier checks every backend's ops in the
+# conformance suite, and a workload's YAML by the spec tests.
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["two", "every"])
 def test_a_fourth_workload_is_one_yaml_file(tmp_path, small_data, which):
     models = tmp_path / "models"
     models.mkdir()

@@ -19,12 +19,14 @@ from rosetta.spec import get_workload
 from tests.conformance.conftest import gate_batch, weights
 from tests.conformance.test_edge_cases import edge_transformer_reviews
 
-#: (backend, build options, what its manifest then says), one per form that is not the default;
-#: TensorFlow under XLA compiles its step for ~20 s: the slow tier's
+#: (backend, build options, what its manifest then says), one per form that is not the default:
+#: the slow tier's (a form no cell runs unless asked for; TensorFlow under XLA compiles its step
+#: for ~20 s, the others ~9 s each), beside the unknown-form lines below
 FORMS = [
     pytest.param("torch", {"attention": "composed"}, ("attention", "composed: torch.matmul"),
-                 id="torch"),
-    pytest.param("jax", {"attention": "composed"}, ("attention", "composed in float32"), id="jax"),
+                 id="torch", marks=pytest.mark.slow),
+    pytest.param("jax", {"attention": "composed"}, ("attention", "composed in float32"), id="jax",
+                 marks=pytest.mark.slow),
     pytest.param("tensorflow", {"jit_compile": True}, ("compile", "tf.function+xla"),
                  id="tensorflow", marks=pytest.mark.slow),
 ]  # fmt: skip
