@@ -27,7 +27,10 @@ def _usable(name: str) -> str:
     return name
 
 
-@pytest.mark.parametrize("engine", ["onnxruntime", "openvino"])
+# ONNX Runtime in the quick tier; OpenVINO (the same Cell._forward path) in the slow one
+@pytest.mark.parametrize(
+    "engine", ["onnxruntime", pytest.param("openvino", marks=pytest.mark.slow)]
+)
 def test_a_training_workload_runs_its_forward_pass_gated_timed_and_served(
     engine, tmp_path, small_data, capsys
 ):

@@ -75,6 +75,8 @@ def _cells_running(run_id: str) -> list[str]:
     return found
 
 
+# the slow tier's (the quick tier's 6 minutes, issue 28): a kill of the driver; Ctrl-C is quick
+@pytest.mark.slow
 def test_a_killed_bench_takes_its_cell_along(tmp_path, small_data, monkeypatch):
     fault_env(monkeypatch, "hang")
     run_id = f"orphan-{os.getpid()}-{time.monotonic_ns()}"
@@ -358,6 +360,8 @@ def test_a_profile_larger_than_the_data_is_flagged_and_no_test_batch_refused(tmp
         run_cell(CellConfig("numpy_ref", "gru", "ci", data_dir=str(tiny)))
 
 
+# the slow tier's (the quick tier's 6 minutes, issue 28): notebooks run in the quick e2e run
+@pytest.mark.slow
 def test_a_notebook_runs_all_with_its_defaults(tmp_path):
     """What a person gets from *Run all*: no injected parameters, the ci profile, a record."""
     import papermill as pm

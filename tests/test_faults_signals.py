@@ -23,10 +23,10 @@ def _bench_cmd(tmp_path, data, run_id: str, *extra: str) -> list[str]:
             run_id]  # fmt: skip
 
 
-# SIGTERM in the quick tier; SIGHUP takes the same path (one handler) and is the slow tier's
-@pytest.mark.parametrize(
-    "sig", [signal.SIGTERM, pytest.param(signal.SIGHUP, marks=pytest.mark.slow)]
-)
+# both the slow tier's (14 s each; one handler): the quick tier's Ctrl-C test
+# (test_bench.py::test_interrupt_keeps_records_marks_index_and_resume_completes) takes its path
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_records_every_cell_and_resume_completes(tmp_path, small_data, monkeypatch, sig):
     fault_env(monkeypatch, "hang")  # the fault cell hangs until the signal comes
     run_id = f"sig-{sig.name}-{time.monotonic_ns()}"

@@ -55,6 +55,8 @@ def ray_args(address: str, *more: str) -> list[str]:
     return ["--executor", "ray", "--ray-address", address, "--ray-cell-executor", "python", *more]
 
 
+# the slow tier's, for the quick tier's 6 minutes (issue 28): a Ray cluster, as the other Ray tests
+@pytest.mark.slow
 def test_a_ray_run_records_like_a_local_run(cluster, tmp_path, small_data, capsys):
     cells = ["--backends", "numpy_ref", "--workloads", "gru"]
     assert bench(tmp_path, small_data, *cells, "--executor", "python", "--run-id", "loc") == 0

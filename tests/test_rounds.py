@@ -54,6 +54,8 @@ def test_round_orders_are_permutations_reproducible_from_the_seed_and_differ():
     assert one == [["numpy_ref__cnn", "torch__cnn", "numpy_ref__gru", "torch__gru"]]
 
 
+# the slow tier's, for the quick tier's 6 minutes (issue 28): rounds are quick in the resume test
+@pytest.mark.slow
 def test_training_run_through_papermill_then_timing_rounds_in_the_recorded_order(
     tmp_path, small_data, monkeypatch, capsys
 ):
