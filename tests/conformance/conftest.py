@@ -76,15 +76,18 @@ def pytest_pyfunc_call(pyfuncitem):
     return True
 
 
-@pytest.fixture(
-    params=[
-        # one worker runs every check of a backend (``--dist loadgroup``): its models are built
-        # once, its engine's child process (``engine_process``) is started once. The group is
-        # a mark of the parameter itself: xdist reads it at collection, before any other hook
+def backend_params(names) -> list:
+    """The ``backend`` fixture's parameters: one worker runs every check of a backend (``--dist
+    loadgroup``), so its models are built once and its engine's child process
+    (``engine_process``) starts once. The group is a mark of the parameter itself: xdist reads
+    it at collection, before any other hook. Every fixture named ``backend`` takes these."""
+    return [
         pytest.param(name, marks=pytest.mark.xdist_group(f"conformance-{name}"), id=name)
-        for name in backends.names()
+        for name in names
     ]
-)
+
+
+@pytest.fixture(params=backend_params(backends.names()))
 def backend(request):
     """The backend module, or a skip with the reason it cannot run here."""
     st = backends.status(request.param)

@@ -19,6 +19,7 @@ import pytest
 from rosetta import backends
 from rosetta.runner.gate import run_gate
 from tests.conformance.conftest import (
+    backend_params,
     conformance_workload,
     gate_labels,
     require_lowering,
@@ -27,7 +28,7 @@ from tests.conformance.conftest import (
 )
 
 
-@pytest.fixture(params=[b for b in backends.names() if b != "numpy_ref"])
+@pytest.fixture(params=backend_params([b for b in backends.names() if b != "numpy_ref"]))
 def backend(request):
     """Every backend but the reference (whose gate would compare it with itself)."""
     st = backends.status(request.param)
