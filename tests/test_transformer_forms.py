@@ -25,7 +25,8 @@ from tests.conformance.test_edge_cases import edge_transformer_reviews
 FORMS = [
     pytest.param("torch", {"attention": "composed"}, ("attention", "composed: torch.matmul"),
                  id="torch", marks=pytest.mark.slow),
-    pytest.param("jax", {"attention": "composed"}, ("attention", "composed in float32"), id="jax",
+    pytest.param("jax", {"attention": "jax.nn"}, ("attention", "jax.nn.dot_product_attention"),
+                 id="jax",
                  marks=pytest.mark.slow),
     pytest.param("tensorflow", {"jit_compile": True}, ("compile", "tf.function+xla"),
                  id="tensorflow", marks=pytest.mark.slow),

@@ -99,7 +99,7 @@ class JaxModel(Model):
         self._jdev = jax_device(runtime.device)
         self._jdtype = jnp.dtype(runtime.dtype)
         self.attention, self.attention_reason = lowering.attention_in_effect(
-            attention, self._jdtype
+            attention, self._jdtype, runtime.device
         )
         self._ctx = lowering.Ctx(
             layout,
@@ -442,7 +442,8 @@ def build(
     The options override the measured defaults, for the benchmarks that measure them (the runner
     passes none): ``layout`` of images (``"NHWC"``/``"NCHW"``, default ``IMAGE_LAYOUT``),
     ``conv_weight_grad`` (``"auto"``/``"xla"``/``"gemm"``), ``gru_unroll`` and ``attention``
-    (``"jax.nn"``/``"composed"``, default ``jax.nn``; float64 always composes)."""
+    (``"jax.nn"``/``"composed"``; default composed on the CPU, jax.nn on a GPU, float64 always
+    composed: ``lowering.attention_in_effect``)."""
     layout = layout or lowering.IMAGE_LAYOUT
     for name, value, valid in (
         ("layout", layout, ("NHWC", "NCHW")),
