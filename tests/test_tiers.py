@@ -13,3 +13,18 @@ def test_a_grouped_test_runs_in_its_group_under_loadgroup(request):
     if not request.config.getoption("loadgroup", default=False):
         pytest.skip("not run under pytest-xdist --dist loadgroup")
     assert request.node.nodeid.endswith("@tiers"), request.node.nodeid
+
+
+def test_every_check_of_a_backend_shares_its_worker_group(request):
+    """Every selected conformance test parametrised by a backend carries that backend's group
+    (``backend_params``): one left out lands on any worker, and for a Keras engine it starts a
+    second child pytest over all of that backend's checks (hundreds of seconds)."""
+    stray = []
+    for item in request.session.items:
+        name = getattr(getattr(item, "callspec", None), "params", {}).get("backend")
+        if "conformance" not in item.nodeid.split("::")[0] or not isinstance(name, str):
+            continue
+        groups = [m.args[0] for m in item.iter_markers("xdist_group")]
+        if groups != [f"conformance-{name}"]:
+            stray.append(f"{item.nodeid}: {groups}")
+    assert not stray, "\n".join(stray[:5])

@@ -51,7 +51,11 @@ def _cases():
     for backend in codegen.BACKENDS:
         for workload in WORKLOADS:
             for dtype in DTYPES:
-                marks = () if (backend, workload, dtype) in QUICK else (pytest.mark.slow,)
+                # the worker group of the backend's other checks (conftest.backend_params): a
+                # Keras engine's child pytest then starts once, for all of them
+                marks = [pytest.mark.xdist_group(f"conformance-{backend}")]
+                if (backend, workload, dtype) not in QUICK:
+                    marks.append(pytest.mark.slow)
                 yield pytest.param(
                     backend, workload, dtype, marks=marks, id=f"{backend}-{workload}-{dtype}"
                 )
