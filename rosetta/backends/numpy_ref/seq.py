@@ -12,7 +12,7 @@ The reference defines the edges (``rosetta/spec/ops.py`` states them):
 - a query whose every key is masked (a sequence of padding only) attends to nothing: its
   weights are all 0 (never 0/0), so its head outputs are 0 and their gradients 0;
 - the mean over zero tokens is 0, with zero gradient (the count is clamped to 1);
-- GELU is exact: ``0.5 x (1 + erf(x / sqrt 2))`` with the C library's ``erf``.
+- GELU is exact: ``0.5 x (1 + erf(x / sqrt 2))``, ``erf`` within 2 ulp of the C library's.
 """
 
 from __future__ import annotations
@@ -74,24 +74,80 @@ def layer_norm_backward(
 
 # --------------------------------------------------------------------------- gelu
 
-_ERF = np.frompyfunc(math.erf, 1, 1)  # the C library's erf, elementwise (exact, not tanh)
+# erf, vectorised: |x| < SMALL by its Maclaurin series (relative accuracy near 0), SMALL <= |x| <
+# TOP by a degree-DEG Taylor polynomial about the centre of each WIDTH-wide piece (its
+# coefficients from erf's derivatives at the centre, Hermite polynomials times exp(-c^2), and the
+# C library's erf there), 1 beyond TOP (erfc(6) = 2e-17, below half an ulp of 1). Within 2 ulp
+# of the C library's erf in float64 (tests/test_numpy_seq.py), 3x faster than calling it per
+# element; the float32 GELU rounds the float64 value once.
+_SMALL, _TOP, _WIDTH, _DEG = 1 / 16, 6.0, 1 / 8, 11
+_MACLAURIN = [
+    (-1) ** n / (math.factorial(n) * (2 * n + 1)) * 2 / math.sqrt(math.pi) for n in range(7)
+]
+_CHUNK = 1 << 15  # elements per pass: the temporaries stay in the cache
+
+
+def _taylor_piece(c: float) -> list[float]:
+    """Coefficients of erf(c + t * WIDTH/2) in powers of t in [-1, 1], up to t**DEG."""
+    h = _WIDTH / 2
+    herm = [
+        1.0,
+        2 * c,
+    ]  # H_n(c), physicists' Hermite: erf^(k)(c) = 2/sqrt(pi) (-1)^(k-1) H_(k-1)(c) e^(-c^2)
+    for n in range(1, _DEG):
+        herm.append(2 * c * herm[n] - 2 * n * herm[n - 1])
+    g = 2 / math.sqrt(math.pi) * math.exp(-c * c)
+    return [math.erf(c)] + [
+        g * (-1) ** (k - 1) * herm[k - 1] * h**k / math.factorial(k) for k in range(1, _DEG + 1)
+    ]
+
+
+_STARTS = np.arange(_SMALL, _TOP, _WIDTH)
+_PIECES = np.array([_taylor_piece(s + _WIDTH / 2) for s in _STARTS]).T.copy()  # (DEG+1, pieces)
+
+
+def _erf_nonneg(a: np.ndarray, out: np.ndarray) -> None:
+    """``out = erf(a)`` for a 1-D float64 ``a >= 0`` (NaN gives 1; the caller restores it)."""
+    z = a * a
+    small = np.full_like(a, _MACLAURIN[-1])
+    for c in _MACLAURIN[-2::-1]:
+        small *= z
+        small += c
+    small *= a
+    inside = np.where(a < _TOP, a, _TOP)  # NaN and beyond TOP: the last piece (replaced below)
+    idx = ((inside - _SMALL) * (1 / _WIDTH)).astype(np.intp)
+    np.clip(idx, 0, len(_STARTS) - 1, out=idx)
+    t = (inside - _STARTS.take(idx)) * (2 / _WIDTH) - 1
+    p = _PIECES[_DEG].take(idx)
+    for k in range(_DEG - 1, -1, -1):
+        p *= t
+        p += _PIECES[k].take(idx)
+    np.copyto(out, np.where(a < _SMALL, small, np.where(inside < _TOP, p, 1.0)))
 
 
 def erf(x: np.ndarray) -> np.ndarray:
-    """``erf`` elementwise in x's dtype (computed in double by the C library, rounded once)."""
-    return np.asarray(_ERF(x), dtype=np.float64).astype(x.dtype, copy=False)
+    """``erf`` elementwise in x's dtype (evaluated in float64, rounded once)."""
+    x = np.asarray(x)
+    flat = np.abs(x, dtype=np.float64).ravel()
+    out = np.empty_like(flat)
+    with np.errstate(over="ignore", invalid="ignore"):  # the series at huge |x|: not taken
+        for i in range(0, flat.size, _CHUNK):
+            _erf_nonneg(flat[i : i + _CHUNK], out[i : i + _CHUNK])
+    out[np.isnan(flat)] = np.nan
+    return np.copysign(out.reshape(x.shape), x).astype(x.dtype, copy=False)
 
 
-def gelu_forward(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact GELU ``x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))``; the cache is ``x``."""
-    dt = x.dtype.type
-    return dt(0.5) * x * (1 + erf(x / dt(math.sqrt(2.0)))), x
-
-
-def gelu_backward(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``dy * (Phi(x) + x * phi(x))``, phi the standard normal density."""
+def gelu_forward(x: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Exact GELU ``x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))``; the cache is ``(x, Phi(x))``."""
     dt = x.dtype.type
     cdf = dt(0.5) * (1 + erf(x / dt(math.sqrt(2.0))))
+    return x * cdf, (x, cdf)
+
+
+def gelu_backward(dy: np.ndarray, cache: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """``dy * (Phi(x) + x * phi(x))``, phi the standard normal density."""
+    x, cdf = cache
+    dt = x.dtype.type
     pdf = np.exp(dt(-0.5) * x * x) * dt(1 / math.sqrt(2 * math.pi))
     return dy * (cdf + x * pdf)
 
