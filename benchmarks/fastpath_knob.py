@@ -68,8 +68,11 @@ def compare(
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks fastpath_knob")
     p.add_argument("--backend", required=True)
-    p.add_argument("--knob", required=True, choices=["paddle_static", "keras_step",
-                                                      "pytensor_linker", "torch_compile"])
+    p.add_argument(
+        "--knob",
+        required=True,
+        choices=["paddle_static", "keras_step", "pytensor_linker", "torch_compile"],
+    )
     p.add_argument("--values", required=True, help="comma list, at least two")
     p.add_argument("--workloads", default="cnn,gru,resnet50")
     p.add_argument("--rounds-scale", type=float, default=1.0)

@@ -1,11 +1,13 @@
-"""Refresh the shipped reference fractions (``rosetta/report/reference_fractions.json``) from a
-run: per (workload, backend, precision, batch), the median over rounds of the fraction of the
-run's *measured* ceiling its ok, equivalent CPU cells reached. The machine is named by its CPU
-model, its ISA flags and its measured FLOP per cycle; an entry for the same machine is replaced,
-another machine's kept. A run whose ceiling is the matmul probe (no compiler) is refused: its
-fractions would not travel.
+"""Refresh the shipped reference fractions (``rosetta/report/reference_fractions.json``) from one
+or more runs of one machine: per (workload, backend, precision, batch), the median over rounds
+(of every run that has it) of the fraction of its run's *measured* ceiling its ok, equivalent
+CPU cells reached. Several runs fill one matrix between them (e.g. a smoke run of some backends
+and a shorter run of the others); runs of different machines are refused. The machine is named
+by its CPU model, its ISA flags and its measured FLOP per cycle; an entry for the same machine is
+replaced, another machine's kept. A run whose ceiling is the matmul probe (no compiler) is
+refused: its fractions would not travel.
 
-    python -m benchmarks reference_fractions RUN_DIR [--placeholder] [--note TEXT]
+    python -m benchmarks reference_fractions RUN_DIR [RUN_DIR ...] [--placeholder] [--note TEXT]
 
 ``--placeholder`` marks the entry as not a reference yet (e.g. a ci run on a loaded machine);
 the load averages the run recorded are stored with it either way.
@@ -23,7 +25,8 @@ from rosetta.report.references import DATA, SCHEMA, machine_name
 
 
 def machine_entry(run_dir: Path, placeholder: bool, note: str) -> dict:
-    """The reference entry of one run (module docstring); ``SystemExit`` naming what is wrong."""
+    """The reference entry of one run (module docstring); ``SystemExit`` naming what is wrong.
+    Its fractions carry the rounds' values (``values``) for :func:`merge`."""
     t = load_tables([run_dir])
     run = t.runs.runs[0]
     peaks = run.info.get("peaks") if isinstance(run.info.get("peaks"), dict) else {}
@@ -42,7 +45,8 @@ def machine_entry(run_dir: Path, placeholder: bool, note: str) -> dict:
     for (w, b, p, batch), g in ok.groupby(keys, sort=False):
         fractions.append({"workload": w, "backend": b, "precision": p, "batch": int(batch),
                           "fraction": round(float(statistics.median(g["peak_fraction"])), 4),
-                          "rounds": int(len(g))})  # fmt: skip
+                          "rounds": int(len(g)),
+                          "values": [float(v) for v in g["peak_fraction"]]})  # fmt: skip
     checks = run.info.get("quiet_checks") or []
     loads = [q.get("load1") for q in checks if isinstance(q, dict)]  # 1-minute, at the start
     cells_load = [  # each cell's 1-minute load average before and after it
@@ -78,14 +82,51 @@ def machine_entry(run_dir: Path, placeholder: bool, note: str) -> dict:
     }
 
 
+def merge(entries: list[dict]) -> dict:
+    """One machine's entry from the entries of several of its runs: each (workload, backend,
+    precision, batch) the median over every run's rounds; the runs' details under ``runs``."""
+    names = {machine_name(e) for e in entries}
+    if len(names) > 1:
+        raise SystemExit(f"the runs are of different machines ({'; '.join(sorted(names))}): "
+                         "refresh each machine from its own runs")  # fmt: skip
+    pooled: dict[tuple, list[float]] = {}
+    for e in entries:
+        for f in e["fractions"]:
+            key = (f["workload"], f["backend"], f["precision"], f["batch"])
+            pooled.setdefault(key, []).extend(f["values"])
+    first = entries[0]
+    runs = [e["run"] for e in entries]
+    return {
+        **{k: v for k, v in first.items() if k not in ("run", "fractions")},
+        "run": {  # references.py reads ``placeholder``; the rest is for a reader
+            "placeholder": any(r["placeholder"] for r in runs),
+            "note": first["run"]["note"],
+            "runs": [
+                {k: v for k, v in r.items() if k not in ("placeholder", "note")} for r in runs
+            ],
+        },
+        "fractions": [
+            {
+                "workload": w,
+                "backend": b,
+                "precision": p,
+                "batch": batch,
+                "fraction": round(float(statistics.median(v)), 4),
+                "rounds": len(v),
+            }
+            for (w, b, p, batch), v in pooled.items()
+        ],  # fmt: skip
+    }
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks reference_fractions")
-    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("run_dirs", type=Path, nargs="+")
     ap.add_argument("--placeholder", action="store_true")
     ap.add_argument("--note", default="")
     ap.add_argument("--data", type=Path, default=DATA)
     args = ap.parse_args(argv)
-    entry = machine_entry(args.run_dir, args.placeholder, args.note)
+    entry = merge([machine_entry(d, args.placeholder, args.note) for d in args.run_dirs])
     doc = json.loads(args.data.read_text()) if args.data.exists() else {}
     if doc.get("schema") != SCHEMA:
         doc = {"schema": SCHEMA, "about": doc.get("about", ""), "machines": []}

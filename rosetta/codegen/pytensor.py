@@ -28,29 +28,19 @@ def _optimizer(workload: Workload) -> str:
         return out
 
     return updates"""
-    elif isinstance(o, Adam):
-        body = f"""    lr, eps, one = c({o.lr}), c({o.eps}), c(1.0)
-    b1, b2 = c({o.beta1}), c({o.beta2})
-
-    def updates(params, grads):
-        t = pytensor.shared(np.asarray(0.0, dtype=dtype))  # the step count
-        t1 = t + one
-        out = [(t, t1)]
-        for w, g in zip(params, grads):
-            m = pytensor.shared(np.zeros_like(w.get_value()))
-            v = pytensor.shared(np.zeros_like(w.get_value()))
-            m1 = b1 * m + (one - b1) * g
-            v1 = b2 * v + (one - b2) * g * g
-            m_hat, v_hat = m1 / (one - b1**t1), v1 / (one - b2**t1)
-            out += [(m, m1), (v, v1), (w, w - lr * m_hat / (pt.sqrt(v_hat) + eps))]
-        return out
-
-    return updates"""
-    elif isinstance(o, AdamW):
-        body = f"""    lr, eps, one = c({o.lr}), c({o.eps}), c(1.0)
-    b1, b2, wd = c({o.beta1}), c({o.beta2}), c({o.weight_decay})
+    elif isinstance(o, (Adam, AdamW)):
+        decoupled = isinstance(o, AdamW)  # AdamW: Adam with the weight decayed from itself
+        consts, decay, w0 = f"    b1, b2 = c({o.beta1}), c({o.beta2})", "", "w"
+        if decoupled:
+            consts = f"""    b1, b2, wd = c({o.beta1}), c({o.beta2}), c({o.weight_decay})
     # the roles that decay (the part of a parameter's name after its last dot)
-    decay = {tuple(o.decay)!r}
+    decay = {tuple(o.decay)!r}"""
+            decay = """
+            # decoupled: the weight decays from itself, the moments never see it
+            w0 = w - lr * wd * w if w.name.rsplit(".", 1)[-1] in decay else w"""
+            w0 = "w0"
+        body = f"""    lr, eps, one = c({o.lr}), c({o.eps}), c(1.0)
+{consts}
 
     def updates(params, grads):
         t = pytensor.shared(np.asarray(0.0, dtype=dtype))  # the step count
@@ -61,10 +51,8 @@ def _optimizer(workload: Workload) -> str:
             v = pytensor.shared(np.zeros_like(w.get_value()))
             m1 = b1 * m + (one - b1) * g
             v1 = b2 * v + (one - b2) * g * g
-            m_hat, v_hat = m1 / (one - b1**t1), v1 / (one - b2**t1)
-            # decoupled: the weight decays from itself, the moments never see it
-            w0 = w - lr * wd * w if w.name.rsplit(".", 1)[-1] in decay else w
-            out += [(m, m1), (v, v1), (w, w0 - lr * m_hat / (pt.sqrt(v_hat) + eps))]
+            m_hat, v_hat = m1 / (one - b1**t1), v1 / (one - b2**t1){decay}
+            out += [(m, m1), (v, v1), (w, {w0} - lr * m_hat / (pt.sqrt(v_hat) + eps))]
         return out
 
     return updates"""

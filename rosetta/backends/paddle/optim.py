@@ -43,6 +43,30 @@ from rosetta.backends.paddle.compat import paddle
 from rosetta.spec.workload import SGD, Adam, AdamW
 
 
+class _Scalars:
+    """Hyper-parameters as 0-d tensors of a parameter's dtype, each rounded once and kept."""
+
+    def __init__(self) -> None:
+        self._held: dict[tuple[str, float], paddle.Tensor] = {}
+
+    def __call__(self, value: float, like: paddle.Tensor) -> paddle.Tensor:
+        key = (str(like.dtype), value)
+        if key not in self._held:
+            self._held[key] = paddle.full([], value, dtype=like.dtype)
+        return self._held[key]
+
+
+def _adam(optimizer: Adam | AdamW, params: Sequence[paddle.Tensor]) -> paddle.optimizer.Adam:
+    """``paddle.optimizer.Adam`` with the spec's hyper-parameters: the spec's Adam rule."""
+    return paddle.optimizer.Adam(
+        learning_rate=optimizer.lr,
+        beta1=optimizer.beta1,
+        beta2=optimizer.beta2,
+        epsilon=optimizer.eps,
+        parameters=list(params),
+    )
+
+
 class SpecMomentum:
     """The spec's SGD with (Nesterov) momentum in Paddle ops, per parameter::
 
@@ -57,17 +81,7 @@ class SpecMomentum:
         self.params = list(parameters)
         self.lr, self.momentum, self.nesterov = float(lr), float(momentum), bool(nesterov)
         self.buffers: dict[int, paddle.Tensor] = {}  # by position in ``params``
-        self._consts: dict[str, tuple[paddle.Tensor, paddle.Tensor]] = {}
-
-    def _hyper(self, p: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
-        """``lr`` and ``momentum`` as 0-d tensors of ``p``'s dtype (rounded once)."""
-        key = str(p.dtype)
-        if key not in self._consts:
-            self._consts[key] = (
-                paddle.full([], self.lr, dtype=p.dtype),
-                paddle.full([], self.momentum, dtype=p.dtype),
-            )
-        return self._consts[key]
+        self.scalar = _Scalars()
 
     @paddle.no_grad()
     def step(self) -> None:
@@ -76,7 +90,7 @@ class SpecMomentum:
             g = p.grad
             if g is None:
                 continue
-            lr, mu = self._hyper(p)
+            lr, mu = self.scalar(self.lr, p), self.scalar(self.momentum, p)
             if self.momentum == 0:
                 p.set_value(p - lr * g)
                 continue
@@ -111,23 +125,13 @@ class SpecAdamW:
         self.params = list(parameters)
         self.decayed = [p for p, d in zip(self.params, decays, strict=True) if d]
         self.lr, self.weight_decay = float(optimizer.lr), float(optimizer.weight_decay)
-        self.adam = paddle.optimizer.Adam(
-            learning_rate=optimizer.lr,
-            beta1=optimizer.beta1,
-            beta2=optimizer.beta2,
-            epsilon=optimizer.eps,
-            parameters=self.params,
-        )
-        self._consts: dict[str, paddle.Tensor] = {}
+        self.adam = _adam(optimizer, self.params)
+        self.scalar = _Scalars()
 
     def _rate(self, p: paddle.Tensor) -> paddle.Tensor:
-        """``lr * weight_decay`` as a 0-d tensor of ``p``'s dtype (each rounded once, then
-        multiplied, as the reference does)."""
-        key = str(p.dtype)
-        if key not in self._consts:
-            lr = paddle.full([], self.lr, dtype=p.dtype)
-            self._consts[key] = lr * paddle.full([], self.weight_decay, dtype=p.dtype)
-        return self._consts[key]
+        """``lr * weight_decay`` in ``p``'s dtype (each rounded once, then multiplied, as the
+        reference does)."""
+        return self.scalar(self.lr, p) * self.scalar(self.weight_decay, p)
 
     @paddle.no_grad()
     def step(self) -> None:
@@ -171,13 +175,7 @@ def make_optimizer(
             apply_decay_param_fun=decayed.__contains__,  # Paddle passes the tensor's name
         )
     if isinstance(optimizer, Adam):
-        return paddle.optimizer.Adam(
-            learning_rate=optimizer.lr,
-            beta1=optimizer.beta1,
-            beta2=optimizer.beta2,
-            epsilon=optimizer.eps,
-            parameters=list(params),
-        )
+        return _adam(optimizer, params)
     if isinstance(optimizer, SGD):
         if dtype != "float32":
             return SpecMomentum(params, optimizer.lr, optimizer.momentum, optimizer.nesterov)
