@@ -33,14 +33,16 @@ Time budgets (2-core machine), estimated from recorded figures, not timed anew:
   run's cache and the record (a papermill kernel would add 2.6 s: 247 s over the sweep's 96
   processes). ~4.3 s a cell, 65 s a round of 15 cells.
 - ``smoke``: 1 training run + 5 timing rounds (``repeat = 6``), timing rounds of 1 warm-up and
-  3 timed steps: a timing round ~65 s fixed + 4 x 11.7 s = ~112 s; five ~560 s. The training run
-  is one round of the former smoke with latency: ~555 s (smoke-b: 17 min 13 s for two rounds, the
-  second without latency). **Estimate: ~19 min quiet on this VM** (~13 min on the faster
-  machines of the issue, whose two old rounds took 13-14 min), not the 10 minutes asked: the
-  training run alone is ~9 min here, held by the accuracy the profile must reach (cnn 64 steps
-  for > 0.6, gru 96 for > 0.75: ``tests/test_profiles.py``), and 75 fresh processes cost ~5 min
-  of imports and builds whatever their step counts. Three timed steps per round suffice for the
-  interval: it is taken over the rounds' medians, whose spread it measures.
+  3 timed steps. **Measured** (issue 32, runs ``s40-smoke-A``/``-B`` back to back, quiet, Zen 4,
+  5 backends x cnn/gru/resnet50): 19 min 32 s and 18 min 49 s. Of A's 1172 s, the training
+  runs' cells took 503 s (their timed epochs 280 s, held by the accuracy the profile must reach:
+  cnn 64 steps for > 0.6, gru 96 for > 0.75, ``tests/test_profiles.py``; the gate 63 s), each
+  timing round 100-108 s (the cells' cold starts, import + build + first step, 62-66 s of it,
+  the timed steps 23-26 s), and the rest (~150 s) the 90 processes' interpreters, the machine's
+  probes and the report. The 10 minutes the issue asked are out of reach here: the training
+  runs alone take ~8.5 min, and five rounds of 15 fresh processes ~5 min of cold starts
+  whatever their step counts. Three timed steps per round suffice for the interval: it is taken
+  over the rounds' medians, whose spread it measures.
 - Before rounds were split (issue 22) smoke ran every cell twice in full: 17 min 13 s and
   16 min 32 s measured back to back, quiet; the counts were cut where accuracy allows (gru
   4096 -> 3072 train samples, resnet50 8 -> 6 batches, tests 1024 -> 768).
