@@ -38,14 +38,20 @@ def engine_of(item) -> tuple[str, str] | None:
     name = params.get("backend")
     if not isinstance(name, str):
         return None
+    engine = keras_engine(name)
+    return (name, engine) if engine else None
+
+
+def keras_engine(name: str) -> str | None:
+    """The ``KERAS_ENGINE`` backend ``name``'s package names (imported without its framework),
+    else ``None``: such a backend's checks run in its own child pytest."""
     from rosetta import backends
 
     try:
         package = importlib.import_module(backends.info(name).module_name)
     except Exception:  # noqa: BLE001 - an unknown or broken backend: its own checks say why
         return None
-    engine = getattr(package, "KERAS_ENGINE", None)
-    return (name, engine) if engine else None
+    return getattr(package, "KERAS_ENGINE", None)
 
 
 def delegated(item) -> str | None:

@@ -19,6 +19,7 @@ from rosetta import codegen
 from rosetta.runner.gate import run_gate
 from rosetta.spec import get_workload
 from tests.conformance.conftest import DTYPES, WORKLOADS, gate_batch, weights
+from tests.conformance.engine_process import keras_engine
 from tests.conformance.generated_run import GeneratedRun, gate_generated, run_file
 
 #: modules a generated file of each backend imports (besides NumPy)
@@ -51,9 +52,12 @@ def _cases():
     for backend in codegen.BACKENDS:
         for workload in WORKLOADS:
             for dtype in DTYPES:
-                # the worker group of the backend's other checks (conftest.backend_params): a
-                # Keras engine's child pytest then starts once, for all of them
-                marks = [pytest.mark.xdist_group(f"conformance-{backend}")]
+                # a Keras engine's cases join its other checks' worker group (conftest
+                # .backend_params), so its child pytest starts once for all of them; the others
+                # build no shared model and go to whichever worker is free
+                marks = []
+                if keras_engine(backend):
+                    marks.append(pytest.mark.xdist_group(f"conformance-{backend}"))
                 if (backend, workload, dtype) not in QUICK:
                     marks.append(pytest.mark.slow)
                 yield pytest.param(
