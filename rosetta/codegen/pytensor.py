@@ -136,6 +136,10 @@ def source(workload: Workload, rendered: Rendered) -> str:
     """The whole generated PyTensor file for ``workload``."""
     m = rendered.model
     forward = "\n".join(f"    {line.replace('{x}', 'x')}" for line in m.forward)
+    if "pad" in m.helpers:
+        # the convolutions' and poolings' batch size, read once off the input: a shape read
+        # off a deep layer's output makes pt.alloc rewrite that whole graph at every padding
+        forward = "    n = x.shape[0]  # the batch size\n" + forward
     return (
         common.header(workload, FRAMEWORK, "pytensor", NEEDS)
         + f'''

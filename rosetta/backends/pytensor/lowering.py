@@ -76,6 +76,10 @@ class Run(NamedTuple):
     #: (N, T) bool, True at real tokens (id != 0): made by the model's own sequence over token
     #: ids, read by the ops with ``mask: tokens`` (attention, masked mean)
     valid: Any = None
+    #: the batch size read off the model's own input: shapes built from it stay shallow
+    #: (``pt.alloc`` infers a static shape by rewriting its arguments' whole graph: read off a
+    #: layer's input deep in ResNet-50, the 18 paddings cost ~22 s of the build)
+    batch: Any = None
 
     def update(self, ctx: Ctx) -> dict:
         """The update of the shared generator after this forward's draws (``{}`` if none)."""
@@ -111,13 +115,18 @@ class Ctx:
         return pt.constant(np.asarray(value, dtype=self.dtype))
 
 
-def _pad(x: Any, site: Site, padding: tuple[int, int, int, int], value: Any) -> Any:
+def _batch(x: Any, run: Run) -> Any:
+    """The batch size of NHWC ``x``: the model input's (:attr:`Run.batch`) where known."""
+    return x.shape[0] if run.batch is None else run.batch
+
+
+def _pad(x: Any, run: Run, site: Site, padding: tuple[int, int, int, int], value: Any) -> Any:
     """NHWC ``x`` padded with ``value`` (zeros for a convolution, -inf for max-pooling)."""
     top, bottom, left, right = padding
     if not any(padding):
         return x
     c, h, w = site.in_shape
-    full = pt.alloc(value, x.shape[0], h + top + bottom, w + left + right, c)
+    full = pt.alloc(value, _batch(x, run), h + top + bottom, w + left + right, c)
     return pt.set_subtensor(full[:, top : top + h, left : left + w, :], x)  # (N, Hp, Wp, C)
 
 
@@ -138,9 +147,9 @@ def conv2d(op: ops.Conv2D, site: Site, ctx: Ctx) -> Layer:
     bias = ctx.shared(f"{op.name}.bias", (o,)) if op.bias else None
 
     def conv2d_layer(x: Any, run: Run) -> Any:
-        taps = _taps(_pad(x, site, op.padding, ctx.const(0.0)), site, op.kernel, op.stride)
+        taps = _taps(_pad(x, run, site, op.padding, ctx.const(0.0)), site, op.kernel, op.stride)
         patches = taps[0] if len(taps) == 1 else pt.concatenate(taps, axis=3)
-        n = x.shape[0]
+        n = _batch(x, run)
         # (N, Ho, Wo, KH*KW*C) -> (N*Ho*Wo, KH*KW*C) @ (KH*KW*C, O) -> (N, Ho, Wo, O)
         y = pt.dot(patches.reshape((n * ho * wo, kh * kw * c)), kernel.reshape((kh * kw * c, o)))
         y = y.reshape((n, ho, wo, o))
@@ -153,7 +162,7 @@ def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: Ctx) -> Layer:
     k = op.kernel[0] * op.kernel[1]
 
     def maxpool2d_layer(x: Any, run: Run) -> Any:
-        xp = _pad(x, site, op.padding, ctx.const(-np.inf))  # padded cells never win
+        xp = _pad(x, run, site, op.padding, ctx.const(-np.inf))  # padded cells never win
         stacked = pt.stack(_taps(xp, site, op.kernel, op.stride), axis=-1)  # (N, Ho, Wo, C, K)
         first = pt.argmax(stacked, axis=-1, keepdims=True)  # the first maximum on ties
         chosen = pt.eq(pt.arange(k), first)  # one-hot over the window
@@ -336,11 +345,15 @@ def sequence(layers: list[Layer], site: Site, ctx: Ctx) -> Layer:
     """Layers in order; an empty sequence is the identity (a plain residual shortcut). The
     model's own sequence over token ids makes their padding mask (id != 0) for the masked ops
     (it stays out of the compiled graph where no op reads it)."""
-    tokens = site.path == "" and site.at_input and len(site.in_shape) == 1
+    root = site.path == "" and site.at_input
+    tokens = root and len(site.in_shape) == 1
+    images = root and len(site.in_shape) == 3
 
     def sequence_layer(x: Any, run: Run) -> Any:
         if tokens:
             run = run._replace(valid=pt.neq(x, 0))  # (N, T); the same rngs list
+        if images:
+            run = run._replace(batch=x.shape[0])  # NHWC
         for layer in layers:
             x = layer(x, run)
         return x

@@ -32,12 +32,13 @@ NAME = "pytensor"
 #: the functions the rendered lines call, written into the file beside the layout helpers
 HELPERS: dict[str, str] = {
     "pad": '''
-def pad(x, padding, value):
-    """NHWC ``x`` with (top, bottom, left, right) cells of ``value`` around each image."""
+def pad(x, n, padding, value):
+    """NHWC ``x`` (batch size ``n``) with (top, bottom, left, right) cells of ``value`` around
+    each image."""
     top, bottom, left, right = padding
     if not any(padding):
         return x
-    n, h, w, c = x.shape
+    _, h, w, c = x.type.shape  # static: only the batch size is left open
     full = pt.alloc(pt.constant(np.asarray(value, x.dtype)), n, h + top + bottom,
                     w + left + right, c)
     return pt.set_subtensor(full[:, top : top + h, left : left + w, :], x)
@@ -53,23 +54,22 @@ def taps(x, kernel, stride, out_hw):
     ]
 ''',
     "conv2d": '''
-def conv2d(x, kernel, bias, stride, padding, out_hw):
-    """Cross-correlation of NHWC ``x`` with an HWIO ``kernel``: the taps side by side on the
-    channel axis and one matrix product (N*Ho*Wo, KH*KW*C) @ (KH*KW*C, O)."""
+def conv2d(x, n, kernel, bias, stride, padding, out_hw):
+    """Cross-correlation of NHWC ``x`` (batch size ``n``) with an HWIO ``kernel``: the taps side
+    by side on the channel axis and one matrix product (N*Ho*Wo, KH*KW*C) @ (KH*KW*C, O)."""
     kh, kw, c, o = kernel.get_value().shape
-    cols = taps(pad(x, padding, 0.0), (kh, kw), stride, out_hw)
+    cols = taps(pad(x, n, padding, 0.0), (kh, kw), stride, out_hw)
     cols = cols[0] if len(cols) == 1 else pt.concatenate(cols, axis=3)
-    n = x.shape[0]
     y = pt.dot(cols.reshape((n * out_hw[0] * out_hw[1], kh * kw * c)),
                kernel.reshape((kh * kw * c, o)))
     y = y.reshape((n, out_hw[0], out_hw[1], o))
     return y if bias is None else y + bias
 ''',
     "max_pool": '''
-def max_pool(x, kernel, stride, padding, out_hw):
-    """Max pooling of NHWC ``x``; padded cells are -inf; the gradient goes to the first maximum
-    of each window (argmax), not to every tied cell."""
-    window = pt.stack(taps(pad(x, padding, -np.inf), kernel, stride, out_hw), axis=-1)
+def max_pool(x, n, kernel, stride, padding, out_hw):
+    """Max pooling of NHWC ``x`` (batch size ``n``); padded cells are -inf; the gradient goes to
+    the first maximum of each window (argmax), not to every tied cell."""
+    window = pt.stack(taps(pad(x, n, padding, -np.inf), kernel, stride, out_hw), axis=-1)
     first = pt.argmax(window, axis=-1, keepdims=True)
     return pt.switch(pt.eq(pt.arange(kernel[0] * kernel[1]), first), window, 0.0).sum(axis=-1)
 ''',
@@ -172,7 +172,7 @@ def _hw(site: Site) -> str:
 def conv2d(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
     bias = _p(f"{op.name}.bias") if op.bias else "None"
     line = (
-        f"{{x}} = conv2d({{x}}, {_p(f'{op.name}.kernel')}, {bias}, {op.stride}, {op.padding}, "
+        f"{{x}} = conv2d({{x}}, n, {_p(f'{op.name}.kernel')}, {bias}, {op.stride}, {op.padding}, "
         f"{_hw(site)})  # {fmt_shape(nhwc(site.out_shape))}"
     )
     weights = [
@@ -195,7 +195,7 @@ def conv2d(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
 
 def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: RenderCtx) -> Snippet:
     line = (
-        f"{{x}} = max_pool({{x}}, {op.kernel}, {op.stride}, {op.padding}, {_hw(site)})"
+        f"{{x}} = max_pool({{x}}, n, {op.kernel}, {op.stride}, {op.padding}, {_hw(site)})"
         f"  # {fmt_shape(nhwc(site.out_shape))}"
     )
     return Snippet(forward=(line,), helpers=("pad", "taps", "max_pool"))
