@@ -79,15 +79,20 @@ def _machine_peaks_stubbed(request, monkeypatch):
     then a NumPy, a torch and a conv subprocess, then the compiled ceiling kernels and the triad:
     seconds per run); ``tests/test_peak.py`` and ``tests/test_ceiling.py`` test the probes, and
     every other test that starts a run in this process gets fixed figures (no ceiling: the
-    report falls back to the matmul probe's 100 GFLOP/s, stated as such). A test marked
+    report falls back to the matmul probe's 100 GFLOP/s, stated as such) and a load reading
+    without the 0.5 s sample of each process's CPU. A test marked
     ``real_peaks`` gets the real probes."""
     if request.node.get_closest_marker("real_peaks") or request.module.__name__.endswith(
         ("test_peak", "test_ceiling")
     ):
         yield
         return
-    from rosetta.runner import ceiling, peak, probe
+    from rosetta.runner import ceiling, peak, probe, quiet
 
+    # the quiet check before a run's first cell reads the load at once instead of sampling each
+    # process's CPU for 0.5 s (tests/test_axes.py tests the sampling's verdicts)
+    read = quiet.read_load
+    monkeypatch.setattr(quiet, "read_load", lambda sample_s=0.0: read(sample_s))
     monkeypatch.setattr(probe, "gemm_peak_gflops", lambda *a, **k: 100.0)
     monkeypatch.setattr(peak, "machine_peaks", lambda *a, **k: dict(STUB_PEAKS))
 

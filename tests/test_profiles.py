@@ -1,5 +1,5 @@
-"""The profiles do what they promise: ``ci`` runs every installed backend inside CI (one
-workload each; the conformance suite covers each backend x workload), every cell a
+"""The profiles do what they promise (the slow tier's): ``ci`` runs every installed backend
+inside CI (one workload each; the conformance suite covers each backend x workload), every cell a
 papermill-executed notebook, ok and equivalent; ``smoke`` takes the reference clearly above
 chance on the synthetic data."""
 
@@ -15,18 +15,13 @@ from rosetta.cli import main
 from rosetta.runner.cell import run_cell
 from rosetta.runner.config import CellConfig
 
-#: the quick tier's end-to-end run: the reference and one framework, through papermill; every
-#: installed backend's own run is the slow tier's (below), its workloads the conformance suite's
-QUICK_E2E = ("numpy_ref", "torch")
 
-
-def _ci_run(tmp_path, workloads: str, chosen: tuple[str, ...] | None) -> tuple[Path, list[str]]:
-    """``rosetta bench --profile ci`` of the installed backends among ``chosen`` (``None``: every
-    installed one) on ``workloads``, through papermill, with the real machine-peak probes and the
-    HTML report; every cell ok and gated (or skipped with the line naming the ops it lacks)."""
+def _ci_run(tmp_path, workloads: str) -> tuple[Path, list[str]]:
+    """``rosetta bench --profile ci`` of every installed backend on ``workloads``, through
+    papermill, with the HTML report; every cell ok and gated (or skipped with the line naming the
+    ops it lacks)."""
     results = tmp_path / "results"
     usable = [b for b in backends.names() if backends.status(b).usable]
-    usable = [b for b in usable if chosen is None or b in chosen]
     code = main(["bench", "--profile", "ci", "--results-dir", str(results), "--run-id", "ci",
                  "--workloads", workloads, "--backends", ",".join(usable),
                  "--report-dir", str(tmp_path / "report")])  # fmt: skip
@@ -45,26 +40,22 @@ def _ci_run(tmp_path, workloads: str, chosen: tuple[str, ...] | None) -> tuple[P
     return run, usable
 
 
+@pytest.mark.slow
 @pytest.mark.real_peaks
-def test_ci_profile_runs_the_reference_and_a_framework_through_papermill(tmp_path, capsys):
-    """The quick tier's one end-to-end run (the CNN: training, data, layouts, the report) of
-    the reference and torch; every other backend's is the slow tier's (below)."""
-    run, usable = _ci_run(tmp_path, "cnn", QUICK_E2E)
-    assert usable == list(QUICK_E2E)  # scripts/test.sh installs rosetta[all]: both run
+def test_ci_profile_runs_every_installed_backend_through_papermill(tmp_path, capsys):
+    """Every installed backend's notebook end to end, one workload each (the CNN: the one every
+    backend runs, training or forward: training, data, layouts), with the machine's real peaks
+    and the HTML report; its other workloads are the conformance suite's, which checks each
+    backend x workload's loader, steps, outputs and manifest. (The slow tier's: a papermill
+    kernel per backend. The quick tier runs papermill cells in tests/test_bench.py.)"""
+    run, usable = _ci_run(tmp_path, "cnn")
+    assert {"numpy_ref", "torch"} <= set(usable)  # scripts/test.sh installs rosetta[all]
     out = capsys.readouterr().out
     assert "summary CSV" in out and (tmp_path / "report" / "ci" / "index.html").is_file()
     info = json.loads((run / "run.json").read_text())
     assert info["peak_gflops"] > 0  # the machine's peaks, measured before the first cell
     assert info["peaks"]["gemm"]["gflops"]["numpy"]["fp32"] > 0
     assert info["peaks"]["ceiling"]["fp32"]["gflops"] > 0  # the measured ceiling (or the probe)
-
-
-@pytest.mark.slow
-def test_ci_profile_runs_every_installed_backend_through_papermill(tmp_path):
-    """Every installed backend's notebook end to end, one workload each (the CNN: the one every
-    backend runs, training or forward); its other workloads are the conformance suite's, which
-    checks each backend x workload's loader, steps, outputs and manifest."""
-    _ci_run(tmp_path, "cnn", None)
 
 
 # Chance is 0.1 (cnn) and 0.5 (gru); the reference measured 0.787 and 0.861 on smoke. These
