@@ -56,14 +56,21 @@ class _Scalars:
         return self._held[key]
 
 
-def _adam(optimizer: Adam | AdamW, params: Sequence[paddle.Tensor]) -> paddle.optimizer.Adam:
-    """``paddle.optimizer.Adam`` with the spec's hyper-parameters: the spec's Adam rule."""
-    return paddle.optimizer.Adam(
+def _adam(
+    optimizer: Adam | AdamW,
+    params: Sequence[paddle.Tensor],
+    cls: type = paddle.optimizer.Adam,
+    **extra: object,
+) -> paddle.optimizer.Adam:
+    """``cls`` (``paddle.optimizer.Adam`` or ``AdamW``, with its ``extra`` arguments) with the
+    spec's Adam hyper-parameters: the spec's Adam rule."""
+    return cls(
         learning_rate=optimizer.lr,
         beta1=optimizer.beta1,
         beta2=optimizer.beta2,
         epsilon=optimizer.eps,
         parameters=list(params),
+        **extra,
     )
 
 
@@ -165,12 +172,10 @@ def make_optimizer(
         if dtype != "float32":
             return SpecAdamW(params, decays, optimizer)
         decayed = frozenset(p.name for p, d in zip(params, decays, strict=True) if d)
-        return paddle.optimizer.AdamW(
-            learning_rate=optimizer.lr,
-            beta1=optimizer.beta1,
-            beta2=optimizer.beta2,
-            epsilon=optimizer.eps,
-            parameters=list(params),
+        return _adam(
+            optimizer,
+            params,
+            paddle.optimizer.AdamW,
             weight_decay=optimizer.weight_decay,
             apply_decay_param_fun=decayed.__contains__,  # Paddle passes the tensor's name
         )
