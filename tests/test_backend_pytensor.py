@@ -1,7 +1,8 @@
 """PyTensor-specific checks the conformance suite does not make: the linker setting (the Runtime's
 ``pytensor_linker``) resolves, falls back and refuses as documented, the Numba linker
-computes what the reference computes, through the same gate a cell runs, and the Transformer's
-masked ops refuse in one line a graph that gives them no token ids."""
+computes what the reference computes, through the same gate a cell runs, the Transformer's
+masked ops refuse in one line a graph that gives them no token ids, and ResNet-50's paddings
+read their batch size off the model input (what keeps its build seconds, not minutes)."""
 
 from __future__ import annotations
 
