@@ -13,7 +13,9 @@ What to expect of a correct method: A's interval is for the typical median of a 
 that machine; B's median is one more estimate with its own noise, so even an exact 95% interval
 holds it somewhat less often than 95% (with five rounds each, about 92% for normal round
 effects); a shift of the whole machine between the runs (another load, a frequency change)
-lowers the medians' count but not the ratios', which pair rounds within each run.
+lowers the medians' count but not the ratios', which pair rounds within each run. So it also
+counts B's medians against an interval for a *rerun's* median from A's rounds alone
+(:func:`rerun_interval`), which allows for B's own noise but, like A's, not for a machine change.
 """
 
 from __future__ import annotations
@@ -47,9 +49,12 @@ def coverage(run_a: Path, run_b: Path) -> dict:
             skipped.append({"group": list(k), "why": f"A's interval is {ra['method']!r}"})
             continue
         mb = float(b[k]["steady_median"])
+        rerun = rerun_interval(ra["round_medians"], len(b[k]["round_medians"]))
         cells.append({"group": list(k), "a": [ra["steady_median"], ra["steady_low"],
                       ra["steady_high"]], "b": mb,
-                      "held": bool(ra["steady_low"] <= mb <= ra["steady_high"])})  # fmt: skip
+                      "held": bool(ra["steady_low"] <= mb <= ra["steady_high"]),
+                      "rerun": list(rerun),
+                      "rerun_held": bool(rerun[0] <= mb <= rerun[1])})  # fmt: skip
     r = compare.ratios_to_fastest(t)
     ratios = []
     rkey = ["workload", "backend", "point", "machine", "fastest"]
@@ -65,11 +70,27 @@ def coverage(run_a: Path, run_b: Path) -> dict:
         "run_a": ida,
         "run_b": idb,
         "medians_held": _fraction(cells),
+        "rerun_held": [sum(c["rerun_held"] for c in cells), len(cells)],
         "ratios_held": _fraction(ratios),
         "cells": cells,
         "ratios": ratios,
         "skipped": skipped,
     }
+
+
+def rerun_interval(round_medians, rounds_b: int) -> tuple[float, float]:
+    """The 95% interval for the next run's median of ``rounds_b`` rounds, from A's round medians
+    alone (a prediction interval: A's mean is uncertain and B's will be too, so sqrt(1/R_A +
+    1/R_B) in place of sqrt(1/R_A)); like A's own interval, blind to a change of the machine
+    between the runs."""
+    from rosetta.report.stats import t975
+
+    logs = [math.log(m) for m in round_medians]
+    r = len(logs)
+    mean = sum(logs) / r
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (r - 1))
+    half = t975(r - 1) * sd * math.sqrt(1 / r + 1 / max(rounds_b, 1))
+    return math.exp(mean - half), math.exp(mean + half)
 
 
 def _fraction(rows: list[dict]) -> list[int]:
@@ -108,6 +129,9 @@ def main(argv: list[str]) -> int:
         if n
         else "medians: no group with an interval in A"
     )
+    if n:
+        ph, _ = res["rerun_held"]
+        print(f"medians: {ph} of {n} inside A's intervals for a rerun's median ({ph / n:.0%})")
     if rn:
         print(f"ratios to the fastest: {rh} of {rn} inside A's intervals ({rh / rn:.0%})")
     if args.out:

@@ -250,6 +250,7 @@ def test_interval_coverage_script_counts_the_medians_run_a_holds(tmp_path, capsy
     assert coverage([str(a), str(b), "--out", str(tmp_path / "c.json")]) == 0
     out = capsys.readouterr().out
     assert "medians: 2 of 2 groups of tb inside ta's 95% intervals (100%)" in out
+    assert "medians: 2 of 2 inside A's intervals for a rerun's median (100%)" in out
     assert json.loads((tmp_path / "c.json").read_text())["ratios_held"] == [1, 1]
     for p in b.glob("tensorflow__cnn__*-r*.json"):
         rec = json.loads(p.read_text())
@@ -260,3 +261,22 @@ def test_interval_coverage_script_counts_the_medians_run_a_holds(tmp_path, capsy
     assert coverage([str(a), str(b)]) == 1
     out = capsys.readouterr().out
     assert "OUT  cnn / tensorflow" in out and "1 of 2 groups" in out
+
+
+def test_a_reruns_interval_is_root_two_wider_than_the_runs_own_at_equal_rounds():
+    """``rerun_interval``: A's mean log round median +- t(R-1) sd sqrt(1/R_A + 1/R_B), so at
+    R_B = R_A its half-width in logs is sqrt(2) times A's own t interval's; worked by hand for
+    logs 0, 0.1, 0.2 (mean 0.1, sd 0.1, t(2) = 4.3027: half-width 0.35132 at R_B = 3)."""
+    import math
+
+    from benchmarks.interval_coverage import rerun_interval
+    from rosetta.report.stats import t_interval
+
+    meds = [math.exp(v) for v in (0.0, 0.1, 0.2)]
+    lo, hi = rerun_interval(meds, 3)
+    assert math.log(hi) - 0.1 == pytest.approx(0.35132, abs=1e-5)
+    assert math.log(lo) == pytest.approx(0.1 - 0.35132, abs=1e-5)
+    _, olo, ohi = t_interval([math.log(m) for m in meds])
+    assert (math.log(hi) - math.log(lo)) / (ohi - olo) == pytest.approx(math.sqrt(2), rel=1e-12)
+    wide = rerun_interval(meds, 1)  # one round in B: its own noise is a whole round's
+    assert wide[0] < lo and wide[1] > hi
