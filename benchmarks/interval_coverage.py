@@ -83,13 +83,10 @@ def rerun_interval(round_medians, rounds_b: int) -> tuple[float, float]:
     alone (a prediction interval: A's mean is uncertain and B's will be too, so sqrt(1/R_A +
     1/R_B) in place of sqrt(1/R_A)); like A's own interval, blind to a change of the machine
     between the runs."""
-    from rosetta.report.stats import t975
+    from rosetta.report.stats import t_interval
 
-    logs = [math.log(m) for m in round_medians]
-    r = len(logs)
-    mean = sum(logs) / r
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (r - 1))
-    half = t975(r - 1) * sd * math.sqrt(1 / r + 1 / max(rounds_b, 1))
+    mean, _, high = t_interval([math.log(m) for m in round_medians])  # A's own: t sd / sqrt(R_A)
+    half = (high - mean) * math.sqrt(1 + len(round_medians) / max(rounds_b, 1))
     return math.exp(mean - half), math.exp(mean + half)
 
 
