@@ -21,7 +21,7 @@ import statistics
 from pathlib import Path
 
 from rosetta.report import load_tables
-from rosetta.report.references import DATA, SCHEMA, machine_name
+from rosetta.report.references import DATA, SCHEMA, machine_name, run_machine
 
 
 def machine_entry(run_dir: Path, placeholder: bool, note: str) -> dict:
@@ -60,10 +60,8 @@ def machine_entry(run_dir: Path, placeholder: bool, note: str) -> dict:
     cfg = run.info.get("config") if isinstance(run.info.get("config"), dict) else {}
     env = run.environment
     return {
-        "cpu": env.get("cpu") or "unknown CPU",
-        "isa": peaks.get("cpu_flags") or [],
+        **run_machine(env, peaks),
         "cores": ceil.get("threads"),
-        "flop_per_cycle_fp32": (ceil.get("fp32") or {}).get("flop_per_cycle"),
         "ceiling_fp32_gflops": (ceil.get("fp32") or {}).get("gflops"),
         "ceiling_bf16_gflops": (ceil.get("bf16") or {}).get("gflops"),
         "bandwidth_gbs": (ceil.get("bandwidth") or {}).get("gbs"),
@@ -131,6 +129,9 @@ def main(argv: list[str]) -> int:
     if doc.get("schema") != SCHEMA:
         doc = {"schema": SCHEMA, "about": doc.get("about", ""), "machines": []}
     name = machine_name(entry)
+    old = [m for m in doc.get("machines", []) if machine_name(m) == name]
+    if old and "between_runs" in old[0]:  # measured from other runs (benchmarks.interval_coverage)
+        entry["between_runs"] = old[0]["between_runs"]
     doc["machines"] = [m for m in doc.get("machines", []) if machine_name(m) != name] + [entry]
     args.data.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"{name}: {len(entry['fractions'])} fractions written to {args.data}")

@@ -214,10 +214,11 @@ def test_report_html_has_the_tables_numbers(runs, tmp_path):
     assert row(gru, "jax")[1] == "killed"
     # ratio table: one round, so the ratio without an interval and no verdict
     ratios = [r for r in t.tables["ratio-table"] if r[1] == "cnn"]
-    assert {r[2]: r[6] for r in ratios}["tensorflow"] == "too few rounds for an interval"
-    assert {r[2]: r[5] for r in ratios}["numpy_ref"] == "10.00"
-    assert {r[2]: r[4] for r in ratios}["numpy_ref"] == "1"  # one round
-    assert {r[2]: r[7] for r in ratios}["numpy_ref"] == "-"  # no "held in" without a verdict
+    assert {r[2]: r[7] for r in ratios}["tensorflow"] == "too few rounds for an interval"
+    assert {r[2]: r[6] for r in ratios}["numpy_ref"] == "10.00"
+    assert {r[2]: r[5] for r in ratios}["numpy_ref"] == "1"  # one round
+    assert {r[2]: r[4] for r in ratios}["numpy_ref"] == "-"  # one round: no rerun interval
+    assert {r[2]: r[8] for r in ratios}["numpy_ref"] == "-"  # no "held in" without a verdict
     # equivalence: the failing cell and its worst check
     eq = {(r[1], r[2]): r for r in t.tables["equivalence-table"][1:]}
     assert eq[("cnn", "jax")][3] == "NOT EQUIVALENT" and eq[("cnn", "jax")][6] == "3.25"

@@ -60,8 +60,8 @@ def test_headline_carries_its_stability_and_the_round_chart_shows(results, tmp_p
     assert row(page.tables["headline-cnn"], "torch")[1] == "120.0"
     assert 'id="rounds-cnn"' in html and 'id="rounds-gru"' in html
     ratios = {(r[1], r[2]): r for r in page.tables["ratio-table"][1:]}
-    assert ratios[("cnn", "tensorflow")][4:8][0] == "3"
-    assert ratios[("cnn", "tensorflow")][7] == "held in 3 of 3 rounds"
+    assert ratios[("cnn", "tensorflow")][5] == "3"  # after step ms and a rerun's median
+    assert ratios[("cnn", "tensorflow")][8] == "held in 3 of 3 rounds"
     cond = [r[2] for r in page.tables["conditions-table"][1:] if r[1] == "cnn"]
     assert "torch (round 1)" in cond and "torch (round 2)" in cond
     assert 'id="scaling"' not in html  # one point: no scaling section
@@ -187,7 +187,7 @@ def test_held_in_k_of_r_only_beside_a_clear_verdict(results, tmp_path):
     assert "held in" not in heads["gru"].stability[0]
     html = write_report([results["rounds"]], tmp_path / "r").read_text()
     ratios = {(x[1], x[2]): x for x in Tables(html).tables["ratio-table"][1:]}
-    assert ratios[("gru", "tensorflow")][7] == "-"
+    assert ratios[("gru", "tensorflow")][8] == "-"
 
 
 def test_latency_has_its_own_heading_outside_scaling(results, tmp_path):
@@ -249,9 +249,12 @@ def test_interval_coverage_script_counts_the_medians_run_a_holds(tmp_path, capsy
     a, b = write_timing_run(tmp_path, "ta"), write_timing_run(tmp_path, "tb")
     assert coverage([str(a), str(b), "--out", str(tmp_path / "c.json")]) == 0
     out = capsys.readouterr().out
-    assert "medians: 2 of 2 groups of tb inside ta's 95% intervals (100%)" in out
-    assert "medians: 2 of 2 inside A's intervals for a rerun's median (100%)" in out
-    assert json.loads((tmp_path / "c.json").read_text())["ratios_held"] == [1, 1]
+    assert "medians: 2 of 2 groups of tb inside ta's own 95% intervals (100%)" in out
+    assert "medians: 2 of 2 inside A's intervals for a rerun's median from its rounds alone" in out
+    assert "no run-to-run spread shipped for A's machine" in out  # Test CPU 9000
+    assert "this pair's run-to-run spread: sd 0.0000 of log step time over 2 cells" in out
+    res = json.loads((tmp_path / "c.json").read_text())
+    assert res["ratios_held"] == [1, 1] and res["machine_held"] is None
     for p in b.glob("tensorflow__cnn__*-r*.json"):
         rec = json.loads(p.read_text())
         rec["clocks"]["steady_raw_s"] = [x * 1.5 for x in rec["clocks"]["steady_raw_s"]]
@@ -261,22 +264,40 @@ def test_interval_coverage_script_counts_the_medians_run_a_holds(tmp_path, capsy
     assert coverage([str(a), str(b)]) == 1
     out = capsys.readouterr().out
     assert "OUT  cnn / tensorflow" in out and "1 of 2 groups" in out
+    # a run-to-run spread as large as that shift (log 1.5 = 0.41) holds it as a rerun's median
+    assert coverage([str(a), str(b), "--between-sd", "0.3"]) == 0
+    out = capsys.readouterr().out
+    assert "medians: 2 of 2 inside A's intervals for a rerun's median with the run-to-run " in out
 
 
-def test_a_reruns_interval_is_root_two_wider_than_the_runs_own_at_equal_rounds():
-    """``rerun_interval``: A's mean log round median +- t(R-1) sd sqrt(1/R_A + 1/R_B), so at
-    R_B = R_A its half-width in logs is sqrt(2) times A's own t interval's; worked by hand for
-    logs 0, 0.1, 0.2 (mean 0.1, sd 0.1, t(2) = 4.3027: half-width 0.35132 at R_B = 3)."""
-    import math
+def test_interval_coverage_writes_the_pairs_spread_into_its_machines_entry(tmp_path, capsys):
+    """``--write`` pools the pair's estimate into A's machine entry (refusing the same pair
+    twice and a machine without an entry); the file then gives the report its rerun interval."""
+    import json
 
-    from benchmarks.interval_coverage import rerun_interval
-    from rosetta.report.stats import t_interval
+    from report_fixtures import write_timing_run
 
-    meds = [math.exp(v) for v in (0.0, 0.1, 0.2)]
-    lo, hi = rerun_interval(meds, 3)
-    assert math.log(hi) - 0.1 == pytest.approx(0.35132, abs=1e-5)
-    assert math.log(lo) == pytest.approx(0.1 - 0.35132, abs=1e-5)
-    _, olo, ohi = t_interval([math.log(m) for m in meds])
-    assert (math.log(hi) - math.log(lo)) / (ohi - olo) == pytest.approx(math.sqrt(2), rel=1e-12)
-    wide = rerun_interval(meds, 1)  # one round in B: its own noise is a whole round's
-    assert wide[0] < lo and wide[1] > hi
+    from benchmarks.interval_coverage import main as coverage
+    from rosetta.report import references
+    from rosetta.report.rerun import spread_for
+
+    a, b = write_timing_run(tmp_path, "ta"), write_timing_run(tmp_path, "tb")
+    for p in b.glob("tensorflow__cnn__*-r*.json"):  # B's tensorflow 10% slower: a shift
+        rec = json.loads(p.read_text())
+        rec["clocks"]["steady_raw_s"] = [x * 1.1 for x in rec["clocks"]["steady_raw_s"]]
+        p.write_text(json.dumps(rec))
+    data = tmp_path / "ref.json"
+    data.write_text(json.dumps({"schema": references.SCHEMA, "machines": []}))
+    assert coverage([str(a), str(b), "--write", "--data", str(data)]) == 2
+    assert "has no entry for Test CPU 9000" in capsys.readouterr().err
+    machine = {"cpu": "Test CPU 9000", "isa": [], "flop_per_cycle_fp32": None}
+    data.write_text(json.dumps({"schema": references.SCHEMA, "machines": [machine]}))
+    coverage([str(a), str(b), "--write", "--data", str(data)])
+    out = capsys.readouterr().out
+    spread, _ = spread_for(machine, data)
+    assert f"between_runs sd {spread.sd_log} over 2 cells" in out
+    assert spread.pairs == (("ta", "tb"),) and 0.03 < spread.sd_log < 0.08  # log 1.1 / sqrt(4)
+    assert coverage([str(a), str(b), "--write", "--data", str(data)]) == 2
+    assert "already in" in capsys.readouterr().err
+
+

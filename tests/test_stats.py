@@ -194,6 +194,81 @@ def test_a_tie_is_called_clear_no_more_often_than_the_level_allows():
     assert clear <= 0.05 + TOLERANCE, clear
 
 
+# -- a rerun's median: the machine's run-to-run spread --------------------------------------------
+def _simulated_pairs(rounds_: int, within: float, between: float, seed: int):
+    """``SIMS`` pairs of runs of one cell as a VM makes them: per run an effect of the machine
+    (log sd ``between``: the host's other tenants, its clock), per round the process's own (log
+    sd ``within``). Returns A's and B's round medians, shape (SIMS, rounds_) each."""
+    rng = np.random.default_rng(seed)
+    run = rng.normal(0.0, between, (2, SIMS, 1))
+    proc = rng.normal(0.0, within, (2, SIMS, rounds_))
+    m = 0.05 * np.exp(run + proc)
+    return m[0], m[1]
+
+
+def _held(a: np.ndarray, b: np.ndarray, interval) -> float:
+    """How often B's reported median (the median of its round medians) lies in ``interval(A)``."""
+    held = []
+    for ma, mb in zip(a, b, strict=True):
+        lo, hi = interval(ma)
+        held.append(lo <= np.median(mb) <= hi)
+    return float(np.mean(held))
+
+
+@pytest.mark.parametrize("between", [0.0, 0.03, 0.08])
+def test_a_reruns_interval_holds_the_next_runs_median_at_its_nominal_rate(between):
+    """Known spread within (0.08) and between runs (none, small, as large): A's interval for a
+    rerun, given the machine's spread, holds B's median in 95% of simulated pairs (3 binomial
+    sd of 2000) at smoke's 5 rounds each."""
+    a, b = _simulated_pairs(5, 0.08, between, seed=int(between * 100) + 50)
+    coverage = _held(a, b, lambda ma: stats.rerun_interval(ma, 5, between))
+    assert abs(coverage - 0.95) <= TOLERANCE, coverage
+
+
+def _interval(e: stats.Estimate) -> tuple[float, float]:
+    return e.low, e.high
+
+
+def test_an_interval_blind_to_the_machine_misses_the_next_run_more_often():
+    """The defect this interval fixes, planted: with a run-to-run spread as large as the rounds',
+    a run's own interval, and a rerun interval without the machine's spread, both hold the next
+    run's median far less often than 95%."""
+    a, b = _simulated_pairs(5, 0.08, 0.08, seed=61)
+    own = _held(a, b, lambda ma: _interval(stats.estimate(dict(enumerate(ma[:, None])))))
+    blind = _held(a, b, lambda ma: stats.rerun_interval(ma, 5, 0.0))
+    assert own < blind < 0.95 - 3 * TOLERANCE, (own, blind)
+
+
+def test_the_median_variance_factors_agree_with_a_simulation():
+    """``median_variance_factor``: Var(median of n normals) / Var(mean), against 400,000 draws a
+    size (relative sd of a variance estimate: sqrt(2 / 4e5) = 0.22%; tolerance 1%)."""
+    rng = np.random.default_rng(7)
+    for n in range(1, 11):
+        x = rng.normal(size=(400_000, n))
+        ratio = np.var(np.median(x, axis=1)) / np.var(np.mean(x, axis=1))
+        assert stats.median_variance_factor(n) == pytest.approx(ratio, rel=0.01), n
+    assert stats.median_variance_factor(101) == pytest.approx(np.pi / 2)
+
+
+def test_a_reruns_interval_is_worked_by_hand():
+    """Logs 0, 0.1, 0.2 (mean 0.1, sd 0.1), a rerun of 3 rounds: rounds' variance 0.01 (1/3 +
+    1.3460/3) = 0.0078200; alone, t(2) = 4.3027: half-width 0.38049. With a run-to-run sd of
+    0.05, 0.0078200 + 0.005 = 0.012820, Satterthwaite df = 2 (0.012820/0.0078200)^2 = 5.375,
+    t(5) = 2.5706: half-width 0.29106."""
+    import math
+
+    meds = [math.exp(v) for v in (0.0, 0.1, 0.2)]
+    lo, hi = stats.rerun_interval(meds, 3)
+    assert (math.log(lo), math.log(hi)) == pytest.approx((0.1 - 0.38049, 0.1 + 0.38049), abs=1e-5)
+    lo, hi = stats.rerun_interval(meds, 3, 0.05)
+    assert (math.log(lo), math.log(hi)) == pytest.approx((0.1 - 0.29106, 0.1 + 0.29106), abs=1e-5)
+    assert stats.rerun_interval(meds) == stats.rerun_interval(meds, 3)  # as many rounds: 3
+    with pytest.raises(ValueError, match="at least 2 rounds"):
+        stats.rerun_interval(meds[:1])
+    with pytest.raises(ValueError, match="finite sd"):
+        stats.rerun_interval(meds, 3, float("nan"))
+
+
 # -- two runs ----------------------------------------------------------------------------------
 def test_ratio_of_ratios_ignores_a_uniformly_slower_machine():
     base_b, base_c = rounds([1.2, 1.21, 1.19], seed=1), rounds([1.0, 1.0, 1.0], seed=20)

@@ -23,8 +23,9 @@ import numpy as np
 import pandas as pd
 
 from rosetta.report.order import row_key
+from rosetta.report.rerun import Spread, run_spread
 from rosetta.report.specfacts import profile_batch
-from rosetta.report.stats import estimate, passed
+from rosetta.report.stats import ROUNDS, estimate, passed, rerun_interval
 
 if TYPE_CHECKING:  # pragma: no cover
     from rosetta.report.frame import Tables
@@ -54,6 +55,8 @@ COLUMNS = [
     "steady_high",
     "method",
     "round_medians",
+    "rerun_low",
+    "rerun_high",
     "spread",
     "throughput",
     "peak_rss_mb",
@@ -68,9 +71,10 @@ def group_frame(t: Tables) -> pd.DataFrame:
         return pd.DataFrame(columns=COLUMNS)
     keyed = cells.assign(**{k: cells[k].astype(object) for k in ("batch_size", "threads")})
     keyed["machine"] = group_machine(cells)
+    spreads = {r.run_id: run_spread(r)[0] for r in t.runs.runs}
     out = []
     for _, g in keyed.groupby(KEYS, sort=False, dropna=False):
-        out.append(_group_row(t, g))
+        out.append(_rerun(_group_row(t, g), spreads.get(str(g.iloc[0]["run_id"]))))
     rank = {r: i for i, r in enumerate(dict.fromkeys(cells["run_id"]))}
     out.sort(key=lambda row: row_key(rank, row))
     frame = pd.DataFrame(out, columns=COLUMNS)
@@ -149,6 +153,15 @@ def _group_row(t: Tables, g: pd.DataFrame) -> dict:
     rss = [v for v in ok["peak_rss_mb"] if not _nan(v)]
     row["peak_rss_mb"] = max(rss) if rss else None
     return row
+
+
+def _rerun(row: dict, spread: Spread | None) -> dict:
+    """The group's interval for another run's median (:mod:`rosetta.report.rerun`): only with
+    an interval across rounds and the machine's measured run-to-run spread; else NaN."""
+    lo = hi = math.nan
+    if spread is not None and row.get("method") == ROUNDS:
+        lo, hi = rerun_interval(row["round_medians"], None, spread.sd_log)
+    return {**row, "rerun_low": lo, "rerun_high": hi}
 
 
 def steady_rounds(ok: pd.DataFrame) -> pd.DataFrame:

@@ -83,6 +83,7 @@ def context(t: Tables, out_dir: Path) -> dict:
         "cold_charts": cold_charts,
         "loss_charts": loss_charts,
         "ratios": sections.ratio_rows(t),
+        "rerun_lines": sections.rerun_lines(t),
         "cold": sections.cold_rows(t),
         "efficiency": sections.efficiency_rows(t),
         "ceiling_lines": sections.ceiling_lines(t),

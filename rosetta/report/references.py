@@ -84,9 +84,22 @@ def problems(path: Path | None = None) -> list[str]:
     return list(load(path or DATA)[1])
 
 
+def _version(path: Path) -> tuple[int, int] | None:
+    """What the caches below are keyed by beside the path: a rewritten file is read again."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def document(path: Path) -> tuple[dict, tuple[str, ...]]:
+    """The file as a dict ({} where absent or unusable) and why it is unusable: one line."""
+    return _document(path, _version(path))
+
+
 @lru_cache(maxsize=8)
-def load(path: Path) -> tuple[dict[tuple, Reference], tuple[str, ...]]:
-    """{(workload, backend, precision, batch): Reference} from the file, and its problems."""
+def _document(path: Path, version: tuple[int, int] | None) -> tuple[dict, tuple[str, ...]]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -95,6 +108,21 @@ def load(path: Path) -> tuple[dict[tuple, Reference], tuple[str, ...]]:
         return {}, (f"{path.name}: unreadable ({type(exc).__name__}); no reference fractions",)
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         return {}, (f"{path.name}: not a schema {SCHEMA} reference file; no reference fractions",)
+    return doc, ()
+
+
+def load(path: Path) -> tuple[dict[tuple, Reference], tuple[str, ...]]:
+    """{(workload, backend, precision, batch): Reference} from the file, and its problems."""
+    return _load(path, _version(path))
+
+
+@lru_cache(maxsize=8)
+def _load(
+    path: Path, version: tuple[int, int] | None
+) -> tuple[dict[tuple, Reference], tuple[str, ...]]:
+    doc, problems = _document(path, version)
+    if problems or not doc:
+        return {}, problems
     seen: dict[tuple, list[tuple[float, str, bool]]] = {}
     bad: list[str] = []
     for i, m in enumerate(doc.get("machines") if isinstance(doc.get("machines"), list) else []):
@@ -138,6 +166,18 @@ def machine_name(m: dict) -> str:
     if _finite(fpc) and fpc > 0:
         bits += f"; {2 ** round(math.log2(fpc))} FLOP/cycle fp32"
     return f"{cpu} ({bits})" if bits else cpu
+
+
+def run_machine(environment: dict, peaks: dict) -> dict:
+    """A run's machine as a reference entry names it (:func:`machine_name`): the CPU model from
+    its environment, the ISA flags and the measured FLOP per cycle from its ``peaks``."""
+    ceil = peaks.get("ceiling") if isinstance(peaks.get("ceiling"), dict) else {}
+    fp32 = ceil.get("fp32") if isinstance(ceil.get("fp32"), dict) else {}
+    return {
+        "cpu": environment.get("cpu") or "unknown CPU",
+        "isa": peaks.get("cpu_flags") or [],
+        "flop_per_cycle_fp32": fp32.get("flop_per_cycle"),
+    }
 
 
 def _key(f: object) -> tuple | None:

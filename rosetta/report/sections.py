@@ -18,7 +18,8 @@ from rosetta.report.fmt import DASH, fmt_interval, fmt_ms, fmt_num, fmt_pct, fmt
 from rosetta.report.frame import CHECKS, Tables, notebook_exists
 from rosetta.report.groups import machines, multi_machine
 from rosetta.report.order import backend_order, workload_key, workload_order
-from rosetta.report.stats import TOO_FEW_ROUNDS, passed, robust_spread
+from rosetta.report.rerun import run_spread
+from rosetta.report.stats import ROUNDS, TOO_FEW_ROUNDS, passed, robust_spread
 
 
 # -- per-workload timing tables ----------------------------------------------------------------
@@ -39,6 +40,7 @@ def ratio_rows(t: Tables) -> list[dict]:
                 "workload": x["workload"] + (f" ({x['point']})" if several else "") + where,
                 "backend": x["backend"],
                 "step_ms": fmt_interval(c["steady_median"], c["steady_low"], c["steady_high"]),
+                "rerun_ms": _rerun_ms(c),
                 "rounds": str(int(x["rounds"])),
                 "ratio": fmt_interval(x["ratio"], x["low"], x["high"], lambda v: f"{v:.2f}"),
                 "verdict": x["verdict"],
@@ -50,6 +52,36 @@ def ratio_rows(t: Tables) -> list[dict]:
                 "equivalent": passed(x["equivalent"]),
             }
         )
+    return out
+
+
+def _rerun_ms(c) -> str:
+    """``"[12.1, 14.9]"`` ms: the group's interval for another run's median, or a dash."""
+    lo, hi = c.get("rerun_low"), c.get("rerun_high")
+    if missing(lo) or missing(hi):
+        return DASH
+    return f"[{fmt_ms(lo)}, {fmt_ms(hi)}]"
+
+
+def rerun_lines(t: Tables) -> list[str]:
+    """Per run with timing rounds: the run-to-run spread its rerun intervals use, or why it has
+    none (:mod:`rosetta.report.rerun`)."""
+    out = []
+    for run in t.runs.runs:
+        mine = t.groups[(t.groups["run_id"] == run.run_id) & (t.groups["method"] == ROUNDS)]
+        if mine.empty:
+            continue
+        spread, problems = run_spread(run)
+        if spread is not None:
+            out.append(
+                f"{run.run_id}: a rerun's interval uses the run-to-run spread {spread.text()}."
+            )
+        else:
+            why = "; ".join(problems) or "none is shipped for this machine"
+            out.append(
+                f"{run.run_id}: no rerun interval ({why}): its intervals cover its own processes "
+                "only. Measure the spread with python -m benchmarks interval_coverage A B --write."
+            )
     return out
 
 

@@ -19,6 +19,9 @@ Pure NumPy (the pandas side is :mod:`rosetta.report.compare`). The rules, justif
   per-round ratios with the t interval of the per-round log-ratios (method ``rounds``). It is
   clear when that interval excludes 1. With fewer than :data:`MIN_ROUNDS` shared rounds there is
   no interval: the verdict says :data:`TOO_FEW` (method ``too few rounds``).
+- **A rerun's median** (:func:`rerun_interval`): where another run of the cell would put its
+  median, from this run's rounds and the machine's run-to-run spread (measured from pairs of
+  runs: :mod:`rosetta.report.rerun`), which no interval within one run can see.
 - **Two runs** (ratio of ratios to a common backend): the difference of the two runs' mean
   log-ratios with Welch's t interval (the runs are independent); too few rounds in either run
   gives :data:`TOO_FEW`.
@@ -38,6 +41,7 @@ import numpy as np
 NO_CLEAR = "no clear difference"
 TOO_FEW = "too few rounds for an interval"
 MIN_ROUNDS = 2  # Student's t needs one degree of freedom: two processes
+MAX_DF = 1e6  # Satterthwaite's degrees of freedom where a known variance is all: the normal
 EXCLUDE_EPS = 1e-9  # an interval excludes 1 only beyond float noise (rounds that agree exactly)
 RESAMPLES = 2000  # bootstrap replicates: the 2.5th/97.5th percentiles move < 1% between seeds
 SPREAD_LIMIT = 0.10  # IQR / median of one round's steps above which a cell *may* be noisy
@@ -118,6 +122,47 @@ def t_interval(logs: Sequence[float]) -> tuple[float, float, float]:
     mean = float(x.mean())
     half = t975(x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
     return mean, mean - half, mean + half
+
+
+# Var(median of n normal values) / Var(their mean), n = 1..10 (the order statistics integrated
+# numerically; tests/test_stats.py checks them by simulation); beyond, the large-sample pi / 2.
+_MEDIAN_VAR = (1.0, 1.0, 1.3460, 1.1928, 1.4342, 1.2885, 1.4731, 1.3455, 1.4949, 1.3833)
+
+
+def median_variance_factor(n: int) -> float:
+    """How much more a median of ``n`` normal values varies than their mean (variance ratio)."""
+    if n < 1:
+        raise ValueError(f"a median needs at least one value, got {n}")
+    return _MEDIAN_VAR[n - 1] if n <= len(_MEDIAN_VAR) else math.pi / 2
+
+
+def rerun_interval(
+    round_medians: Sequence[float], rounds_b: int | None = None, between_sd: float = 0.0
+) -> tuple[float, float]:
+    """The 95% interval for the median step time **another run** of the same cell would report
+    (the median of its ``rounds_b`` round medians; default: as many as this run's), from this
+    run's round medians (>= 2) and the machine's run-to-run spread ``between_sd`` (the sd of a
+    whole run's log step time about the machine's typical one, measured from pairs of runs:
+    :mod:`rosetta.report.rerun`).
+
+    In logs the other run's median lies off this run's mean by both runs' round noise and both
+    runs' run effects: variance ``s^2 (1/R_A + f(R_B)/R_B) + 2 between_sd^2``, ``f`` the median's
+    :func:`median_variance_factor`; the interval is Student's t with Satterthwaite's degrees of
+    freedom (``R_A - 1`` where the rounds' part is all, more as the known part grows). With
+    ``between_sd = 0`` it is the prediction interval of the rounds alone, blind to a change of
+    the machine between runs."""
+    x = np.log(np.asarray(round_medians, dtype=float))
+    if x.size < MIN_ROUNDS:
+        raise ValueError(f"a rerun interval needs at least {MIN_ROUNDS} rounds, got {x.size}")
+    if not (math.isfinite(between_sd) and between_sd >= 0):
+        raise ValueError(f"the run-to-run spread must be a finite sd >= 0, got {between_sd}")
+    rb = x.size if rounds_b is None else max(int(rounds_b), 1)
+    rounds_part = float(x.var(ddof=1)) * (1 / x.size + median_variance_factor(rb) / rb)
+    var = rounds_part + 2 * between_sd**2
+    df = (x.size - 1) * (var / rounds_part) ** 2 if rounds_part > 0 else MAX_DF
+    half = t975(min(df, MAX_DF)) * math.sqrt(var)
+    mean = float(x.mean())
+    return math.exp(mean - half), math.exp(mean + half)
 
 
 @dataclass(frozen=True)
