@@ -198,3 +198,20 @@ def test_a_broken_reference_file_is_one_line_not_a_crash(tmp_path, monkeypatch):
     page, eff, _ = _tables(d, tmp_path / "garbage")
     assert eff["torch"][10] == "no reference"
     assert "garbage.json: unreadable (JSONDecodeError); no reference fractions" in page
+
+
+def test_refreshing_a_machines_fractions_keeps_its_run_to_run_spread(tmp_path):
+    """``benchmarks.reference_fractions`` replaces a machine's fractions; the run-to-run spread
+    measured from other runs (``between_runs``, rosetta.report.rerun) stays with the machine."""
+    from benchmarks.reference_fractions import main as refresh
+
+    d, _ = _run(tmp_path, CEILING)
+    data = tmp_path / "ref.json"
+    assert refresh([str(d), "--data", str(data)]) == 0
+    doc = json.loads(data.read_text())
+    spread = {"sd_log": 0.05, "cells": 15, "pairs": [["a", "b"]], "note": "measured"}
+    doc["machines"][0]["between_runs"] = spread
+    data.write_text(json.dumps(doc))
+    assert refresh([str(d), "--data", str(data)]) == 0
+    (machine,) = json.loads(data.read_text())["machines"]
+    assert machine["between_runs"] == spread and machine["fractions"]
