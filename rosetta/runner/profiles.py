@@ -34,8 +34,10 @@ Time budgets (2-core machine), estimated from recorded figures, not timed anew:
   processes). ~4.3 s a cell, 65 s a round of 15 cells.
 - ``smoke``: 1 training run + 5 timing rounds (``repeat = 6``), timing rounds of 1 warm-up and
   3 timed steps. **Measured** (issue 32, runs ``s40-smoke-A``/``-B`` back to back, quiet, Zen 4,
-  5 backends x cnn/gru/resnet50): 19 min 32 s and 18 min 49 s. Of A's 1172 s, the training
-  runs' cells took 503 s (their timed epochs 280 s, held by the accuracy the profile must reach:
+  5 backends x cnn/gru/resnet50): 19 min 32 s and 18 min 49 s; four more in stop 42 (two
+  pairs, each back to back): 18 min 14 s, 17 min 25 s, 15 min 48 s, 16 min 19 s. Of A's 1172 s,
+  the training runs' cells took 503 s (their timed epochs 280 s, held by the accuracy the
+  profile must reach:
   cnn 64 steps for > 0.6, gru 96 for > 0.75, ``tests/test_profiles.py``; the gate 63 s), each
   timing round 100-108 s (the cells' cold starts, import + build + first step, 62-66 s of it,
   the timed steps 23-26 s), and the rest (~150 s) the 90 processes' interpreters, the machine's
