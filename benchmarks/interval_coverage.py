@@ -44,12 +44,13 @@ def coverage(
     Groups without an interval across rounds in A are listed as skipped. ``between_sd`` None:
     the spread shipped for A's machine (none: that count is not made)."""
     from rosetta.report import compare, load_tables
+    from rosetta.report.references import machine_name, run_machine
     from rosetta.report.rerun import between_run_sd, run_spread
     from rosetta.report.stats import ROUNDS, rerun_interval
 
     t = load_tables([run_a, run_b])
     ida, idb = (r.run_id for r in t.runs.runs)
-    spread, machine = None, ""
+    machine = ""
     if between_sd is None:
         shipped, _ = run_spread(t.runs.runs[0], data)
         if shipped is not None:
@@ -95,6 +96,7 @@ def coverage(
     return {
         "run_a": ida,
         "run_b": idb,
+        "machine_a": machine_name(run_machine(t.runs.runs[0])),
         "medians_held": _fraction(cells),
         "rerun_held": [sum(c["rerun_held"] for c in cells), len(cells)],
         "machine_held": (
@@ -119,18 +121,15 @@ def _finite(v: object) -> bool:
     return isinstance(v, int | float) and math.isfinite(v)
 
 
-def write_spread(run_a: Path, res: dict, data: Path) -> str:
+def write_spread(res: dict, data: Path) -> str:
     """Pool this pair's estimate into A's machine entry of the reference file (``between_runs``:
     the method of moments is a mean over cells, so the pooled sd^2 weights each pair by its
     cells); refuse a pair already in it, or a machine without an entry. Returns what it did."""
-    from rosetta.report import load_tables
-    from rosetta.report.references import machine_name, run_machine
+    from rosetta.report.references import machine_name
 
     if res["between_sd_of_pair"] is None:
         raise ValueError("the pair shares no cell with 2 rounds in both runs: nothing to write")
-    run = load_tables([run_a]).runs.runs[0]
-    peaks = run.info.get("peaks") if isinstance(run.info.get("peaks"), dict) else {}
-    name = machine_name(run_machine(run.environment, peaks))
+    name = res["machine_a"]
     doc = json.loads(data.read_text(encoding="utf-8"))
     entry = next((m for m in doc.get("machines", []) if machine_name(m) == name), None)
     if entry is None:
@@ -208,7 +207,7 @@ def main(argv: list[str]) -> int:
         args.out.write_text(json.dumps(res, indent=1, default=str))
     if args.write:
         try:
-            print(write_spread(args.run_a, res, args.data))
+            print(write_spread(res, args.data))
         except (OSError, ValueError, json.JSONDecodeError) as exc:
             print(f"interval_coverage: --write: {exc}", file=sys.stderr)
             return 2

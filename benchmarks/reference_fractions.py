@@ -58,9 +58,8 @@ def machine_entry(run_dir: Path, placeholder: bool, note: str) -> dict:
         and rec["load"][when].get("load_avg")
     ]
     cfg = run.info.get("config") if isinstance(run.info.get("config"), dict) else {}
-    env = run.environment
     return {
-        **run_machine(env, peaks),
+        **run_machine(run),
         "cores": ceil.get("threads"),
         "ceiling_fp32_gflops": (ceil.get("fp32") or {}).get("gflops"),
         "ceiling_bf16_gflops": (ceil.get("bf16") or {}).get("gflops"),

@@ -168,9 +168,12 @@ def machine_name(m: dict) -> str:
     return f"{cpu} ({bits})" if bits else cpu
 
 
-def run_machine(environment: dict, peaks: dict) -> dict:
-    """A run's machine as a reference entry names it (:func:`machine_name`): the CPU model from
-    its environment, the ISA flags and the measured FLOP per cycle from its ``peaks``."""
+def run_machine(run) -> dict:
+    """A run's (:class:`rosetta.report.load.Run`) machine as a reference entry names it
+    (:func:`machine_name`): the CPU model from its environment, the ISA flags and the measured
+    FLOP per cycle from its ``run.json`` peaks."""
+    environment = run.environment
+    peaks = run.info.get("peaks") if isinstance(run.info.get("peaks"), dict) else {}
     ceil = peaks.get("ceiling") if isinstance(peaks.get("ceiling"), dict) else {}
     fp32 = ceil.get("fp32") if isinstance(ceil.get("fp32"), dict) else {}
     return {

@@ -101,13 +101,10 @@ def _spread(e: object, name: str) -> Spread | None:
     for p in pairs:
         if not (isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)):
             return None
-        ok.append(
-            (p[0].splitlines()[0][:80] if p[0] else "", p[1].splitlines()[0][:80] if p[1] else "")
-        )
+        ok.append((references._text(p[0]), references._text(p[1])))
     return Spread(float(sd), name, tuple(ok), cells)
 
 
 def run_spread(run, path: Path | None = None) -> tuple[Spread | None, list[str]]:
     """The shipped spread of the machine a run (:class:`rosetta.report.load.Run`) ran on."""
-    peaks = run.info.get("peaks") if isinstance(run.info.get("peaks"), dict) else {}
-    return spread_for(references.run_machine(run.environment, peaks), path)
+    return spread_for(references.run_machine(run), path)
