@@ -31,7 +31,7 @@ from rosetta.runner.plan import (
 from rosetta.runner.signals import describe, interrupt_on_signals
 from rosetta.runtime import KERAS_STEP, PADDLE_STATIC, PRECISIONS, PYTENSOR_LINKERS, TORCH_COMPILE
 
-__all__ = ["add_parser", "run", "summary", "write_csv"]  # summary/CSV live in rosetta.report
+__all__ = ["add_parser", "dry_run_text", "run", "summary", "write_csv"]  # summary/CSV live in rosetta.report
 
 #: (flags, default, help): every value option, parsed as text and checked by Plan.from_options
 OPTIONS: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
@@ -101,6 +101,8 @@ FLAGS = (
      "hour of timing rounds"),
     ("--tf32", "allow TF32 for fp32 matmul/conv on CUDA (default off; refused on the CPU)"),
     ("--oversubscribe", "allow --threads above the usable cores (recorded in run.json)"),
+    ("--dry-run", "check every option and print the plan (the cells of each round and the time "
+     "estimate) without making data, creating folders or running anything"),
     ("--gate-every-point", "gate every cell (default: each function once per run; the other "
      "points reuse that verdict and their records name it)"),
 )  # fmt: skip
@@ -128,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
     with interrupt_on_signals():
         try:
             plan = Plan.from_options(BenchOptions.from_namespace(args))
+            if plan.dry_run:
+                print(dry_run_text(plan))
+                return 0
             index = launch(plan)
         except KeyboardInterrupt as exc:
             raise RosettaError(
@@ -135,6 +140,20 @@ def run(args: argparse.Namespace) -> int:
                 "(rosetta bench --resume <run-id> completes a run)"
             ) from None
     return _finish(plan, index)
+
+
+def dry_run_text(plan: Plan) -> str:
+    """What ``rosetta bench --dry-run`` prints: the start line, the estimate and every cell of
+    every round (in declared order; a real run shuffles each round's order from the seed)."""
+    from rosetta.runner.matrix import cell_label, round_cells
+
+    lines = [f"dry run (nothing runs): {plan.banner(plan.results_dir / plan.run_id)}"]
+    for r in range(plan.repeat):
+        cells = [cell_label(c) for c in round_cells(plan, r)]
+        kind = "training run" if r == 0 else "timing round"
+        lines.append(f"round {r} ({kind}, {len(cells)} cells): {', '.join(cells)}")
+    lines.append(f"data: {plan.template.data_dir} (not checked in a dry run)")
+    return "\n".join(lines)
 
 
 def _finish(plan: Plan, index: dict[str, dict]) -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from rosetta import backends
@@ -92,6 +92,7 @@ class BenchOptions:
     paddle_static: str = "default"
     keras_step: str = "default"
     pytensor_linker: str = "default"
+    dry_run: bool = False  # check and plan only: no data made, no folder created, nothing run
 
     @classmethod
     def from_namespace(cls, ns) -> BenchOptions:
@@ -130,6 +131,7 @@ class Plan:
     oversubscribe: bool = False
     device_here: str = ""  # what --device means on the driver's machine (the banner's words)
     pins: dict = field(default_factory=dict)  # extra run.json pins (oversubscribe...)
+    dry_run: bool = False  # planned only (``rosetta bench --dry-run``): its data is not checked
 
     @classmethod
     def from_options(cls, opts: BenchOptions) -> Plan:
@@ -222,7 +224,10 @@ class Plan:
         resuming = bool(opts.resume) or (results_dir / run_id).is_dir()
         if opts.resume and not (results_dir / run_id).is_dir():
             raise RosettaError(f"no run {run_id!r} in {results_dir} to resume")
-        data_dir, data_sources = _ensure_data(workload_list, opts.data_dir)
+        data_dir, data_sources = (
+            _planned_data(opts.data_dir) if opts.dry_run
+            else _ensure_data(workload_list, opts.data_dir)
+        )  # fmt: skip
         template = CellConfig(
             backend="",
             workload="",
@@ -270,6 +275,7 @@ class Plan:
             oversubscribe=opts.oversubscribe,
             device_here=device_here,
             pins=pins,
+            dry_run=opts.dry_run,
         )
 
     def pinned(self) -> dict:
@@ -295,8 +301,36 @@ class Plan:
         verb = "resuming" if self.resuming else "run"
         return (
             f"{verb} {self.run_id}: profile {self.bench_profile}, {self.template.dtype} on "
-            f"{self.device_here or self.template.device}, {self.axes_text()}, records in {path}"
+            f"{self.device_here or self.template.device}, {self.axes_text()}, "
+            f"{self.estimate_text()}, records in {path}"
         )
+
+    def estimate_text(self) -> str:
+        """``about 12 min by the profile's estimate (2-core CPU reference machine)``; the
+        ``ci`` profile's figure beside it when another profile runs."""
+        def minutes(s: float) -> str:
+            return f"{s / 60:.0f} min" if s >= 90 else f"{s:.0f} s"
+
+        text = f"about {minutes(self.estimate_s())} by the profile's estimate (2-core CPU)"
+        if self.bench_profile and self.bench_profile != "ci":
+            ci = replace(self, bench_profile="ci", repeat=1, batch_sizes=(None,),
+                         precisions=("fp32",), threads=(None,), skip_points=())  # fmt: skip
+            text += f"; --profile ci: about {minutes(ci.estimate_s())}"
+        return text
+
+    def estimate_s(self) -> float:
+        """Rough seconds the whole run takes on the 2-core reference machine: the bench
+        profile's seconds per training run and per timing round (``rosetta.runner.profiles``)
+        times the cells of each kind; a resumed run counts every cell (the estimate of the
+        whole, not of what is left)."""
+        from rosetta.runner.profiles import bench_profile
+
+        prof = bench_profile(self.bench_profile or "ci")
+        per_round = _cells_per_round(
+            len(self.backends) * len(self.workloads), self.batch_sizes, self.precisions,
+            self.threads, self.skip_points,
+        )  # fmt: skip
+        return per_round * (prof.cell_s + max(self.repeat - 1, 0) * prof.timing_cell_s)
 
     def axes_text(self) -> str:
         """``batch 16,64 x fp32,bf16 x threads 1,all x 2 rounds`` (the profile's batch:
@@ -434,6 +468,15 @@ def _precisions(text: str) -> tuple[str, ...]:
             f"--precisions: unknown precision {bad[0][:30]!r}; valid: {', '.join(PRECISIONS)}"
         )
     return tuple(dict.fromkeys(names))
+
+
+def _planned_data(data_dir: str | None) -> tuple[str, dict[str, str]]:
+    """The data folder a dry run would hand its cells, resolved but neither read nor filled."""
+    from rosetta.datasets.paths import resolve_data_dir
+
+    if data_dir is not None and not data_dir.strip():
+        raise RosettaError("--data-dir: an empty path; name a folder")
+    return str(resolve_data_dir(data_dir)), {}
 
 
 def _device_here(device: str, tf32: bool) -> str:
