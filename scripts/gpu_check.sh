@@ -9,16 +9,21 @@
 # numpy, pyyaml, threadpoolctl, torch, jax (with its CUDA plugin), flax, optax, and pandas,
 # matplotlib and jinja2 for the report. In order, each bench a run of its own:
 #   1. the synthetic data sets, in the official formats, in a folder of the check's own;
-#   2. torch and jax at --device cuda on cnn, gru, resnet50 and the transformer, the ci profile,
-#      fp32 and bf16, the training run + 2 timing rounds (TF32 off: fp32 means fp32);
-#   3. the same two on the matmul-heavy cells (resnet50, transformer) with --tf32, fp32;
-#   4. numpy_ref on the CPU, every workload (the gate's reference, timed as a backend);
-#   5. the reports (the CUDA run alone; TF32 on against off) and a table of what ran, read back
-#      from the records: device, gate verdict, step time, autotune, layout, TF32 in effect.
+#   2. gpu-fp32: torch and jax at --device cuda on cnn, gru, resnet50 and the transformer, the ci
+#      profile, fp32 with TF32 off (fp32 means fp32), the training run + 2 timing rounds;
+#   3. gpu-bf16: the same cells at bf16, the training run;
+#   4. gpu-tf32: the matmul-heavy cells (resnet50, transformer) at fp32 with --tf32;
+#   5. cpu-ref: numpy_ref on the CPU, every workload (the gate's reference, timed as a backend);
+#   6. a table of what ran, read back from the records (device, gate verdict, step time,
+#      autotune, layout, TF32 in effect), and the reports: bf16 against fp32, TF32 on against off.
 # Everything lands in $OUT when it is set, else gpu-report/: gpu-check.log, nvidia-smi.txt,
-# check.txt (the table), report.html, tf32-report.html, records.tar.gz (every run's records).
-# GPU_CHECK_BUDGET_S (default 480) bounds the benches: a bench still running at its share of
-# the budget is interrupted (its records so far kept) so the reports are always written.
+# check.txt (the table), report.html, tf32-report.html, cpu-ref-report.html, records.tar.gz.
+# Knobs (environment): GPU_CHECK_BUDGET_S (default 480) bounds the benches, each given a share
+# by weight (gpu-fp32 5, gpu-bf16 2, gpu-tf32 2, cpu-ref 1), and one still running at the end of
+# its share is interrupted (its records so far kept), so the reports are always written;
+# GPU_CHECK_BENCHES (a comma list of those names) selects; GPU_CHECK_BACKENDS (torch,jax),
+# GPU_CHECK_TF32_BACKENDS (the same) and GPU_CHECK_REPEAT (3) narrow. Measured on an H200
+# (docs/gpu/): a jax transformer cell compiles for 90 s, a torch resnet50 cell 50 s (inductor).
 # Exit status: 0 when every cell that ran is ok and equivalent on the device it asked for;
 # 1 when a cell failed its gate, failed, or ran elsewhere; 2 when a bench was refused or cut.
 set -uo pipefail
@@ -43,13 +48,26 @@ export ROSETTA_DATA_DIR="$work/data" ROSETTA_RESULTS_DIR="$work/results"
 export ROSETTA_REPORT_DIR="$work/report"
 rosetta=("$py" -m rosetta.cli)
 common=(--profile ci --executor python --no-report --timeout 300)
-gpu=(--backends torch,jax --device cuda)
-# name | share of the budget (the end of its slot, in percent) | the bench's arguments
-benches=(
-    "gpu|70|${gpu[*]} --workloads cnn,gru,resnet50,transformer --precisions fp32,bf16 --repeat 3"
-    "gpu-tf32|88|${gpu[*]} --workloads resnet50,transformer --tf32 --repeat 3"
-    "cpu-ref|100|--backends numpy_ref --workloads cnn,gru,resnet50,transformer --device cpu"
-)
+backends="${GPU_CHECK_BACKENDS:-torch,jax}"
+tf32_backends="${GPU_CHECK_TF32_BACKENDS:-$backends}"
+repeat="${GPU_CHECK_REPEAT:-3}"
+selected=",${GPU_CHECK_BENCHES:-gpu-fp32,gpu-bf16,gpu-tf32,cpu-ref},"
+all4=cnn,gru,resnet50,transformer
+# name | weight (its share of the budget) | the bench's arguments
+benches=()
+for entry in \
+    "gpu-fp32|5|--backends $backends --device cuda --workloads $all4 --repeat $repeat" \
+    "gpu-bf16|2|--backends $backends --device cuda --workloads $all4 --precisions bf16" \
+    "gpu-tf32|2|--backends $tf32_backends --device cuda --workloads resnet50,transformer --tf32" \
+    "cpu-ref|1|--backends numpy_ref --device cpu --workloads $all4"; do
+    [[ "$selected" == *",${entry%%|*},"* ]] && benches+=("$entry")
+done
+if [ "${#benches[@]}" = 0 ]; then
+    echo "gpu_check: GPU_CHECK_BENCHES names none of gpu-fp32, gpu-bf16, gpu-tf32, cpu-ref" >&2
+    exit 2
+fi
+weights=0
+for entry in "${benches[@]}"; do IFS='|' read -r _ w _ <<<"$entry"; weights=$((weights + w)); done
 
 if [ "$dry" = 1 ]; then
     # the same command lines, planned only; where no GPU is visible, --device cuda must be
@@ -108,10 +126,12 @@ echo "gpu_check: synthetic data in $(($(date +%s) - t)) s"
 
 status=0
 ran=()
+used=0
 for entry in "${benches[@]}"; do
-    IFS='|' read -r name share argv <<<"$entry"
+    IFS='|' read -r name w argv <<<"$entry"
     read -ra args <<<"$argv"
-    left=$((start + budget * share / 100 - $(date +%s)))
+    used=$((used + w))  # each bench may run until the end of its share, counted from the start
+    left=$((start + budget * used / weights - $(date +%s)))
     if [ "$left" -lt 20 ]; then
         echo "gpu_check: $name not run: its share of the ${budget} s budget is spent"
         status=2
@@ -132,15 +152,18 @@ done
 
 echo "== what ran, read back from the records"
 "$py" scripts/gpu_check_summary.py "$ROSETTA_RESULTS_DIR" "${ran[@]}" | tee "$out/check.txt"
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
-if [ "${#ran[@]}" -gt 0 ]; then
-    "${rosetta[@]}" report "${ran[0]}" --name gpu && cp "$ROSETTA_REPORT_DIR/gpu/index.html" \
-        "$out/report.html"
-    if [ -d "$ROSETTA_RESULTS_DIR/gpu-tf32" ]; then
-        "${rosetta[@]}" report gpu gpu-tf32 --name tf32 && cp "$ROSETTA_REPORT_DIR/tf32/index.html" \
-            "$out/tf32-report.html"
-    fi
-    tar -czf "$out/records.tar.gz" -C "$ROSETTA_RESULTS_DIR" "${ran[@]}"
-fi
+case "${PIPESTATUS[0]}" in 0) ;; 1) status=1 ;; *) [ "$status" = 0 ] && status=2 ;; esac
+report() {  # report NAME RUN...: the HTML report of the runs that exist (two: compared)
+    local name=$1 runs=() r
+    shift
+    for r in "$@"; do [ -d "$ROSETTA_RESULTS_DIR/$r" ] && runs+=("$r"); done
+    [ "${#runs[@]}" -gt 0 ] || return 0
+    "${rosetta[@]}" report "${runs[@]}" --name "$name" \
+        && cp "$ROSETTA_REPORT_DIR/$name/index.html" "$out/$name.html"
+}
+report report gpu-fp32 gpu-bf16  # bf16 against fp32
+report tf32-report gpu-fp32 gpu-tf32  # TF32 on against off
+report cpu-ref-report cpu-ref
+[ "${#ran[@]}" -gt 0 ] && tar -czf "$out/records.tar.gz" -C "$ROSETTA_RESULTS_DIR" "${ran[@]}"
 echo "gpu_check: done in $(($(date +%s) - start)) s, exit $status; files in $out"
 exit "$status"

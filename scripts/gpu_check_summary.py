@@ -6,8 +6,9 @@ One row per cell record: the device asked for and the one in effect, status, the
 the median step and the cold start, and the fast path the backend's manifest read back (layout,
 autotune, compile, TF32 in effect, precision). Exits 1 when a cell that ran is not ``ok`` and
 equivalent, ran on another device than it asked for, or read back a TF32 setting other than the
-one asked for, or a torch convolution cell on CUDA without cuDNN autotune; 0 otherwise. Skipped
-cells are listed with their reason and are no failure. Reads JSON only: it imports no framework.
+one asked for, or a torch convolution cell on CUDA without cuDNN autotune; 2 when nothing is wrong
+but some cells were interrupted (not run); 0 otherwise. Skipped cells are listed with their
+reason and are no failure. Reads JSON only: it imports no framework.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def cell_records(run_dir: Path) -> list[dict]:
 def problems(rec: dict) -> list[str]:
     """What is wrong with one record, in words (empty: nothing)."""
     status = rec.get("status")
-    if status == "skipped":
+    if status in ("skipped", "interrupted"):  # listed; an interrupted bench is the script's exit 2
         return []
     if status != "ok":
         return [f"status {status}: {str(rec.get('error') or rec.get('reason') or '')[:160]}"]
@@ -107,10 +108,13 @@ def main(argv: list[str]) -> int:
             count += 1
             print(row(run, rec))
             bad += [f"{run}/{rec.get('_file')}: {p}" for p in problems(rec)]
-    print(f"{count} cell records in {len(runs)} runs; {len(bad)} problems")
+    cut = sum(rec.get("status") == "interrupted" for run in runs
+              for rec in cell_records(results / run))  # fmt: skip
+    print(f"{count} cell records in {len(runs)} runs; {len(bad)} problems; {cut} interrupted "
+          "(not run: the budget ran out)")
     for line in bad:
         print(f"PROBLEM {line}")
-    return 1 if bad or count == 0 else 0
+    return 1 if bad or count == 0 else 2 if cut else 0
 
 
 if __name__ == "__main__":

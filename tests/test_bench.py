@@ -375,3 +375,23 @@ def test_a_notebook_runs_all_with_its_defaults(tmp_path):
     text = "".join("".join(o.get("text", "")) for c in ran["cells"] for o in c.get("outputs", []))
     assert "cell      numpy_ref x cnn, profile ci" in text
     assert "equivalent: True" in text and '"status": "ok"' in text
+
+
+def test_dry_run_plans_and_makes_nothing(tmp_path, capsys):
+    """``--dry-run`` checks every option and prints each round's cells and the estimate, and
+    neither makes data nor creates the results folder (scripts/gpu_check.sh --dry-run uses it)."""
+    results, data = tmp_path / "results", tmp_path / "absent-data"
+    argv = ["bench", "--dry-run", "--profile", "smoke", "--results-dir", str(results),
+            "--data-dir", str(data), "--backends", "numpy_ref,torch", "--workloads", "gru,cnn",
+            "--repeat", "2", "--run-id", "plan"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("dry run (nothing runs): run plan: profile smoke")
+    assert "round 0 (training run, 4 cells): numpy_ref x gru, torch x gru, numpy_ref x cnn" in out
+    assert "round 1 (timing round, 4 cells): numpy_ref x gru [r1]" in out
+    # the estimate: 4 training runs at ~40 s and 4 timing cells at ~8 s (profiles.py), and ci's
+    assert "about 3 min by the profile's estimate (2-core CPU); --profile ci: about 48 s" in out
+    assert not results.exists() and not data.exists()
+    # a refused option is refused in a dry run too (one line, exit 2)
+    assert main([*argv[:-2], "--run-id", "plan2", "--repeat", "0"]) == 2
+    assert not results.exists()

@@ -211,6 +211,22 @@ def test_gate_key_and_a_workload_without_bf16_tolerances():
         gate_key(bare, replace(rt, precision="bf16"))
 
 
+def test_a_tf32_cell_is_gated_at_the_tf32_set_not_float32s():
+    """TF32 rounds matmul/conv inputs to 10 bits: on an H200 it failed the float32 bounds 38-55x
+    (docs/gpu/), so a float32 cell with TF32 allowed takes the ``tf32`` set; TF32 touches
+    nothing in float64 or under bf16 autocast, whose own sets stay theirs."""
+    w = _workload("cnn")
+    rt = replace(Runtime.request("torch"), device="cuda", tf32=True)
+    assert gate_key(w, rt) == "tf32"
+    assert gate_key(w, replace(rt, tf32=False)) == "float32"
+    assert gate_key(w, replace(rt, dtype="float64")) == "float64"
+    assert gate_key(w, replace(rt, precision="bf16")) == "bf16"
+    bare = replace(w, tolerances={k: v for k, v in w.tolerances.items() if k != "tf32"})
+    with pytest.raises(RosettaError, match="states no tf32 tolerances.*without --tf32") as e:
+        gate_key(bare, rt)
+    assert "\n" not in str(e.value)
+
+
 def test_every_shipped_workload_states_bf16_tolerances():
     for name in ("cnn", "gru", "resnet50", "transformer"):
         tol = get_workload(name).tolerances

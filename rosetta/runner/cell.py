@@ -58,6 +58,8 @@ from rosetta.spec.loader import PRECISION_TOLERANCES
 GATE_BATCH = 4  # samples in the equivalence gate's fixed batch (2 for the features)
 FORWARD_STEPS = 20  # timed forward batches of a forward-only backend's training workload (at least)
 SPREAD_FLAG = 0.10  # steady-state IQR / median above which a cell's steps are flagged as uneven
+#: the flag of a training run whose every step but the cold first one went unsampled
+NO_WARM_SAMPLE = "steady state: no warm step sampled; the figure is the cold first step"
 
 
 class Cell:
@@ -187,6 +189,8 @@ class Cell:
         key = gate_key(w, runtime)  # the tolerance set: the dtype, or the mixed-precision policy
 
         def build(workload, params, key):  # the same backend again: float64 gate, localising
+            if key == "tf32":  # the cell's own float32 runtime, TF32 allowed
+                return module.build(workload, params, runtime)
             if key in PRECISION_TOLERANCES:  # the cell's own policy, float32 master weights
                 return module.build(workload, params, replace(runtime, precision=key))
             # float64 (the optimiser check) runs with precision fp32: mixed precision has no
@@ -387,6 +391,8 @@ class Cell:
             total_test += len(pred)
         eval_s = (clock.now_ns() - t_eval) / 1e9
         steady = steps or [first_s]
+        if not steps:  # one step in all: the only figure there is includes the cold start
+            self.flags.append(NO_WARM_SAMPLE)
         stats = clock.summarize(steady)
         if not all(np.isfinite(losses)):
             self.flags.append("non-finite training loss")
@@ -587,16 +593,21 @@ def noise_flag(steady: dict) -> str | None:
 
 
 def gate_key(workload, runtime: Runtime) -> str:
-    """The tolerance set a cell's gate uses: the policy's (``bf16``) for mixed precision, else
-    the dtype's. A workload whose YAML has no set for the policy is one clear error."""
-    if runtime.precision == "fp32":
+    """The tolerance set a cell's gate uses: the policy's (``bf16``) for mixed precision,
+    ``tf32`` for a float32 cell with TF32 allowed (its matmuls and convolutions round their inputs
+    to 10 significand bits: not float32's answer, measured on an H200 at 38-55x the float32
+    forward bounds; docs/gpu/), else the dtype's. A workload whose YAML has no set for the policy
+    is one clear error."""
+    if runtime.precision == "fp32" and not (runtime.tf32 and runtime.dtype == "float32"):
         return runtime.dtype
-    if runtime.precision not in workload.tolerances:
+    key = runtime.precision if runtime.precision != "fp32" else "tf32"
+    if key not in workload.tolerances:
         raise RosettaError(
-            f"workload {workload.name!r} states no {runtime.precision} tolerances (add "
-            f"tolerances.{runtime.precision} to its YAML, derived as in gru.yaml) or run fp32"
+            f"workload {workload.name!r} states no {key} tolerances (add tolerances.{key} to "
+            f"its YAML, derived as in gru.yaml) or run " + ("without --tf32" if key == "tf32"
+                                                             else "fp32")
         )
-    return runtime.precision
+    return key
 
 
 def run_epoch(model, batches, *, sample_every: int, step: int, samples: list[float],
@@ -609,7 +620,10 @@ def run_epoch(model, batches, *, sample_every: int, step: int, samples: list[flo
     pending = []
     first_s = None
     for batch in batches:
-        if cold or step % sample_every == 0:
+        # sampled: the cold first step (kept apart) and every n-th step after it, starting with
+        # the first warm one, so a short run (the ci profile's 4 steps at sample_every 4 on CUDA)
+        # still samples a warm step rather than none
+        if cold or step % sample_every == 1 % sample_every:
             model.sync()
             loss, secs = clock.timed(lambda b=batch: model.train_step(b), model.sync)
             if cold:

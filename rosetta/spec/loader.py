@@ -51,8 +51,9 @@ TOP_LEVEL |= {"loss", "optimizer", "profiles", "tolerances"}
 TASKS = ("train", "features")
 PROFILES = ("ci", "smoke", "full")
 DTYPES = ("float32", "float64")
-#: tolerance sets keyed by a mixed-precision policy (optional; float32 master weights)
-PRECISION_TOLERANCES = ("bf16",)
+#: tolerance sets keyed by a reduced-precision policy (optional): bf16 mixed precision (float32
+#: master weights) and TF32 (float32 tensors whose matmul/conv inputs CUDA rounds to 10 bits)
+PRECISION_TOLERANCES = ("bf16", "tf32")
 DATASET_OPTIONS: dict[str, dict[str, type | tuple]] = {
     "cifar10": {"classes": int},
     "imdb": {

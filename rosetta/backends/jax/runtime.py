@@ -178,7 +178,7 @@ def jax_device(device: str) -> jax.Device:
     """The ``jax.Device`` for a resolved ``"cpu"`` or ``"cuda"``."""
     if device == "cpu":
         return jax.devices("cpu")[0]
-    if device == "cuda" and cuda_available():  # written, not run: no GPU here
+    if device == "cuda" and cuda_available():  # ran on an H200 (docs/gpu/)
         return jax.devices("cuda")[0]
     raise BackendError(
         f"backend 'jax': device {device!r} is not usable here (jax sees no CUDA GPU; "

