@@ -125,17 +125,34 @@ def write_spread(res: dict, data: Path) -> str:
     """Pool this pair's estimate into A's machine entry of the reference file (``between_runs``:
     the method of moments is a mean over cells, so the pooled sd^2 weights each pair by its
     cells); refuse a pair already in it, or a machine without an entry. Returns what it did."""
-    from rosetta.report.references import machine_name
+    from rosetta.report.references import MAX_BYTES, machine_name
+    from rosetta.runner import safefile
+    from rosetta.userfile import check_target
 
-    if res["between_sd_of_pair"] is None:
+    sd = res["between_sd_of_pair"]
+    if sd is None:
         raise ValueError("the pair shares no cell with 2 rounds in both runs: nothing to write")
+    if not _finite(sd) or sd <= 0:
+        raise ValueError(f"the pair's spread is {sd}: two copies of one run (or a broken pair) "
+                         "measure nothing of the machine; pool only two runs made one after "
+                         "the other")  # fmt: skip
     name = res["machine_a"]
-    doc = json.loads(data.read_text(encoding="utf-8"))
-    entry = next((m for m in doc.get("machines", []) if machine_name(m) == name), None)
+    check_target(data, "--data", force=True)  # a regular file, no link, device or FIFO
+    try:
+        doc = json.loads(safefile.read_bytes(data, MAX_BYTES).decode("utf-8"))
+    except (safefile.NotARegularFile, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{data}: not a reference file ({exc})") from None
+    machines = doc.get("machines") if isinstance(doc, dict) else None
+    if not isinstance(machines, list) or not all(isinstance(m, dict) for m in machines):
+        raise ValueError(f"{data}: not a reference file (no list of machines)")
+    entry = next((m for m in machines if machine_name(m) == name), None)
     if entry is None:
         raise ValueError(f"{data.name} has no entry for {name}: run benchmarks.reference_fractions "
                          "on this machine's runs first")  # fmt: skip
     old = entry.get("between_runs") or {"sd_log": 0.0, "cells": 0, "pairs": []}
+    if not (isinstance(old, dict) and _finite(old.get("sd_log")) and _finite(old.get("cells"))
+            and isinstance(old.get("pairs"), list)):  # fmt: skip
+        raise ValueError(f"{data}: {name}'s between_runs is malformed; fix or remove it first")
     pair = [res["run_a"], res["run_b"]]
     if pair in old["pairs"]:
         raise ValueError(f"the pair {pair} is already in {name}'s between_runs")
@@ -149,7 +166,9 @@ def write_spread(res: dict, data: Path) -> str:
         "over pairs of runs made back to back; written by python -m benchmarks interval_coverage "
         "A B --write",
     }
-    data.write_text(json.dumps(doc, indent=1) + "\n")
+    from rosetta.userfile import write_user_file
+
+    write_user_file(data, (json.dumps(doc, indent=1) + "\n").encode(), "--data", force=True)
     return f"{name}: between_runs sd {entry['between_runs']['sd_log']} over {n_old + n_new} cells"
 
 
@@ -164,12 +183,21 @@ def main(argv: list[str]) -> int:
     p.add_argument("--write", action="store_true", help="pool this pair's spread into the file")
     p.add_argument("--data", type=Path, default=DATA, help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, help="write the whole result as JSON here")
+    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     args = p.parse_args(argv)
     from rosetta.errors import RosettaError
+    from rosetta.userfile import check_target
 
     try:
+        for run in (args.run_a, args.run_b):
+            if not run.is_dir():
+                raise ValueError(f"{run}: not a run folder (give results/<run-id>)")
+        if args.run_a.resolve() == args.run_b.resolve():
+            raise ValueError(f"{args.run_a} given as both A and B: compare two runs")
+        if args.out:
+            check_target(args.out, "--out", args.force)  # before the work, not after it
         res = coverage(args.run_a, args.run_b, args.between_sd, args.data)
-    except (RosettaError, ValueError) as exc:
+    except (RosettaError, ValueError, OSError) as exc:
         print(f"interval_coverage: {exc}", file=sys.stderr)
         return 2
     for c in res["cells"]:
@@ -204,11 +232,18 @@ def main(argv: list[str]) -> int:
         print(f"this pair's run-to-run spread: sd {res['between_sd_of_pair']:.4f} of log step "
               f"time over {res['pair_cells']} cells")  # fmt: skip
     if args.out:
-        args.out.write_text(json.dumps(res, indent=1, default=str))
+        from rosetta.userfile import write_user_file
+
+        try:
+            write_user_file(args.out, json.dumps(res, indent=1, default=str).encode(), "--out",
+                            args.force)  # fmt: skip
+        except RosettaError as exc:
+            print(f"interval_coverage: {exc}", file=sys.stderr)
+            return 2
     if args.write:
         try:
             print(write_spread(res, args.data))
-        except (OSError, ValueError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, RosettaError) as exc:
             print(f"interval_coverage: --write: {exc}", file=sys.stderr)
             return 2
     return 0 if held / n >= TARGET else 1

@@ -143,6 +143,39 @@ def test_a_cut_without_its_digest_or_a_link_to_a_device_is_not_used(imdb_dir, tm
     assert len(loads) == 3 and len(again.notes) == 1 and str(cached) in again.notes[0]
 
 
+def test_a_poisoned_cut_whose_file_digest_was_rewritten_fails_the_cell(imdb_dir, tmp_path, loads):
+    """Issue 50 item 2: labels flipped in the cached cut and the digest file's sha256 rewritten
+    to match the new bytes: the arrays' own digest is not the recorded cut's, so the cell fails
+    naming the file (before: it trained on flipped labels while its record named the clean
+    digest). With the whole digest file rewritten, the cut claims its own (poisoned) digest."""
+    import io
+
+    w, prof = _gru()
+    cache = tmp_path / "cache"
+    clean = data.load_cell_data(w, prof, imdb_dir, cache)
+    (cached,) = cache.glob("imdb-*.npz")
+    with np.load(cached, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["y_train"] = 1 - arrays["y_train"]  # the same shapes and dtype, other labels
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    raw = buf.getvalue()
+    cached.unlink()
+    cached.write_bytes(raw)
+    digest = json.loads(data.digest_path(cached).read_text())
+    digest["file_sha256"] = hashlib.sha256(raw).hexdigest()
+    data.digest_path(cached).unlink()
+    data.digest_path(cached).write_text(json.dumps(digest))
+    with pytest.raises(DataError, match="the cache was altered") as e:
+        data.load_cell_data(w, prof, imdb_dir, cache)
+    assert str(cached) in str(e.value) and "\n" not in str(e.value)
+    digest["cut_digest"] = data.cut_digest(*(arrays[k] for k in data._ARRAYS))
+    data.digest_path(cached).unlink()
+    data.digest_path(cached).write_text(json.dumps(digest))
+    poisoned = data.load_cell_data(w, prof, imdb_dir, cache)
+    assert poisoned.cut_digest != clean.cut_digest  # what ran, so data_changes names the cell
+
+
 @pytest.mark.slow  # two cells in fresh processes: 30-90 s on 2 busy cores
 def test_a_cache_replaced_between_rounds_is_flagged_and_not_used(
     tmp_path, small_data, monkeypatch, capsys

@@ -26,6 +26,7 @@ LAYERS = {
     "rosetta": 0,
     "rosetta.errors": 0,
     "rosetta.safetext": 0,
+    "rosetta.userfile": 0,  # the one rule for a file written at a path the user names
     "rosetta.spec": 1,
     "rosetta.datasets": 1,
     "rosetta.runtime": 1,

@@ -65,10 +65,43 @@ def test_a_verdict_forged_before_resume_is_not_reused(two_points, tmp_path, smal
     first.write_text(json.dumps(forged))
     later.unlink()  # the later cell runs again on resume
     assert main(_argv(tmp_path, small_data, *REF, *POINTS, "--resume", "r")) == 0
-    again = _read(later)
-    assert again["equivalence"]["reused_from"] == ""  # gated itself
-    flags = [f for f in again["flags"] if f.startswith("gated in this cell:")]
-    assert len(flags) == 1 and "changed since the run read its verdict" in flags[0], flags
+    # issue 50 item 3: the edited record is not this run's verdict: set aside, its cell run again
+    (aside,) = (run / "attempts").glob("numpy_ref__gru__b32-t1.edited.*.json")
+    assert _read(aside)["equivalence"]["checks"][0]["violation"] == 148.0
+    rerun = _read(first)
+    assert rerun["equivalence"]["equivalent"] is True
+    assert rerun["equivalence"]["checks"][0]["violation"] < 1  # a verdict this run computed
+    index = json.loads((run / "index.json").read_text())["cells"]
+    again = _read(later)  # reuses the verdict the resume wrote, bound to its bytes
+    assert again["equivalence"]["reused_from"] == "numpy_ref__gru__b32-t1"
+    assert again["config"]["gate_sha256"] == index["numpy_ref__gru__b32-t1"]["sha256"]
+
+
+def test_a_forged_verdict_is_not_kept_on_resume_or_counted(two_points, tmp_path, small_data,
+                                                           capsys):  # fmt: skip
+    """Issue 50 item 3: a NOT EQUIVALENT record edited to ``equivalent: true`` was kept ("already
+    recorded, kept"), counted equivalent in the summary and the index, exit 0. Its bytes are
+    not the ones the index holds: it is set aside and the cell runs again; a record the index
+    does not know at all (planted) likewise."""
+    run = _copy(two_points, tmp_path)
+    later = run / "numpy_ref__gru__b64-t1.json"
+    forged = _read(later)
+    forged["equivalence"]["equivalent"] = True
+    forged["equivalence"]["checks"][0]["violation"] = 148.0
+    later.write_text(json.dumps(forged))
+    index = json.loads((run / "index.json").read_text())
+    capsys.readouterr()
+    assert main(_argv(tmp_path, small_data, *REF, *POINTS, "--resume", "r")) == 0
+    err = capsys.readouterr().err
+    assert f"{later} is changed since the run wrote it" in err
+    assert _read(later)["equivalence"]["checks"][0]["violation"] < 1
+    # a record planted where the index knows none: unverified, set aside, run again
+    del index["cells"]["numpy_ref__gru__b64-t1"]
+    (run / "index.json").write_text(json.dumps(index))
+    later.write_text(json.dumps(forged))
+    assert main(_argv(tmp_path, small_data, *REF, *POINTS, "--resume", "r")) == 0
+    assert f"{later} is not in the run's index" in capsys.readouterr().err
+    assert len(list((run / "attempts").glob("numpy_ref__gru__b64-t1.*.json"))) == 2
 
 
 # -- item 4: resume keeps only what is this cell's -------------------------------------------------

@@ -301,3 +301,48 @@ def test_interval_coverage_writes_the_pairs_spread_into_its_machines_entry(tmp_p
     assert "already in" in capsys.readouterr().err
 
 
+
+
+def test_interval_coverage_refuses_bad_input_in_one_line(tmp_path, capsys):
+    """Issue 50 item 7: the same run twice (or two copies: zero spread) is never pooled into the
+    shipped file; a missing folder, a malformed file and a FIFO named by --data are one line each
+    (the FIFO read does not block), and nothing is written."""
+    import json
+    import os
+    import shutil
+
+    from report_fixtures import write_timing_run
+
+    from benchmarks.interval_coverage import main as coverage
+    from rosetta.report import references
+
+    a = write_timing_run(tmp_path, "ta")
+    b = tmp_path / "tb"
+    shutil.copytree(a, b)  # a copy: every median equal, a spread of 0
+    machine = {"cpu": "Test CPU 9000", "isa": [], "flop_per_cycle_fp32": None}
+    data = tmp_path / "ref.json"
+    good = json.dumps({"schema": references.SCHEMA, "machines": [machine]})
+    data.write_text(good)
+
+    def refused(args, says):
+        assert coverage([*args]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err, err
+
+    refused([str(a), str(a), "--write", "--data", str(data)], "given as both A and B")
+    refused([str(a), str(b), "--write", "--data", str(data)], "two copies of one run")
+    assert data.read_text() == good  # nothing pooled
+    for p in b.glob("tensorflow__cnn__*-r*.json"):  # B's tensorflow 10% slower: a real pair
+        rec = json.loads(p.read_text())
+        rec["clocks"]["steady_raw_s"] = [x * 1.1 for x in rec["clocks"]["steady_raw_s"]]
+        p.write_text(json.dumps(rec))
+    refused([str(a), str(tmp_path / "absent")], "not a run folder")
+    data.write_text("[1, 2]")
+    refused([str(a), str(b), "--write", "--data", str(data)], "not a reference file")
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    refused([str(a), str(b), "--write", "--data", str(fifo)], "is a FIFO")
+    out = tmp_path / "c.json"
+    out.write_text("mine")
+    refused([str(a), str(b), "--out", str(out)], "exists; add --force")
+    assert out.read_text() == "mine"

@@ -50,7 +50,7 @@ def test_optimisers_and_profiles():
     assert (full.batch_size, full.batches, full.warmup_batches) == (32, 40, 1)
     for w in (cnn, gru, get_workload("resnet50")):
         assert set(w.profiles) == {"ci", "smoke", "full"}
-        assert set(w.tolerances) == {"float32", "float64", "bf16"}
+        assert set(w.tolerances) == {"float32", "float64", "bf16", "tf32"}
         # float64 bounds are tighter than float32 bounds
         assert w.tolerances["float64"].forward.rtol < w.tolerances["float32"].forward.rtol
 

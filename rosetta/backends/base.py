@@ -364,6 +364,7 @@ def configure(runtime_module: ModuleType, devices: tuple[str, ...], request: Run
     runtime in effect: threads first (pools start with the framework's first use), then the
     device, then the numeric policy. Every value is read back, none copied from the request."""
     threads = int(runtime_module.set_threads(request.wanted_threads))
+    _limit_numpy_blas(threads)
     device, reason = resolve_device(request, devices, bool(runtime_module.cuda_available()))
     if request.tf32 and device != "cuda":
         raise BackendError(
@@ -372,6 +373,15 @@ def configure(runtime_module: ModuleType, devices: tuple[str, ...], request: Run
         )
     tf32 = bool(runtime_module.set_tf32(request.tf32, device))
     return request.resolved(device=device, device_reason=reason, threads=threads, tf32=tf32)
+
+
+def _limit_numpy_blas(threads: int) -> None:
+    """NumPy's own BLAS pool (the host-side work of every cell: loaders, the gate's reference)
+    at the cell's threads, so the manifest's ``blas_kernels`` read what the cell ran with: an
+    ONNX Runtime cell at ``--threads 1`` listed its BLAS at 2 threads before."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=threads, user_api="blas")
 
 
 def require_resolved(runtime: Runtime) -> None:

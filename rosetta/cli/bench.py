@@ -31,7 +31,8 @@ from rosetta.runner.plan import (
 from rosetta.runner.signals import describe, interrupt_on_signals
 from rosetta.runtime import KERAS_STEP, PADDLE_STATIC, PRECISIONS, PYTENSOR_LINKERS, TORCH_COMPILE
 
-__all__ = ["add_parser", "dry_run_text", "run", "summary", "write_csv"]  # summary/CSV live in rosetta.report
+# summary and the CSV live in rosetta.report
+__all__ = ["add_parser", "dry_run_text", "run", "summary", "write_csv"]
 
 #: (flags, default, help): every value option, parsed as text and checked by Plan.from_options
 OPTIONS: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
@@ -178,6 +179,9 @@ def _finish(plan: Plan, index: dict[str, dict]) -> int:
     if unequal:
         print(f"{len(unequal)} of {len(index)} cells are NOT EQUIVALENT: {', '.join(unequal)}")
         return 3
+    if index and all(v["status"] == "skipped" for v in index.values()):
+        print(f"nothing ran: all {len(index)} cells were skipped (their reasons above); exit "
+              "status 0 says no cell failed, not that any was measured")  # fmt: skip
     return 0
 
 

@@ -19,7 +19,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "code", help="print a workload as idiomatic source of one framework (or write them all)"
     )
     p.add_argument("workload", nargs="?", help="workload name (see `rosetta list`)")
-    p.add_argument("--backend", help="numpy_ref, torch, tensorflow, jax or chainer")
+    from rosetta.codegen import BACKENDS
+
+    p.add_argument("--backend", help=f"one of {', '.join(BACKENDS)}")
     p.add_argument(
         "--all",
         metavar="DIR",

@@ -25,6 +25,7 @@ from pathlib import Path
 
 DATA = Path(__file__).with_name("reference_fractions.json")
 SCHEMA = 1
+MAX_BYTES = 4 << 20  # the reference file: 4 MiB (the shipped one is 8 KiB)
 FAR_BELOW = 0.5  # under half the lowest reference: far below
 FAR_ABOVE = 2.0  # over twice the highest: above the references
 IN_LINE, BELOW, ABOVE, NONE = "in line", "far below", "above the references", "no reference"
@@ -100,10 +101,14 @@ def document(path: Path) -> tuple[dict, tuple[str, ...]]:
 
 @lru_cache(maxsize=8)
 def _document(path: Path, version: tuple[int, int] | None) -> tuple[dict, tuple[str, ...]]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+    from rosetta.runner import safefile
+
+    try:  # a regular file within the bound (a FIFO or /dev/zero named by --data is refused)
+        doc = json.loads(safefile.read_bytes(path, MAX_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return {}, ()
+    except safefile.NotARegularFile as exc:
+        return {}, (f"{path.name}: {exc}; no reference fractions",)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return {}, (f"{path.name}: unreadable ({type(exc).__name__}); no reference fractions",)
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:

@@ -81,14 +81,16 @@ class Cell:
         self.profile = effective_profile(self.spec_profile, config.batch_size, spec.task)
         self.workload = self.profile.workload_for(spec)  # features: the profile's input size
         self.flags: list[str] = []
-        flag = batch_flag(self.spec_profile.batch_size, self.profile.batch_size, spec.task)
-        if flag:
-            self.flags.append(flag)
         # a training workload on a forward-only backend (a serving engine): the cell gates and
         # times the forward pass over the test data at the cell's batch (``_forward``)
         self.forward_only = spec.task == "train" and bool(
             backends.training_unsupported(config.backend, self.module)
         )
+        # the optimiser's settings matter only to a cell that trains (an engine never does)
+        task = "features" if self.forward_only else spec.task
+        flag = batch_flag(self.spec_profile.batch_size, self.profile.batch_size, task)
+        if flag:
+            self.flags.append(flag)
         self.data = None
         self.model = None
         self.gate_result: GateResult | None = None

@@ -13,7 +13,9 @@ file's bytes (and the cut's own digest, :func:`cut_digest`) in a digest file bes
 both files are written once (hard links: a later cell never replaces either). A cell that
 reads the cut hashes the bytes it read and compares; a cut that does not match (replaced,
 edited, truncated) or has no digest is not used: the cell names the cache file in a flag of its
-record and decodes the cut again from the verified data file. Every record names the data it
+record and decodes the cut again from the verified data file. The cut digest a record names is
+computed from the arrays read, never copied: arrays that differ from the digest recorded beside
+them (a poisoned cut whose file digest was rewritten to match) fail the cell, naming the file. Every record names the data it
 used: the data file's checksum and the cut's digest (the same whether decoded or read from the
 cache, so cells of one run can be compared).
 """
@@ -32,6 +34,7 @@ import numpy as np
 from rosetta import datasets
 from rosetta.datasets import registry
 from rosetta.datasets.checksums import GENERATED
+from rosetta.errors import DataError
 from rosetta.runner import safefile
 from rosetta.spec.workload import Profile, Workload
 
@@ -145,9 +148,20 @@ def _read_cache(path: Path) -> tuple[CellData | None, str]:
         with np.load(io.BytesIO(raw), allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             arrays = [z[k] for k in _ARRAYS]
-        return CellData(*arrays, meta["source"], meta["checksum"], cut), ""
     except (OSError, ValueError, KeyError) as exc:
         return None, f"is unreadable ({type(exc).__name__})"
+    # what the record claims is computed from the arrays that will run, never copied from the
+    # digest file: a cut whose file digest was rewritten to match poisoned arrays is caught here
+    # (and one whose digest file was rewritten whole claims its own digest, which the run's other
+    # cells then disagree with: ``records.data_changes``)
+    ran = cut_digest(*arrays)
+    if ran != cut:
+        raise DataError(
+            f"data cache {path}: its arrays' digest {ran[:23]} is not the cut digest recorded "
+            f"beside it ({str(cut)[:23]}): the cache was altered; remove it (rosetta bench "
+            "decodes the cut again) and check who writes the run folder"
+        )
+    return CellData(*arrays, meta["source"], meta["checksum"], ran), ""
 
 
 def _write_cache(path: Path, data: CellData) -> None:

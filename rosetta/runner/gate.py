@@ -303,8 +303,12 @@ def _localise(build, workload, params, x, y, checks, gate_dtype: str) -> tuple[s
     if kind == "params" and misloaded:
         return _joined(f"{at_loaded}, not the optimiser", loaded), ()
     if kind == "params":
+        # the first failing tensor, in spec order (its factor dropped), and the op owning it
+        name = (failed.first_failure or failed.worst).split(" (")[0]
+        at = f", first at {name} (op {localise.param_op(workload, name)})" if name else ""
         return (
-            f"in the optimiser: forward and gradients agree, the {K_STEPS}-step change does not",
+            f"in the optimiser: forward and gradients agree, the {K_STEPS}-step change does "
+            f"not{at}",
             (),
         )
     return loaded, ()

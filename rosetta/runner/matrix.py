@@ -298,9 +298,19 @@ class _Matrix:
         if rerun:
             run.set_aside(path, status)
             return None
-        # the digest the run took when it first read the record (none known: not a gate source)
+        # the digest the run took when it wrote (or first read) the record: a record whose bytes
+        # are not those is not this run's verdict (an edited "equivalent": true), and one the
+        # index does not know was never checked by it; either is set aside and runs again
         sha = self.before.get(key, {}).get("sha256", "")
-        return _entry(rec, sha if isinstance(sha, str) else "")
+        sha = sha if isinstance(sha, str) else ""
+        now = _digest(path)
+        if not sha or now != sha:
+            why = "not in the run's index" if not sha else "changed since the run wrote it"
+            run.set_aside(path, "unverified" if not sha else "edited")
+            print(f"  note: {path} is {why} (sha256 {now[:12]}); moved to attempts/, running "
+                  "the cell again", file=sys.stderr)  # fmt: skip
+            return None
+        return _entry(rec, sha)
 
     def _finish(self, done: Finished) -> None:
         """A cell ended: its record written (if its process wrote none), read, digested, shown."""

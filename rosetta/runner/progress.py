@@ -22,10 +22,14 @@ def interactive() -> bool:
 
 
 class LineDisplay(Display):
-    """One line per cell, with its wall time: for logs and CI."""
+    """One line per cell, with its wall time and, given the run's ``total`` cells, how many are
+    done and an estimate of the time left (the mean of the cells that ran in this invocation
+    times the cells left; cells kept from an earlier invocation count as done, not as time):
+    for logs and CI."""
 
-    def __init__(self) -> None:
+    def __init__(self, total: int = 0) -> None:
         self.t0: dict[str, float] = {}
+        self.total, self.finished, self.ran, self.spent = total, 0, 0, 0.0
 
     def start(self, label: str) -> None:
         self.t0[label] = time.monotonic()
@@ -34,7 +38,21 @@ class LineDisplay(Display):
         took = time.monotonic() - self.t0.pop(label, time.monotonic())
         wall = f" [{took:.0f} s]" if took >= 0.5 else ""
         text = f"  {label:<22} {SYMBOLS.get(status, status):<11}{wall}"
-        print(text + (f" {detail}" if detail else ""), flush=True)
+        self.finished += 1
+        if took >= 0.5:
+            self.ran, self.spent = self.ran + 1, self.spent + took
+        print(text + (f" {detail}" if detail else "") + self.eta(), flush=True)
+
+    def eta(self) -> str:
+        """`` (3/24, ~4 min left)``; '' without a total."""
+        if not self.total:
+            return ""
+        left = max(self.total - self.finished, 0)
+        if not left or not self.ran:
+            return f" ({self.finished}/{self.total})"
+        s = left * self.spent / self.ran
+        return f" ({self.finished}/{self.total}, ~{s / 60:.0f} min left)" if s >= 90 else (
+            f" ({self.finished}/{self.total}, ~{s:.0f} s left)")  # fmt: skip
 
 
 class LiveDisplay(Display):
@@ -87,4 +105,4 @@ def make_display(labels: list[str]) -> Display:
             return LiveDisplay(labels)
         except ImportError:
             pass
-    return LineDisplay()
+    return LineDisplay(len(labels))

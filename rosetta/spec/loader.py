@@ -509,8 +509,9 @@ class _Parser:
             if isinstance(kind, tuple):
                 if value not in kind:
                     raise self.fail(f"dataset.{key}", f"one of {kind}", value)
-            else:
-                self.scalar(value, "nonnegint", f"dataset.{key}")
+            else:  # a count must be positive (num_words 0 keeps no word); ids and seeds >= 0
+                kind = "nonnegint" if key.endswith(("_id", "_from")) or key == "seed" else "posint"
+                self.scalar(value, kind, f"dataset.{key}")
         return DatasetRef(dname, tuple(sorted((k, v) for k, v in m.items() if k != "name")))
 
     def optimizer(self, raw: Any) -> SGD | Adam | AdamW:
@@ -603,6 +604,12 @@ class _Parser:
         for dtype in (*DTYPES, *PRECISION_TOLERANCES):
             if dtype in PRECISION_TOLERANCES and dtype not in m:
                 continue  # optional: a cell of that precision is refused by the gate, not here
+            if isinstance(m[dtype], str):  # another set by name (``tf32: bf16``), stated above
+                if m[dtype] not in out:
+                    raise self.fail(f"tolerances.{dtype}", f"one of {', '.join(out)} (a set "
+                                    "stated before it) or a mapping", m[dtype])  # fmt: skip
+                out[dtype] = out[m[dtype]]
+                continue
             d = self.mapping(self.req(m, dtype, "tolerances"), f"tolerances.{dtype}", set(kinds))
             tols = {}
             for kind in kinds:

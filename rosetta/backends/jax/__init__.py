@@ -5,7 +5,8 @@
 transformations checked against the spec's rules; ``loader.py`` the device-prefetching loader;
 ``runtime.py`` the process settings (platforms, threads by CPU affinity, TF32, the float64
 scope), applied before JAX starts its clients; ``model.py`` the jitted train/grads/predict
-programs and both faces of the contract. Float32 and float64, CPU and CUDA (CUDA ran on an H200: docs/gpu/).
+programs and both faces of the contract. Float32 and float64, CPU and CUDA (CUDA ran on an
+H200: docs/gpu/).
 """
 
 from rosetta.backends.base import BackendAPI

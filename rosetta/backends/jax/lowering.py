@@ -407,7 +407,8 @@ def softmax_cross_entropy(logits: Any, labels: Any) -> Any:
 #: CPU: the CNN step in NCHW took 1.25x [1.17, 1.31] as long as in NHWC on this machine
 #: (``benchmarks/lowering_jax.py --choices``; XLA:CPU's convolutions are NHWC-native); CUDA:
 #: XLA's layout assignment picks the physical layout cuDNN wants whatever the logical one
-#: (ran on an H200, docs/gpu/2026-11-27-h200: the CNN gated equivalent, 2.2 ms a training step). ``build(..., layout="NCHW")`` overrides it for benchmarks.
+#: (ran on an H200, docs/gpu/2026-11-27-h200: the CNN gated equivalent, 2.2 ms a training
+#: step). ``build(..., layout="NCHW")`` overrides it for benchmarks.
 IMAGE_LAYOUT = "NHWC"
 
 
