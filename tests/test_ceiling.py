@@ -4,6 +4,7 @@ and the matmul probe standing in, with why, where no compiler can build them."""
 from __future__ import annotations
 
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +142,64 @@ def test_the_peaks_are_measured_after_the_wait_for_a_quiet_machine(
             "--data-dir", str(small_data), "--run-id", "q"]  # fmt: skip
     assert main(argv) == 0
     assert order == ["quiet", "peaks"]  # once each: the cells after it are not checked again
+
+
+def _fake_cc(tmp_path, body: str):
+    fake = tmp_path / "fakecc"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'args'}\n{body}\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    return fake
+
+
+def test_a_hanging_cc_is_one_timeout_its_children_ended_and_a_fallback(tmp_path, monkeypatch):
+    """Issue 50 item 4: a $CC that hangs stalled the start twice for 60 s and left its children
+    running; now one timeout, the process group killed, the matmul probe with the reason."""
+    import time
+
+    fake = _fake_cc(tmp_path, f"sleep 300 & echo $! > {tmp_path / 'child'}\nwait")
+    monkeypatch.setenv("CC", str(fake))
+    monkeypatch.setattr(ceiling, "COMPILE_TIMEOUT_S", 1)
+    monkeypatch.setattr(ceiling, "numpy_triad_gbs", lambda *a, **k: 12.5)
+    t0 = time.monotonic()
+    rec = ceiling.measure(1, 150.0, "numpy matmul")
+    assert time.monotonic() - t0 < 10  # one timeout of 1 s, not one per compile attempt
+    assert rec["method"] == ceiling.MATMUL_PROBE
+    assert "did not answer --version in 1 s" in rec["why"] and "\n" not in rec["why"]
+    child = int((tmp_path / "child").read_text())
+    time.sleep(0.2)
+    try:
+        state = Path(f"/proc/{child}/status").read_text().split("State:")[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        state = "gone"
+    assert state in ("gone", "Z", "X"), state  # the compiler's child was ended with it
+
+
+def test_cc_that_cannot_be_parsed_is_a_fallback_not_a_traceback(monkeypatch):
+    monkeypatch.setenv("CC", '"gcc')
+    compiler, why = ceiling.find_compiler()
+    assert compiler is None and "cannot be parsed" in why and "CC='\"gcc'" in why
+
+
+def test_cc_flags_are_honoured_in_the_build(tmp_path, monkeypatch):
+    fake = _fake_cc(tmp_path, "[ \"$2\" = --version ] && { echo 'fakecc 2.0'; exit 0; }\n"
+                              "echo 'error: planted' >&2; exit 1")  # fmt: skip
+    monkeypatch.setenv("CC", f"{fake} -DROSETTA_PLANTED")
+    compiler, _ = ceiling.find_compiler()
+    assert compiler["cc_flags"] == ["-DROSETTA_PLANTED"] and compiler["version"] == "fakecc 2.0"
+    with pytest.raises(ceiling.CeilingUnavailable, match="planted"):
+        ceiling.build(compiler, tmp_path)
+    calls = (tmp_path / "args").read_text().splitlines()
+    assert len(calls) == 3 and all(c.startswith("-DROSETTA_PLANTED") for c in calls)
+
+
+def test_a_noexec_temporary_folder_is_named_and_falls_back(monkeypatch):
+    """A noexec TMPDIR stopped every bench with "cannot write (Permission denied)"; the mount is
+    mocked (statvfs's flag): the fallback names the folder and TMPDIR."""
+    compiler, why = ceiling.find_compiler()
+    if compiler is None:
+        pytest.skip(why)
+    monkeypatch.setattr(ceiling, "_noexec", lambda folder: True)
+    monkeypatch.setattr(ceiling, "numpy_triad_gbs", lambda *a, **k: 12.5)
+    rec = ceiling.measure(1, 150.0, "numpy matmul")
+    assert rec["method"] == ceiling.MATMUL_PROBE and rec["fp32"]["gflops"] == 150.0
+    assert "does not allow running programs (mounted noexec); set TMPDIR" in rec["why"]

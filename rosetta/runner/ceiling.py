@@ -30,6 +30,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -62,47 +63,81 @@ def source_sha256(path: Path = SOURCE) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _run_group(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """``cmd`` in a process group of its own, ended whole at ``timeout`` (a compiler that hangs
+    leaves no children behind); raises ``subprocess.TimeoutExpired`` then."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def find_compiler(
     env: dict | None = None, which: Callable[[str], str | None] = shutil.which
 ) -> tuple[dict | None, str]:
-    """The C compiler to use: ``$CC`` if set, else the first of ``cc``, ``gcc``, ``clang`` on
-    PATH, as ``({"path", "version"}, "")``; ``(None, why)`` when there is none."""
+    """The C compiler to use: ``$CC`` if set (its flags kept: ``CC="gcc -m64"`` compiles with
+    ``-m64``), else the first of ``cc``, ``gcc``, ``clang`` on PATH, as ``({"path", "version",
+    "cc_flags"}, "")``; ``(None, why)`` when there is none, ``$CC`` cannot be parsed, or it
+    does not answer ``--version`` within the timeout (then its process group is ended and no
+    other compiler is tried in its place: the user named that one)."""
     env = os.environ if env is None else env
-    names = []
-    if env.get("CC", "").strip():
-        names.append(shlex.split(env["CC"])[0])
-    names.extend(COMPILERS)
-    for name in names:
+    names: list[tuple[str, list[str]]] = []
+    cc = env.get("CC", "").strip()
+    if cc:
+        try:
+            words = shlex.split(cc)
+        except ValueError as exc:
+            return None, f"CC={cc[:60]!r} cannot be parsed ({exc}); fix or unset CC"
+        names.append((words[0], words[1:]))
+    names.extend((c, []) for c in COMPILERS)
+    for name, flags in names:
         path = which(name)
         if not path:
             continue
         try:
-            out = subprocess.run(
-                [path, "--version"], capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S
-            )
-        except (OSError, subprocess.TimeoutExpired):
+            out = _run_group([path, *flags, "--version"], COMPILE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return None, (f"{path} did not answer --version in {COMPILE_TIMEOUT_S:g} s (its "
+                          "processes were ended); fix or unset CC")  # fmt: skip
+        except OSError:
             continue
         lines = (out.stdout or out.stderr).strip().splitlines()
-        return {"path": path, "version": lines[0] if lines else "unknown"}, ""
-    tried = ", ".join(dict.fromkeys(names))
+        version = lines[0] if lines else "unknown"
+        return {"path": path, "version": version, "cc_flags": flags}, ""
+    tried = ", ".join(dict.fromkeys(n for n, _ in names))
     return None, f"no C compiler found (tried {tried} on PATH; set CC to one)"
 
 
 def build(compiler: dict, workdir: Path, source: Path = SOURCE) -> tuple[Path, list[str]]:
-    """Compile ``source`` into ``workdir``; (the program, the flags used). Native flags first,
-    the portable ones where the compiler refuses ``-march=native``; ``CeilingUnavailable``
-    naming the compiler's last error line when neither builds."""
+    """Compile ``source`` into ``workdir``; (the program, the flags used: ``$CC``'s own first).
+    Native flags first, the portable ones where the compiler refuses ``-march=native``;
+    ``CeilingUnavailable`` naming the compiler's last error line when neither builds, or at once
+    when it times out (one timeout, its process group ended)."""
     binary = workdir / "ceiling"
     err = ""
+    cc_flags = list(compiler.get("cc_flags") or [])
     for flags in (NATIVE_FLAGS, PORTABLE_FLAGS):
-        cmd = [compiler["path"], *flags, "-o", str(binary), str(source)]
+        cmd = [compiler["path"], *cc_flags, *flags, "-o", str(binary), str(source)]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            proc = _run_group(cmd, COMPILE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise CeilingUnavailable(
+                f"{compiler['path']} did not finish building {source.name} in "
+                f"{COMPILE_TIMEOUT_S:g} s (its processes were ended)"
+            ) from None
+        except OSError as exc:
             err = str(exc)
             continue
         if proc.returncode == 0 and binary.is_file():
-            return binary, list(flags)
+            return binary, [*cc_flags, *flags]
         err = (proc.stderr.strip().splitlines() or ["no output"])[-1]
     raise CeilingUnavailable(f"{compiler['path']} could not build {source.name}: {err[:200]}")
 
@@ -211,10 +246,28 @@ def measure(threads: int, fallback_gflops: float | None = None, fallback_what: s
         try:
             with tempfile.TemporaryDirectory(prefix="rosetta-ceiling-") as tmp:
                 binary, flags = build(compiler, Path(tmp))
+                if not os.access(binary, os.X_OK) or _noexec(Path(tmp)):
+                    raise CeilingUnavailable(
+                        f"the temporary folder {Path(tmp).parent} does not allow running programs "
+                        "(mounted noexec); set TMPDIR to a folder that does"
+                    )
                 return _measured(binary, threads, {**compiler, "flags": flags})
         except CeilingUnavailable as exc:
             why = str(exc)
+        except PermissionError as exc:  # the program built but may not run here
+            why = (f"the ceiling program could not run ({exc.strerror}): the temporary "
+                   "folder may be mounted noexec; set TMPDIR to a folder that allows programs")
+        except OSError as exc:
+            why = f"the temporary folder for the ceiling program is unusable ({exc.strerror})"
     return fallback(threads, why, fallback_gflops, fallback_what)
+
+
+def _noexec(folder: Path) -> bool:
+    """Whether ``folder``'s file system is mounted ``noexec`` (``os.statvfs``'s ST_NOEXEC)."""
+    try:
+        return bool(os.statvfs(folder).f_flag & getattr(os, "ST_NOEXEC", 8))
+    except OSError:
+        return False
 
 
 def _measured(binary: Path, threads: int, compiler: dict) -> dict:

@@ -15,9 +15,9 @@ reads the cut hashes the bytes it read and compares; a cut that does not match (
 edited, truncated) or has no digest is not used: the cell names the cache file in a flag of its
 record and decodes the cut again from the verified data file. The cut digest a record names is
 computed from the arrays read, never copied: arrays that differ from the digest recorded beside
-them (a poisoned cut whose file digest was rewritten to match) fail the cell, naming the file. Every record names the data it
-used: the data file's checksum and the cut's digest (the same whether decoded or read from the
-cache, so cells of one run can be compared).
+them (a poisoned cut whose file digest was rewritten to match) fail the cell, naming the file.
+Every record names the data it used: the data file's checksum and the cut's digest (the same
+whether decoded or read from the cache, so cells of one run can be compared).
 """
 
 from __future__ import annotations

@@ -299,16 +299,17 @@ class _Matrix:
             run.set_aside(path, status)
             return None
         # the digest the run took when it wrote (or first read) the record: a record whose bytes
-        # are not those is not this run's verdict (an edited "equivalent": true), and one the
-        # index does not know was never checked by it; either is set aside and runs again
+        # are not those is not this run's verdict (an edited "equivalent": true): set aside, its
+        # cell runs again. One the index does not hold (the index write failed, a full disk) is
+        # kept with no digest: its verdict is never reused as another cell's gate
         sha = self.before.get(key, {}).get("sha256", "")
         sha = sha if isinstance(sha, str) else ""
         now = _digest(path)
-        if not sha or now != sha:
-            why = "not in the run's index" if not sha else "changed since the run wrote it"
-            run.set_aside(path, "unverified" if not sha else "edited")
-            print(f"  note: {path} is {why} (sha256 {now[:12]}); moved to attempts/, running "
-                  "the cell again", file=sys.stderr)  # fmt: skip
+        if sha and now != sha:
+            run.set_aside(path, "edited")
+            print(f"  note: {path} is changed since the run wrote it (sha256 {now[:12]}, "
+                  f"indexed {sha[:12]}); moved to attempts/, running the cell again",
+                  file=sys.stderr)  # fmt: skip
             return None
         return _entry(rec, sha)
 
