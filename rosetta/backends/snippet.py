@@ -99,16 +99,61 @@ class RenderCtx:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: attribute names a layer may not take in a generated model class: what ``torch.nn.Module``,
+#: ``paddle.nn.Layer``, ``chainer.Chain`` and ``keras.layers.Layer`` already define (read with
+#: ``dir()`` of each, torch 2.13, paddle 3, chainer 7.8, keras 3.15; a layer named ``forward``
+#: or ``params`` replaced the method or broke link registration) and the generated classes' own
+#: methods. Written out here: the render face imports no framework.
+MODEL_ATTRIBUTES = frozenset(
+    """T_destination activity_regularizer add_hook add_link add_loss add_metric add_module
+    add_param add_parameter add_persistent add_sublayer add_variable add_weight addgrads apply
+    astype autocast backward bfloat16 buffers build build_from_config built call
+    call_signature_parameters call_super_init children clear_gradients cleargrads compile
+    compute_dtype compute_mask compute_output_shape compute_output_spec copy copyparams
+    count_params cpu create_parameter create_tensor create_variable cuda delete_hook device
+    device_resident_accept disable_update double dtype dtype_policy dump_patches enable_update
+    eval extra_repr float float16 forward from_chx from_config from_params full full_name
+    get_buffer get_build_config get_config get_extra_state get_parameter get_sublayer
+    get_submodule get_weights half init_scope input input_dtype input_spec ipu links load_dict
+    load_own_variables load_state_dict local_link_hooks losses metrics metrics_variables modules
+    mtia name named_buffers named_children named_modules named_parameters named_sublayers
+    namedlinks namedparams non_trainable_variables non_trainable_weights output parameters
+    params path printable_specs quantization_mode quantize quantized_build quantized_call
+    register_backward_hook register_buffer register_forward_hook register_forward_post_hook
+    register_forward_pre_hook register_full_backward_hook register_full_backward_pre_hook
+    register_load_state_dict_post_hook register_load_state_dict_pre_hook register_module
+    register_parameter register_persistent register_state_dict_hook
+    register_state_dict_post_hook register_state_dict_pre_hook rematerialized_call repeat
+    requires_grad_ save_own_variables serialize set_dict set_extra_state set_state_dict
+    set_sublayer set_submodule set_weights setup share_memory sharded_state_dict state_dict
+    stateless_call sublayers supports_jit supports_masking symbolic_call to to_chx to_cpu
+    to_device to_empty to_gpu to_intel64 to_static_state_dict train trainable
+    trainable_variables trainable_weights training type update_enabled variable_dtype variables
+    weights within_init_scope xp xpu zero_grad zerograds""".split()
+)
+
+
 def attr(name: str) -> str:
     """A canonical op name as a Python identifier: ``layer1.0.conv1`` -> ``layer1_0_conv1``.
 
-    Whatever ``name`` holds, the answer is an identifier (spec text never becomes code): every
-    character other than a letter, digit or ``_`` becomes ``_`` and, where that changed more
-    than the dots, a digest of the name keeps two such names apart."""
+    Whatever ``name`` holds, the answer is an identifier that no generated file already uses
+    (spec text never becomes code, and never replaces the file's own names): every character
+    other than a letter, digit or ``_`` becomes ``_``, and a leading ``__`` (which a class body
+    would mangle) one ``_``; where that changed more than the dots, or the result is a keyword or
+    one of :data:`MODEL_ATTRIBUTES`, a digest of the name is appended (``forward`` ->
+    ``forward_9dc08e40``), which keeps two such names apart."""
     safe = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name)
     if not safe or safe[0].isdigit():
         safe = "_" + safe
-    if safe != name.replace(".", "_") or not safe.isidentifier() or keyword.iskeyword(safe):
+    if safe.startswith("__"):  # in a class body Python would mangle it (``_Mlp__x``)
+        safe = "_" + safe.lstrip("_")
+    if (
+        safe != name.replace(".", "_")
+        or not safe.isidentifier()
+        or keyword.iskeyword(safe)
+        or keyword.issoftkeyword(safe)
+        or safe in MODEL_ATTRIBUTES
+    ):
         safe = f"{safe[:40]}_{hashlib.sha256(name.encode('utf-8', 'replace')).hexdigest()[:8]}"
     return safe
 

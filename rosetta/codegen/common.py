@@ -217,7 +217,11 @@ DESCRIPTION = {q(workload.description)}
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=f"{{__doc__.splitlines()[0]}} {{DESCRIPTION}}")
+    text = f"{{__doc__.splitlines()[0]}} {{DESCRIPTION}}"
+    # argparse %-formats a description that holds "%(prog)": doubled, every % stays text
+    parser = argparse.ArgumentParser(
+        description=text.replace("%", "%%") if "%(prog)" in text else text
+    )
     parser.add_argument("--weights", required=True, help="canonical weights (.npz)")
     parser.add_argument("--check", nargs=2, metavar=("IN", "OUT"), help="run the checks")
     parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
