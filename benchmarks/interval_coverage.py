@@ -97,6 +97,7 @@ def coverage(
         "run_a": ida,
         "run_b": idb,
         "machine_a": machine_name(run_machine(t.runs.runs[0])),
+        "machine_a_facts": run_machine(t.runs.runs[0]),
         "medians_held": _fraction(cells),
         "rerun_held": [sum(c["rerun_held"] for c in cells), len(cells)],
         "machine_held": (
@@ -125,7 +126,7 @@ def write_spread(res: dict, data: Path) -> str:
     """Pool this pair's estimate into A's machine entry of the reference file (``between_runs``:
     the method of moments is a mean over cells, so the pooled sd^2 weights each pair by its
     cells); refuse a pair already in it, or a machine without an entry. Returns what it did."""
-    from rosetta.report.references import MAX_BYTES, machine_name
+    from rosetta.report.references import MAX_BYTES, same_kind
     from rosetta.runner import safefile
     from rosetta.userfile import check_target
 
@@ -145,7 +146,8 @@ def write_spread(res: dict, data: Path) -> str:
     machines = doc.get("machines") if isinstance(doc, dict) else None
     if not isinstance(machines, list) or not all(isinstance(m, dict) for m in machines):
         raise ValueError(f"{data}: not a reference file (no list of machines)")
-    entry = next((m for m in machines if machine_name(m) == name), None)
+    facts = res.get("machine_a_facts") or {}
+    entry = next((m for m in machines if same_kind(facts, m, machines)), None)
     if entry is None:
         raise ValueError(f"{data.name} has no entry for {name}: run benchmarks.reference_fractions "
                          "on this machine's runs first")  # fmt: skip

@@ -2,12 +2,14 @@
 or more runs of one machine: per (workload, backend, precision, batch), the median over rounds
 (of every run that has it) of the fraction of its run's *measured* ceiling its ok, equivalent
 CPU cells reached. Several runs fill one matrix between them (e.g. a smoke run of some backends
-and a shorter run of the others); runs of different machines are refused. The machine is named
-by its CPU model, its ISA flags and its measured FLOP per cycle; an entry for the same machine is
-replaced, another machine's kept. A run whose ceiling is the matmul probe (no compiler) is
+and a shorter run of the others); runs of different kinds of machine are refused. The machine is
+named by its kind (``references.machine_name``: CPU model name, family, widest ISA flags; the
+measured FLOP per cycle is stored beside it); an entry of the same kind is replaced, another
+kind's kept. ``--family N`` supplies the CPU family of runs made before it was recorded. A run whose ceiling is the matmul probe (no compiler) is
 refused: its fractions would not travel.
 
     python -m benchmarks reference_fractions RUN_DIR [RUN_DIR ...] [--placeholder] [--note TEXT]
+        [--family N]
 
 ``--placeholder`` marks the entry as not a reference yet (e.g. a ci run on a loaded machine);
 the load averages the run recorded are stored with it either way.
@@ -122,8 +124,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--placeholder", action="store_true")
     ap.add_argument("--note", default="")
     ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--family", type=int, default=None,
+                    help="the CPU family of runs made before it was recorded (AMD: 25 is Zen 3 "
+                    "and Zen 4, 26 Zen 5); a run that records another is refused")  # fmt: skip
     args = ap.parse_args(argv)
-    entry = merge([machine_entry(d, args.placeholder, args.note) for d in args.run_dirs])
+    entries = [machine_entry(d, args.placeholder, args.note) for d in args.run_dirs]
+    if args.family is not None:
+        for d, e in zip(args.run_dirs, entries, strict=True):
+            if e.get("family", args.family) != args.family:
+                raise SystemExit(f"{d}: records CPU family {e['family']}, not {args.family}")
+            e["family"] = args.family
+    entry = merge(entries)
     doc = json.loads(args.data.read_text()) if args.data.exists() else {}
     if doc.get("schema") != SCHEMA:
         doc = {"schema": SCHEMA, "about": doc.get("about", ""), "machines": []}

@@ -46,11 +46,14 @@ def _intensity() -> float:
     return 64 * get_workload("cnn").flops_per_sample() * 3 / t.total
 
 
-def _run(tmp_path, ceiling: dict | None, name: str = "r"):
+def _run(tmp_path, ceiling: dict | None, name: str = "r", cpu: str = "Test EPYC"):
+    """A fixture run on a machine of the kind ``_reference_file`` names (its CPU name and ISA;
+    another ``cpu`` is another kind of machine)."""
     d = write_run(tmp_path / "results", name, CELLS)
     info = json.loads((d / "run.json").read_text())
     if ceiling is not None:
-        info["peaks"] = {"ceiling": ceiling}
+        info["peaks"] = {"ceiling": ceiling, "cpu_flags": ["avx2", "avx512f"]}
+    info["environment"] = {**info.get("environment", {}), "cpu": cpu}
     (d / "run.json").write_text(json.dumps(info))
     return d, info
 
@@ -175,12 +178,39 @@ def test_a_cell_far_below_its_references_is_said_so(tmp_path, monkeypatch):
     monkeypatch.setattr(references, "DATA", _reference_file(tmp_path / "in.json", frac * 1.2))
     page, eff, _ = _tables(d, tmp_path / "in")
     assert eff["torch"][9] == f"{frac * 1.2:.0%}"
-    assert "reference fractions from: Test EPYC (avx512f; 32 FLOP/cycle fp32)" in page
+    assert "reference fractions from: Test EPYC (avx512f)" in page
     assert eff["torch"][10] == "in line" and eff["numpy_ref"][10] == "no reference"
     monkeypatch.setattr(references, "DATA", _reference_file(tmp_path / "far.json", frac * 3))
     _, eff, _ = _tables(d, tmp_path / "far")
     assert eff["torch"][10] == "far below"
     assert "far below" in summary(records.read_records(d, []), info)
+
+
+def test_a_run_on_another_kind_of_machine_has_no_reference_and_is_told_how(tmp_path,
+                                                                           monkeypatch):  # fmt: skip
+    """Issue 50 item 6: a Zen 5 run was judged by the Zen 4's fractions ("far below" on every
+    cell). A run whose machine kind (CPU name, family, ISA) has no entry gets none, and the page
+    and the summary say how to make one; the same CPU name in another family is another kind."""
+    frac = _gflops() / 1000.0
+    monkeypatch.setattr(references, "DATA", _reference_file(tmp_path / "in.json", frac * 3))
+    d, info = _run(tmp_path, CEILING, name="other", cpu="Test Other CPU")
+    page, eff, _ = _tables(d, tmp_path / "other")
+    assert eff["torch"][10] == "no reference"
+    assert ("other ran on Test Other CPU (avx512f), 32.0 FLOP/cycle fp32 measured: no reference "
+            "for this machine") in page  # fmt: skip
+    assert "python -m benchmarks reference_fractions" in page
+    text = summary(records.read_records(d, []), info)
+    assert "far below" not in text and "no reference for this machine" in text
+    # the same name and ISA, another family (Zen 4 is 25, Zen 5 26): no reference either
+    d2, info2 = _run(tmp_path, CEILING, name="fam")
+    info2["environment"]["cpu_family"] = {"family": 26, "model": 2}
+    (d2 / "run.json").write_text(json.dumps(info2))
+    doc = json.loads((tmp_path / "in.json").read_text())
+    doc["machines"][0]["family"] = 25
+    (tmp_path / "fam.json").write_text(json.dumps(doc))
+    monkeypatch.setattr(references, "DATA", tmp_path / "fam.json")
+    _, eff, _ = _tables(d2, tmp_path / "famrep")
+    assert eff["torch"][10] == "no reference"
 
 
 def test_a_broken_reference_file_is_one_line_not_a_crash(tmp_path, monkeypatch):
@@ -190,7 +220,7 @@ def test_a_broken_reference_file_is_one_line_not_a_crash(tmp_path, monkeypatch):
     page, eff, _ = _tables(d, tmp_path / "bad")
     assert eff["torch"][10] in ("in line", "far below", "above the references")
     assert (
-        "bad.json: Test EPYC (avx512f; 32 FLOP/cycle fp32): a fraction entry is malformed" in page
+        "bad.json: Test EPYC (avx512f): a fraction entry is malformed" in page
     )
     garbage = tmp_path / "garbage.json"
     garbage.write_text("{not json")

@@ -11,7 +11,7 @@ import pytest
 
 from rosetta.report import references, rerun
 
-MACHINE = {"cpu": "Test CPU 9000", "isa": ["avx2", "fma"], "flop_per_cycle_fp32": 16.2}
+MACHINE = {"cpu": "Test CPU 9000", "isa": ["avx2", "fma"], "family": 25, "flop_per_cycle_fp32": 16.2}
 
 
 def _file(tmp_path, between_runs, machine=MACHINE):
@@ -52,11 +52,15 @@ def test_the_spread_is_read_for_its_machine_only(tmp_path):
     path = _file(tmp_path, {"sd_log": 0.04, "cells": 15, "pairs": [["a", "b"]], "note": "x"})
     spread, problems = rerun.spread_for(MACHINE, path)
     assert (spread.sd_log, spread.cells, spread.pairs, problems) == (0.04, 15, (("a", "b"),), [])
-    assert (
-        "from 1 pair of runs (15 cells) on Test CPU 9000 (fma; 16 FLOP/cycle fp32)" in spread.text()
-    )
-    other = {**MACHINE, "flop_per_cycle_fp32": 32.0}  # another generation under the same name
+    assert "from 1 pair of runs (15 cells) on Test CPU 9000 family 25 (fma)" in spread.text()
+    # issue 50 item 6: a busy run of the same machine measures another FLOP per cycle (a busy
+    # Zen 4 read 74-87) and is still that machine; another family under the same name is not
+    busy = {**MACHINE, "flop_per_cycle_fp32": 80.0}
+    assert rerun.spread_for(busy, path)[0] == spread
+    other = {**MACHINE, "family": 26}  # another generation under the same name and ISA
     assert rerun.spread_for(other, path) == (None, [])
+    legacy = {k: v for k, v in MACHINE.items() if k != "family"}  # a run that records none
+    assert rerun.spread_for(legacy, path)[0] == spread  # unambiguous: one entry of its kind
     assert rerun.spread_for(MACHINE, _file(tmp_path, None)) == (None, [])
 
 
@@ -75,7 +79,7 @@ def test_a_malformed_spread_is_left_out_with_one_line(tmp_path, bad):
     spread, problems = rerun.spread_for(MACHINE, _file(tmp_path, bad))
     assert spread is None
     assert problems == [
-        "Test CPU 9000 (fma; 16 FLOP/cycle fp32): its between_runs entry is malformed; left out"
+        "Test CPU 9000 family 25 (fma): its between_runs entry is malformed; left out"
     ]
 
 

@@ -17,9 +17,9 @@ Pandas-free: the bench's text summary and the HTML report read the same figures 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from rosetta.report.references import Reference, reference_for, verdict
+from rosetta.report.references import Reference, machine_of, reference_for, verdict
 from rosetta.report.specfacts import TRAIN_FLOP_FACTOR, step_intensity
 
 ABOVE = (
@@ -69,6 +69,8 @@ class Ceilings:
     compute: tuple[Ceiling, ...]
     bandwidth_gbs: float | None
     bandwidth_how: str = ""
+    #: the machine that measured them (``references.machine_of``): whose reference fractions apply
+    machine: dict = field(default_factory=dict)
 
     def of(self, precision: str) -> Ceiling | None:
         """The ceiling a cell of ``precision`` is held to (bf16 without its own: fp32's)."""
@@ -76,9 +78,10 @@ class Ceilings:
         return by.get(precision) or by.get("fp32")
 
 
-def run_ceilings(info: dict) -> Ceilings:
-    """The ceilings recorded in a run's ``run.json`` (``{}`` gives none); every value is checked
-    (the file is data: a wrong type is no ceiling, never a crash)."""
+def run_ceilings(info: dict, environment: dict | None = None) -> Ceilings:
+    """The ceilings recorded in a run's ``run.json`` (``{}`` gives none) and the machine they
+    were measured on (``environment``, else ``run.json``'s); every value is checked (the file is
+    data: a wrong type is no ceiling, never a crash)."""
     peaks = info.get("peaks") if isinstance(info.get("peaks"), dict) else {}
     rec = peaks.get("ceiling") if isinstance(peaks.get("ceiling"), dict) else {}
     out: list[Ceiling] = []
@@ -117,7 +120,9 @@ def run_ceilings(info: dict) -> Ceilings:
             )
         )
     bw = rec.get("bandwidth") if isinstance(rec.get("bandwidth"), dict) else {}
-    return Ceilings(tuple(out), _pos(bw.get("gbs")), _text(bw.get("how")))
+    env = environment if isinstance(environment, dict) and environment else info.get("environment")
+    machine = machine_of(env if isinstance(env, dict) else {}, info)
+    return Ceilings(tuple(out), _pos(bw.get("gbs")), _text(bw.get("how")), machine)
 
 
 @dataclass(frozen=True)
@@ -173,7 +178,11 @@ def standing(
         memory_roof = intensity * ceilings.bandwidth_gbs
         attainable = min(ceil.gflops, memory_roof)
         bound = "memory" if memory_roof < ceil.gflops else "compute"
-    ref = reference_for(workload, backend, precision, batch) if on_cpu else None
+    ref = (
+        reference_for(workload, backend, precision, batch, machine=ceilings.machine)
+        if on_cpu
+        else None
+    )
     return Standing(
         gflops=gflops,
         ceiling=ceil,

@@ -53,7 +53,7 @@ class Run:
         """The run's measured ceilings (:func:`rosetta.report.ceilings.run_ceilings`)."""
         from rosetta.report.ceilings import run_ceilings
 
-        return run_ceilings(self.info)
+        return run_ceilings(self.info, self.environment)
 
     @property
     def environment(self) -> dict:

@@ -71,15 +71,18 @@ def between_run_sd(pairs: Sequence[Sequence[tuple[Sequence[float], Sequence[floa
 
 
 def spread_for(machine: dict, path: Path | None = None) -> tuple[Spread | None, list[str]]:
-    """The spread of the shipped machine entry named as ``machine`` is (``references.machine_name``:
-    CPU model, wide ISA flags, measured FLOP per cycle), or None; and the problems met."""
-    name = references.machine_name(machine)
-    if not name:
+    """The spread of the shipped entry of ``machine``'s kind (``references.same_kind``: CPU model
+    name, family, wide ISA flags; never the measured FLOP per cycle), or None; and the problems
+    met. A spread measured on another kind of machine does not apply."""
+    if not references.machine_name(machine):
         return None, []
     doc, problems = references.document(path or references.DATA)
-    for m in doc.get("machines", []) if isinstance(doc.get("machines"), list) else []:
-        if not isinstance(m, dict) or references.machine_name(m) != name or "between_runs" not in m:
+    entries = [m for m in doc.get("machines", []) if isinstance(m, dict)] if isinstance(
+        doc.get("machines"), list) else []  # fmt: skip
+    for m in entries:
+        if not references.same_kind(machine, m, entries) or "between_runs" not in m:
             continue
+        name = references.machine_name(m)
         spread = _spread(m["between_runs"], name)
         if spread is None:
             return None, [*problems, f"{name}: its between_runs entry is malformed; left out"]

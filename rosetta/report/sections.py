@@ -153,6 +153,14 @@ def ceiling_lines(t: Tables) -> list[str]:
         if run.ceilings.bandwidth_gbs:
             bits.append(f"memory {run.ceilings.bandwidth_gbs:.0f} GB/s")
         out.append(f"{run.run_id}: " + ("; ".join(bits) or "no ceiling recorded"))
+        m = run.ceilings.machine
+        if m:
+            measured = references.measured_text(m)
+            name = references.machine_name(m) + (f", {measured}" if measured else "")
+            if not references.has_reference(m):
+                out.append(f"{run.run_id} ran on {name}: {references.NO_MACHINE}")
+            else:
+                out.append(f"{run.run_id} ran on {name}")
     names = references.machines()
     if names:
         out.append("reference fractions from: " + "; ".join(names))

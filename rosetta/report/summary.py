@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rosetta.report.ceilings import achieved_gflops, run_ceilings, standing
 from rosetta.report.order import row_key
+from rosetta.report.references import NO_MACHINE, has_reference, machine_name
 from rosetta.report.specfacts import spec_facts
 from rosetta.safetext import csv_cell, plain
 
@@ -211,6 +212,8 @@ def ceiling_lines(recs: list[dict], info: dict) -> list[str]:
     out.extend(f"  * {note}" for note in above)
     if machines:
         out.append(f"  ref: the fractions of ceiling reached on {'; '.join(machines)}")
+    elif ceilings.machine and not has_reference(ceilings.machine):
+        out.append(f"  ref: {machine_name(ceilings.machine)}: {NO_MACHINE}")
     return out
 
 

@@ -28,6 +28,26 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def cpu_family() -> dict:
+    """The CPU's vendor family, model and stepping numbers (``/proc/cpuinfo``; {} elsewhere):
+    with the model name and ISA flags they say what kind of machine ran (AMD family 25 is Zen 3
+    and Zen 4, 26 is Zen 5), which the measured figures cannot (a busy core reads low)."""
+    out: dict[str, int] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key = {"cpu family": "family", "model": "model", "stepping": "stepping"}.get(
+                key.strip()
+            )
+            if key and key not in out and value.strip().isdigit():
+                out[key] = int(value.strip())
+            if line.strip() == "" and out:
+                break  # the first processor's block
+    except OSError:
+        pass
+    return out
+
+
 def git_revision() -> str:
     """The suite's git commit (with ``-dirty`` if the tree has changes), or ``unknown``."""
     root = Path(__file__).resolve().parents[2]
@@ -161,6 +181,7 @@ def node_facts(device: str = "cpu") -> dict:
     facts = {
         "hostname": socket.gethostname(),
         "cpu": cpu_model(),
+        "cpu_family": cpu_family(),
         "cpu_count": os.cpu_count(),
         "load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
