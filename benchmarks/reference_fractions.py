@@ -5,8 +5,8 @@ CPU cells reached. Several runs fill one matrix between them (e.g. a smoke run o
 and a shorter run of the others); runs of different kinds of machine are refused. The machine is
 named by its kind (``references.machine_name``: CPU model name, family, widest ISA flags; the
 measured FLOP per cycle is stored beside it); an entry of the same kind is replaced, another
-kind's kept. ``--family N`` supplies the CPU family of runs made before it was recorded. A run whose ceiling is the matmul probe (no compiler) is
-refused: its fractions would not travel.
+kind's kept. ``--family N`` supplies the CPU family of runs made before it was recorded. A run
+whose ceiling is the matmul probe (no compiler) is refused: its fractions would not travel.
 
     python -m benchmarks reference_fractions RUN_DIR [RUN_DIR ...] [--placeholder] [--note TEXT]
         [--family N]

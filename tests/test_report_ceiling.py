@@ -186,8 +186,7 @@ def test_a_cell_far_below_its_references_is_said_so(tmp_path, monkeypatch):
     assert "far below" in summary(records.read_records(d, []), info)
 
 
-def test_a_run_on_another_kind_of_machine_has_no_reference_and_is_told_how(tmp_path,
-                                                                           monkeypatch):  # fmt: skip
+def test_a_run_on_another_kind_of_machine_has_no_reference(tmp_path, monkeypatch):
     """Issue 50 item 6: a Zen 5 run was judged by the Zen 4's fractions ("far below" on every
     cell). A run whose machine kind (CPU name, family, ISA) has no entry gets none, and the page
     and the summary say how to make one; the same CPU name in another family is another kind."""
