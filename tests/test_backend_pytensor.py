@@ -108,3 +108,21 @@ def test_every_padding_reads_its_batch_size_off_the_model_input():
         roots = {v for v in ancestors(node.inputs[1:]) if v.owner is None}
         read = {v for v in roots if not isinstance(v, Constant)}
         assert read == {x}, f"{node} reads {sorted(map(str, read))}"
+
+
+def test_the_manifest_lists_what_runs_in_c_and_what_in_python():
+    """Issue 50 item 9: the manifest said PyTensor's dot products were C BLAS ops; with no BLAS
+    linked ``Dot22`` runs Python's ``perform``. ``ops_run`` reads each compiled function's
+    thunks: the CNN's predict holds C thunks and, unlinked, its six dense/im2col Dot22s in
+    Python."""
+    from rosetta.backends.pytensor import runtime as settings
+
+    if settings.compiler() is None:
+        pytest.skip("no C++ compiler: the numba linker runs")
+    w = get_workload("cnn")
+    model = make("pytensor", w, canonical_weights(w, 0))
+    model.predict_numpy(np.zeros((2, 3, 32, 32), dtype=np.float32))
+    ops = model.manifest()["ops_run"]["predict"]
+    assert ops["c"] > 50
+    if not settings.load().config.blas__ldflags:
+        assert ops["python"].get("Dot22", 0) >= 4, ops

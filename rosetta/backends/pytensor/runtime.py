@@ -196,7 +196,8 @@ def settings() -> dict[str, str]:
         "blas": (
             f"linked: {config.blas__ldflags}"
             if config.blas__ldflags
-            else "none linked (pip install): PyTensor's C BLAS ops call NumPy's C-API products"
+            else "none linked (pip install): Dot22, BatchedDot and Softmax run Python's perform "
+            "(NumPy products; ops_run lists them), the other C ops NumPy's C-API"
         ),
         "floatX": str(config.floatX),
     }
