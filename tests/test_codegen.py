@@ -72,8 +72,8 @@ def _lowered_pairs() -> list[tuple[str, str]]:
             if not backends.missing_ops(b, get_workload(w))]  # fmt: skip
 
 
-#: the ops of the spec format the transformer brought (issue 29), which the backends added beside
-#: it do not lower yet: their cells are skipped naming these (rosetta.backends.missing_ops)
+#: the ops of the spec format the transformer brought (issue 29), which every backend lowers now
+#: (a backend that did not would have its cells skipped naming these: rosetta.backends.missing_ops)
 TRANSFORMER_OPS = {ops.LayerNorm, ops.GELU, ops.PositionEmbedding, ops.Attention, ops.MaskedMean}
 LOWERS_THE_TRANSFORMER = (
     "numpy_ref", "torch", "tensorflow", "jax", "chainer", "keras_jax", "keras_torch", "paddle",

@@ -75,7 +75,7 @@ def test_a_large_run_says_what_the_report_is_doing(tmp_path, capsys, monkeypatch
         "rosetta report: read 4 of 5 records of run-a",
         "rosetta report: tabulated 2 of 5 records",
         "rosetta report: tabulated 4 of 5 records",
-        "rosetta report: writing the page of 5 records",
+        "rosetta report: writing the page of 5 records (5 rows)",
     ]
 
 

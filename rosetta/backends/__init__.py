@@ -121,9 +121,10 @@ def source_module(name: str) -> ModuleType:
 
 def missing_ops(name: str, workload) -> tuple[str, ...]:
     """The ops of ``workload`` (a ``Workload``) that backend ``name``'s op table does not lower,
-    once each in graph order: a backend added before a workload that brought new ops (the
-    transformer's on the backends that came beside it). Empty when it lowers them all; a
-    backend kept outside the package (no ``source.py`` here) is not judged."""
+    once each in graph order: a backend added before a workload that brought new ops, or a
+    user's spec using an op a backend lacks (every shipped backend lowers every shipped
+    workload). Empty when it lowers them all; a backend kept outside the package (no
+    ``source.py`` here) is not judged."""
     from rosetta.spec.graph import walk
 
     if info(name).module:

@@ -88,8 +88,9 @@ def run(args: argparse.Namespace) -> int:
     tables = load_tables(run_dirs, progress)
     for line in tables.runs.problems:
         print(f"rosetta report: {plain(line)}", file=sys.stderr)
-    if len(tables.cells) >= LARGE:
-        progress(f"writing the page of {len(tables.cells):,} records")
+    records = sum(len(r.records) for r in tables.runs.runs)
+    if records >= LARGE:  # the same count the tabulating lines gave, and the rows it made
+        progress(f"writing the page of {records:,} records ({len(tables.cells):,} rows)")
     ids = [r.run_id for r in tables.runs.runs]  # the run folders' names (rosetta.report.load)
     out_dir = (args.out_dir or default_report_dir()) / _checked_name(args.name or report_name(ids))
     if missing:  # show the missing run ids in the page too

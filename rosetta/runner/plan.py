@@ -44,7 +44,7 @@ from rosetta.runtime import (
 LOCAL_EXECUTORS = ("papermill", "python")
 MAX_REPEAT = 100  # rounds (issue 33: --repeat 100000 spent 9 minutes writing records)
 MAX_TIMING_S = 3600.0  # the timing rounds' estimate, unless the training runs take longer
-MAX_CELLS = 2000  # cells of one run, rounds included (smoke: 30, sweep: 90)
+MAX_CELLS = 2000  # cells of one run, rounds included (smoke: 44 x 6 = 264, sweep: 44 x 6)
 HARD_MAX_CELLS = 1_000_000  # even with --allow-large-run
 MAX_WAIT_QUIET_S = 3600.0
 MAX_RAY_TIMEOUT_S = 3600.0  # --ray-timeout: reaching a cluster

@@ -20,45 +20,10 @@ rosetta.runner.cell``, no notebook) that imports, builds, takes one cold step, `
 untimed steps and ``timing_steps`` timed ones. The report's intervals and verdicts come from the
 timing rounds (Student's t over processes, ``rosetta.report.stats``).
 
-Time budgets (2-core machine), estimated from recorded figures, not timed anew:
-
-- Per-step times of the smoke cells (quiet, this VM, runs ``smoke-b``/``smoke-c`` of issue 22's
-  closing note): the timed loops sum to 327 s a round (cnn 64 steps: chainer 72-78 s, numpy_ref
-  55 s; tensorflow fastest with numpy_ref 3.6x, jax 2.3x, chainer 5.9x of it), which with the
-  recorded ratios gives the five backends' steps together: cnn ~3.1 s, gru ~0.9 s (96 steps;
-  numpy_ref 103-131 ms), resnet50 at 112 px ~7.7 s (7 batches). One step of every smoke cell:
-  ~11.7 s.
-- Fixed cost of a timing round's process: its cold start (import, build, first step) 3.3 s on
-  average (50 s over the 15 smoke cells), plus ~1 s of interpreter, package import, data from the
-  run's cache and the record (a papermill kernel would add 2.6 s: 247 s over the sweep's 96
-  processes). ~4.3 s a cell, 65 s a round of 15 cells.
-- ``smoke``: 1 training run + 5 timing rounds (``repeat = 6``), timing rounds of 1 warm-up and
-  3 timed steps. **Measured** (issue 32, runs ``s40-smoke-A``/``-B`` back to back, quiet, Zen 4,
-  5 backends x cnn/gru/resnet50): 19 min 32 s and 18 min 49 s; four more in stop 42 (two
-  pairs, each back to back): 18 min 14 s, 17 min 25 s, 15 min 48 s, 16 min 19 s. Of A's 1172 s,
-  the training runs' cells took 503 s (their timed epochs 280 s, held by the accuracy the
-  profile must reach:
-  cnn 64 steps for > 0.6, gru 96 for > 0.75, ``tests/test_profiles.py``; the gate 63 s), each
-  timing round 100-108 s (the cells' cold starts, import + build + first step, 62-66 s of it,
-  the timed steps 23-26 s), and the rest (~150 s) the 90 processes' interpreters, the machine's
-  probes and the report. The 10 minutes the issue asked are out of reach here: the training
-  runs alone take ~8.5 min, and five rounds of 15 fresh processes ~5 min of cold starts
-  whatever their step counts. Three timed steps per round suffice for the interval: it is taken
-  over the rounds' medians, whose spread it measures.
-- Before rounds were split (issue 22) smoke ran every cell twice in full: 17 min 13 s and
-  16 min 32 s measured back to back, quiet; the counts were cut where accuracy allows (gru
-  4096 -> 3072 train samples, resnet50 8 -> 6 batches, tests 1024 -> 768).
-- ``sweep``: ci sample counts; batch 16 and 64, each at fp32 and bf16 on all cores, and fp32
-  on 1 thread too: each question against the others' default (batch scaling per precision,
-  the bf16/fp32 ratio per batch at all cores, thread scaling per batch at fp32). 6 points x 15
-  cells = 90 records, of which the 12 bf16 points of numpy_ref and chainer are skipped records
-  with their reason (no process): 78 cell processes. The full product (bf16 on 1 thread too:
-  96 processes) measured 23 min 12 s quiet (run ``sweep-c``), over the 20-minute budget. One
-  round: its verdicts say "too few rounds for an interval"; ``--repeat 3`` adds two timing
-  rounds (~78 x 2 x 5 s: ~13 min more).
-- ``ci``: the training run only (a CI check); ``full``: the original settings, hours for the
-  training run, then 5 timing rounds of 10 steps (ResNet-50 at 224: 2.6-11 s a batch, so about
-  an hour of rounds).
+The rough seconds per training run and per timing round (``cell_s``, ``timing_cell_s``) give the
+plan's estimate (``rosetta bench --dry-run`` and the start line); the measurements behind them
+and each profile's budget are in ``METHODOLOGY.md`` ("Profile budgets"), with their dates and
+machines.
 """
 
 from __future__ import annotations
