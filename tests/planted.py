@@ -104,6 +104,8 @@ def load_fault(defect: str, workload, params: dict) -> dict:
             if k.endswith(".mean"):
                 base = k[: -len(".mean")]
                 p[k], p[base + ".var"] = params[base + ".var"], params[k]
+    if defect == "value_kernel_transposed" and "block.0.attn.value_kernel" in params:
+        p["block.0.attn.value_kernel"] = np.ascontiguousarray(params["block.0.attn.value_kernel"].T)
     if defect == "kernel_entry_off" and "conv3.kernel" in params:
         k = np.array(params["conv3.kernel"], dtype=params["conv3.kernel"].dtype)
         k[0, 0, 0, 0] += KERNEL_ENTRY_OFF
@@ -154,6 +156,7 @@ DEFECTS = (
     "bn_mean_var_swapped",
     "relu_half_at_zero",
     "kernel_entry_off",
+    "value_kernel_transposed",
 )
 
 

@@ -41,6 +41,9 @@ EXPECTED = {
     "bn_mean_var_swapped": ("resnet50", "forward diverge first at op 1 batchnorm"),
     "relu_half_at_zero": ("cnn", "relu"),
     "kernel_entry_off": ("cnn", "forward (float64) diverge first at op 6 conv2d conv3"),
+    # issue 50 item 8: the localiser opens the encoder block (it named "op 2 residual")
+    "value_kernel_transposed": (
+        "transformer", "forward diverge first at op 2 residual > attention block.0.attn"),
 }
 
 
@@ -56,6 +59,10 @@ def test_planted_defect_is_caught_and_named(defect):
     assert not result.equivalent, f"{defect} passed the gate: {result.checks}"
     assert named in result.divergence, f"{defect}: {result.divergence}"
     assert "\n" not in result.divergence
+    if named == "in the optimiser":  # issue 50 item 8: the sentence names its first tensor
+        params_check = next(c for c in result.checks if c.what == "params")
+        first = (params_check.first_failure or params_check.worst).split(" (")[0]
+        assert first and f"first at {first} (op " in result.divergence, result.divergence
 
 
 def test_a_correct_backend_passes_with_the_same_batches():

@@ -286,6 +286,11 @@ def _localise(build, workload, params, x, y, checks, gate_dtype: str) -> tuple[s
         if not fwd_ok:
             errors = localise.forward_probe(build, workload, params, x, dtype, tol.forward)
             hit = localise.first_over(errors)
+            if hit and hit.label.split(" ")[0].isdigit():  # a residual block: open it
+                inner = localise.block_probe(build, workload, params, x, dtype, tol.forward,
+                                             int(hit.label.split(" ")[0]))  # fmt: skip
+                errors += inner
+                hit = localise.first_over(inner) or hit
             where = f"first at op {hit.label} (forward, {dtype})" if hit else at_loaded
             return _joined(where, loaded), tuple(errors)
         if not grads_ok and y is not None:

@@ -115,6 +115,44 @@ def forward_probe(
     return errors
 
 
+def block_probe(
+    build: Build,
+    workload: Workload,
+    params: dict,
+    x: np.ndarray,
+    dtype: str,
+    tol: Tolerance,
+    k: int,
+) -> list[OpError]:
+    """Inside the residual block that is op ``k`` (0-based) of the graph: the forward violation
+    of the ops before it followed by each prefix of its body (the body's own output, before the
+    shortcut is added), labelled ``2 residual > attention block.0.attn``; [] for any other op.
+    The model input still flows in whole, so an op reading the token ids (a padding mask) can
+    be probed inside the block. A prefix a backend cannot build reads as not probed (nan)."""
+    from rosetta.backends import make, numpy_ref
+
+    node = workload.graph[k]
+    body = getattr(node, "body", None)
+    if not body:
+        return []
+    errors = []
+    for j in range(1, len(body) + 1):
+        graph = (*workload.graph[:k], *body[:j])
+        cut = replace(workload, graph=graph, task=PROBE_TASK, loss=None, optimizer=None)
+        inner = body[j - 1]
+        label = f"{op_label(k, node)} > {op_label(j - 1, inner).split(' ', 1)[1]}"
+        try:
+            sub = _params_of(cut.graph, workload.input.shape, params)
+            ref = make(numpy_ref, cut, sub, dtype="float64").predict_numpy(x)
+            v = tol.violation(build(cut, sub, dtype).predict_numpy(x), ref)
+        except Exception:  # noqa: BLE001 - a diagnosis: what cannot be probed is said so
+            v = np.nan
+            errors.append(OpError(label, v))
+            continue
+        errors.append(OpError(label, np.nan_to_num(v, nan=np.inf)))
+    return errors
+
+
 def gradient_probe(
     build: Build,
     workload: Workload,
