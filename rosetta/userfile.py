@@ -28,6 +28,11 @@ _KINDS = (
 )
 
 
+def kind(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in words ("a FIFO", "a character device", ...)."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
 def check_target(path: Path, option: str, force: bool) -> None:
     """Refuse ``path`` (one line naming ``option``, the path and the fix) unless it is absent, or
     a regular file with ``force``. A symlink is refused whatever it points to."""
@@ -48,7 +53,7 @@ def check_target(path: Path, option: str, force: bool) -> None:
             "name the file itself"
         )
     if not stat.S_ISREG(st.st_mode):
-        what = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+        what = kind(st.st_mode)
         example = f", e.g. {path / 'model.onnx'}" if stat.S_ISDIR(st.st_mode) else ""
         raise RosettaError(
             f"{option} {path}: is {what}, not a regular file; name a new file{example}"

@@ -103,16 +103,22 @@ def forward_probe(
 ) -> list[OpError]:
     """The forward violation of every prefix of the graph (or of the prefix lengths ``cuts``),
     in graph order (both sides in the canonical layout; a shape mismatch reads as inf)."""
-    from rosetta.backends import make, numpy_ref
-
     errors = []
     for k in cuts or range(1, len(workload.graph) + 1):
-        cut = prefix(workload, k)
-        sub = _params_of(cut.graph, workload.input.shape, params)
-        ref = make(numpy_ref, cut, sub, dtype="float64").predict_numpy(x)
-        v = tol.violation(build(cut, sub, dtype).predict_numpy(x), ref)
+        v = _forward_violation(build, workload, prefix(workload, k), params, x, dtype, tol)
         errors.append(OpError(op_label(k - 1, workload.graph[k - 1]), np.nan_to_num(v, nan=np.inf)))
     return errors
+
+
+def _forward_violation(build: Build, workload: Workload, cut: Workload, params: dict,
+                       x: np.ndarray, dtype: str, tol: Tolerance) -> float:  # fmt: skip
+    """The forward violation of the graph ``cut`` (made from ``workload``): the backend against
+    the float64 reference, both fed ``x``."""
+    from rosetta.backends import make, numpy_ref
+
+    sub = _params_of(cut.graph, workload.input.shape, params)
+    ref = make(numpy_ref, cut, sub, dtype="float64").predict_numpy(x)
+    return tol.violation(build(cut, sub, dtype).predict_numpy(x), ref)
 
 
 def block_probe(
@@ -129,8 +135,6 @@ def block_probe(
     shortcut is added), labelled ``2 residual > attention block.0.attn``; [] for any other op.
     The model input still flows in whole, so an op reading the token ids (a padding mask) can
     be probed inside the block. A prefix a backend cannot build reads as not probed (nan)."""
-    from rosetta.backends import make, numpy_ref
-
     node = workload.graph[k]
     body = getattr(node, "body", None)
     if not body:
@@ -139,17 +143,13 @@ def block_probe(
     for j in range(1, len(body) + 1):
         graph = (*workload.graph[:k], *body[:j])
         cut = replace(workload, graph=graph, task=PROBE_TASK, loss=None, optimizer=None)
-        inner = body[j - 1]
-        label = f"{op_label(k, node)} > {op_label(j - 1, inner).split(' ', 1)[1]}"
+        label = f"{op_label(k, node)} > {op_label(j - 1, body[j - 1]).split(' ', 1)[1]}"
         try:
-            sub = _params_of(cut.graph, workload.input.shape, params)
-            ref = make(numpy_ref, cut, sub, dtype="float64").predict_numpy(x)
-            v = tol.violation(build(cut, sub, dtype).predict_numpy(x), ref)
+            v = np.nan_to_num(_forward_violation(build, workload, cut, params, x, dtype, tol),
+                              nan=np.inf)  # fmt: skip
         except Exception:  # noqa: BLE001 - a diagnosis: what cannot be probed is said so
-            v = np.nan
-            errors.append(OpError(label, v))
-            continue
-        errors.append(OpError(label, np.nan_to_num(v, nan=np.inf)))
+            v = np.nan  # not probed (first_over skips it)
+        errors.append(OpError(label, v))
     return errors
 
 

@@ -14,22 +14,11 @@ import os
 import stat
 from pathlib import Path
 
-_KINDS = (
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISDIR, "a folder"),
-)
+from rosetta.userfile import kind
 
 
 class NotARegularFile(ValueError):
     """The path is a device, FIFO, socket or folder (or a link to one), or is over its bound."""
-
-
-def kind(mode: int) -> str:
-    """What a file of this ``st_mode`` is, in words ("a FIFO", "a character device", ...)."""
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def read_bytes(path: str | Path, limit: int) -> bytes:
