@@ -71,3 +71,30 @@ def test_export_refuses_a_fifo_and_an_existing_file_without_force(tmp_path, caps
     assert "exists; add --force" in capsys.readouterr().err and path.read_bytes() == b"mine"
     assert main(["export", "gru", "--onnx", str(path), "--force"]) == 0
     assert path.read_bytes()[:4] != b"mine" and capsys.readouterr().out.startswith("wrote ")
+
+
+def test_the_report_and_its_csv_never_write_through_a_link_or_into_a_fifo(tmp_path, capsys):
+    """The report rewrites its own ``index.html`` and ``rosetta.csv`` (by design, no --force),
+    but a symlink or a FIFO put in their place is refused in one line and left as it was."""
+    pytest.importorskip("pandas")
+    from report_fixtures import CELLS_A, write_run
+
+    write_run(tmp_path / "results", "r", CELLS_A)
+    out = tmp_path / "out"
+    argv = ["report", "--results-dir", str(tmp_path / "results"), "--out-dir", str(out), "r"]
+    assert main([*argv, "--export", "csv"]) == 0
+    page, csv = out / "r" / "index.html", out / "r" / "rosetta.csv"
+    assert page.is_file() and csv.is_file()
+    assert main(argv) == 0  # rewritten in place
+    target = tmp_path / "elsewhere.html"
+    target.write_text("keep")
+    page.unlink()
+    page.symlink_to(target)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "the report" in err and "is a symlink" in err and target.read_text() == "keep"
+    page.unlink()
+    csv.unlink()
+    os.mkfifo(csv)
+    assert main([*argv, "--export", "csv"]) == 2  # refused, not blocked on the FIFO
+    assert "--export csv" in capsys.readouterr().err and stat.S_ISFIFO(os.lstat(csv).st_mode)

@@ -92,8 +92,11 @@ def export(tables: Tables, path: Path, fmt: str) -> Path:
     """Write the tidy frame (one row per cell and measure) as ``csv`` or ``parquet``."""
     if fmt not in EXPORT_FORMATS:
         raise RosettaError(f"unknown export format {fmt!r}; valid: {', '.join(EXPORT_FORMATS)}")
+    from rosetta.userfile import check_target
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    check_target(path, f"--export {fmt}", force=True)  # a FIFO would block, a link be followed
     if fmt == "csv":
         from rosetta.safetext import csv_cell
 

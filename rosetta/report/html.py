@@ -110,10 +110,13 @@ def render(t: Tables, out_dir: Path) -> str:
 def write_html(t: Tables, out_dir: Path) -> Path:
     """Write ``out_dir/index.html`` (creating the folder) and return its path."""
     from rosetta.runner.records import disk_error
+    from rosetta.userfile import check_target
 
     out_dir = Path(out_dir)
     html = render(t, out_dir.resolve())
     path = out_dir / "index.html"
+    if out_dir.is_dir():  # a report is rewritten in place, but never through a link or device
+        check_target(path, "the report", force=True)
     tmp = path.with_name(".index.html.partial")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
