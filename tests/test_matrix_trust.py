@@ -53,6 +53,7 @@ def _copy(run, tmp_path):
 
 
 # -- item 3: a verdict bound to its source ---------------------------------------------------------
+@pytest.mark.slow  # reruns two cells (17 s); test_a_forged_verdict_is_not_kept_... is the quick one
 def test_a_verdict_forged_before_resume_is_not_reused(two_points, tmp_path, small_data):
     run = _copy(two_points, tmp_path)
     first, later = run / "numpy_ref__gru__b32-t1.json", run / "numpy_ref__gru__b64-t1.json"
