@@ -102,14 +102,13 @@ def main(argv: list[str]) -> int:
         print("gpu_check_summary: no run ran (nothing to read back)")
         return 1
     bad: list[str] = []
-    count = 0
+    count = cut = 0
     for run in runs:
         for rec in cell_records(results / run):
             count += 1
+            cut += rec.get("status") == "interrupted"
             print(row(run, rec))
             bad += [f"{run}/{rec.get('_file')}: {p}" for p in problems(rec)]
-    cut = sum(rec.get("status") == "interrupted" for run in runs
-              for rec in cell_records(results / run))  # fmt: skip
     print(f"{count} cell records in {len(runs)} runs; {len(bad)} problems; {cut} interrupted "
           "(not run: the budget ran out)")
     for line in bad:
