@@ -19,9 +19,9 @@ torch = pytest.importorskip("torch")
 from benchmarks.handwritten import torch_models as hw  # noqa: E402
 from rosetta.backends import make, numpy_ref, runtime_for  # noqa: E402
 from rosetta.backends import torch as tb  # noqa: E402
+from rosetta.backends.binding import gru_bias_rzn  # noqa: E402
 from rosetta.backends.numpy_ref import optim as ref_optim  # noqa: E402
 from rosetta.backends.torch import model as torch_model  # noqa: E402
-from rosetta.backends.torch import weights  # noqa: E402
 from rosetta.backends.torch.lowering import GatedDropout  # noqa: E402
 from rosetta.errors import BackendError  # noqa: E402
 from rosetta.runner.gate import run_gate  # noqa: E402
@@ -110,7 +110,7 @@ def test_dense_kernel_is_transposed_and_fc1_rows_stay_chw():
     p = canonical_weights(w)
     fc1 = [m for m in model.net.modules() if isinstance(m, torch.nn.Linear)][0]
     np.testing.assert_array_equal(fc1.weight.detach().numpy(), p["fc1.kernel"].T)
-    assert weights._gru_bias(weights._gru_bias(np.arange(6.0))).tolist() == list(range(6))
+    assert gru_bias_rzn(gru_bias_rzn(np.arange(6.0))).tolist() == list(range(6))
 
 
 def test_cnn_computes_the_same_in_both_memory_formats():

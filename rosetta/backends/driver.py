@@ -27,8 +27,11 @@ how ``rosetta code`` collects the rows of the report's Rosetta page. There is no
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Generic, TypeVar
 
 from rosetta.errors import BackendError
@@ -76,39 +79,49 @@ OnOp = Callable[[str, Any, Site, Any], None]
 
 @dataclass(frozen=True)
 class Entry:
-    """One op of a backend's table, with both faces: ``build`` names the function of the
-    backend's ``lowering.py`` that makes the native layer (a name, so the table loads without
-    the framework), ``render`` is the function that writes the same layer as source text."""
+    """A composing entry of a backend's table (``sequence`` or ``residual``), with both faces:
+    ``build`` names the function of the backend's ``lowering.py`` that composes native layers
+    (a name, so the table loads without the framework), ``render`` is the function that writes
+    the same composition as source text."""
 
-    build: str  # e.g. "conv2d": lowering.conv2d(op, site, ctx) -> native layer
-    render: Callable[[Any, Site, Any], Any]  # source.conv2d(op, site, ctx) -> Snippet
+    build: str  # e.g. "sequence": lowering.sequence(layers, site, ctx) -> native layer
+    render: Callable[[Any, Site, Any], Any]  # source.sequence(snippets, site, ctx) -> Snippet
+
+
+#: ops the driver composes itself (a residual block is its branches' sequences and an add):
+#: no backend writes an op module for them
+STRUCTURAL = frozenset({"residual"})
 
 
 @dataclass(frozen=True)
 class OpTable:
-    """A backend's one op table (declared once, in its framework-free ``source.py``): every
-    op's :class:`Entry`, and how to chain a sequence and join a residual block, each with both
-    faces. The driver walks either face as a :class:`LoweringTable`."""
+    """A backend's one op table, found by convention (:func:`discover`): every op the backend
+    lowers is one module ``<backend>/ops/<op>.py`` holding its native build, its source
+    rendering and its weight mapping side by side; ``sequence`` and ``residual`` say how to
+    compose them. The driver walks either face as a :class:`LoweringTable`."""
 
     backend: str
-    entries: Mapping[type, Entry]
+    entries: Mapping[type, ModuleType]  # op class -> its module: build(), render(), weights
     sequence: Entry
     residual: Entry
     #: source text of the functions the rendered lines call, by name (``Snippet.helpers``)
     helpers: Mapping[str, str] = field(default_factory=dict)
+    #: op name -> why this backend does not lower it (``ops/__init__.py`` ``UNSUPPORTED``)
+    unsupported: Mapping[str, str] = field(default_factory=dict)
 
     def rendering(self) -> LoweringTable:
         """The source face (text only): what ``rosetta code`` walks."""
         return LoweringTable(
             self.backend,
-            {op: e.render for op, e in self.entries.items()},
+            {op: m.render for op, m in self.entries.items()},
             self.sequence.render,
             self.residual.render,
         )
 
     def lowering(self, namespace: Mapping[str, Any]) -> LoweringTable:
-        """The native face: each entry's ``build`` looked up in ``namespace`` (the globals of
-        the backend's ``lowering.py``); a name it lacks is one line naming it."""
+        """The native face: each op module's ``build``, and the composing entries looked up in
+        ``namespace`` (the globals of the backend's ``lowering.py``); a name it lacks is one
+        line naming it."""
 
         def build(e: Entry) -> Callable:
             fn = namespace.get(e.build)
@@ -119,8 +132,73 @@ class OpTable:
                 )
             return fn
 
-        entries = {op: build(e) for op, e in self.entries.items()}
+        entries = {op: m.build for op, m in self.entries.items()}
         return LoweringTable(self.backend, entries, build(self.sequence), build(self.residual))
+
+    def module(self, op: object) -> ModuleType:
+        """The op module of ``op`` (its weight mapping is read from there), or the contract's
+        error naming the backend and the op."""
+        m = self.entries.get(type(op))
+        if m is None:
+            raise unsupported(self.backend, op, self.entries)
+        return m
+
+    def gaps(self) -> tuple[str, ...]:
+        """The ops of the spec this backend neither lowers nor lists as unsupported: each is a
+        failure of its conformance (a gap is declared, never silent)."""
+        lowered = {t.OP for t in self.entries}
+        return tuple(
+            n
+            for n in ops.OPS
+            if n not in STRUCTURAL and n not in lowered and n not in self.unsupported
+        )
+
+
+def discover(
+    backend: str,
+    package: str,
+    sequence: Entry,
+    residual: Entry,
+    helpers: Mapping[str, str] | None = None,
+) -> OpTable:
+    """The op table of ``backend`` from the op modules of ``package`` (``<backend>.ops``): each
+    module ``<op>.py`` lowers the spec's op of that name (``ops.OPS``) through its ``build(op,
+    site, ctx)`` and writes it through its ``render(op, site, ctx)``; a module imports no
+    framework at its top (``build`` imports it), so the text face loads with NumPy alone. A
+    module's ``HELPERS`` (name -> source text) join ``helpers``. The package's ``UNSUPPORTED``
+    (op name -> reason) lists what the backend declares it does not lower. A module named for
+    no op, lacking a face, or an op both lowered and declared unsupported is one line."""
+    pkg = importlib.import_module(package)
+    declared = dict(getattr(pkg, "UNSUPPORTED", {}))
+    entries: dict[type, ModuleType] = {}
+    merged = dict(helpers or {})
+    where = f"backend {backend!r} ({package.replace('.', '/')})"
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        if info.name not in ops.OPS or info.name in STRUCTURAL:
+            raise BackendError(
+                f"{where}: {info.name}.py names no op of the spec; an op module is named for "
+                f"its op ({', '.join(n for n in ops.OPS if n not in STRUCTURAL)})"
+            )
+        module = importlib.import_module(f"{package}.{info.name}")
+        for face in ("build", "render"):
+            if not callable(getattr(module, face, None)):
+                raise BackendError(f"{where}: {info.name}.py defines no {face}(op, site, ctx)")
+        if info.name in declared:
+            raise BackendError(
+                f"{where}: op {info.name!r} is lowered ({info.name}.py) and listed in "
+                "UNSUPPORTED; drop one"
+            )
+        for name, text in getattr(module, "HELPERS", {}).items():
+            if merged.get(name, text) != text:
+                raise BackendError(f"{where}: two texts for the helper {name!r}")
+            merged[name] = text
+        entries[ops.OPS[info.name]] = module
+    unknown = sorted(set(declared) - set(ops.OPS))
+    if unknown:
+        raise BackendError(f"{where}: UNSUPPORTED names no op of the spec: {', '.join(unknown)}")
+    return OpTable(backend, entries, sequence, residual, merged, declared)
 
 
 def unsupported(backend: str, op: object, known: Mapping[type, Any] | None = None) -> BackendError:

@@ -1,16 +1,16 @@
-"""The Rosetta of PyTorch: every op of the spec as PyTorch's own building block.
+"""PyTorch's side of the table: the ``nn`` modules the op modules build, and how they compose.
 
-``TABLE`` is the backend's :class:`~rosetta.backends.driver.LoweringTable`: one small function
-per op, ``entry(op, site, ctx) -> nn.Module``, a sequence is an ``nn.Sequential`` and a
-residual block a :class:`Residual` (``print(net)`` is the architecture). The driver walks the
-graph; ``ctx`` (a :class:`Build`) collects which module owns the parameters of which op, for
-``weights.py``.
+Each op of the spec is one module of ``ops/`` (its ``build``, ``render`` and ``weights`` side by
+side). This file holds what several of them share: the build context :class:`Build` (which module
+owns the parameters of which op, for ``weights.py``), the modules PyTorch lacks
+(:class:`GatedDropout`, whose rate is a tensor the step reads, so that the gate can switch it off
+inside the very program that is timed; :class:`SelfAttention`; the masked sequences), and how
+layers compose: a sequence is an ``nn.Sequential``, a residual block a :class:`Residual`
+(``print(net)`` is the architecture). ``TABLE`` is the native face of ``source.OPS``.
 
-Nothing here converts weights: every layout and gate-order conversion lives in ``weights.py``.
 The modules compute in PyTorch's logical NCHW order whatever the memory format, so ``Flatten`` is
-channel-major (the spec's ``CHW``) in ``channels_last`` too, and ``fc1`` needs no row permutation.
-Dropout is :class:`GatedDropout`, whose rate is a tensor the step reads, so that the gate can
-switch it off inside the very program that is timed (``Model.set_dropout``).
+channel-major (the spec's ``CHW``) in ``channels_last`` too, and a dense kernel needs no row
+permutation.
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rosetta.backends.driver import LoweringTable, Site, lower_op, unsupported
+from rosetta.backends.driver import LoweringTable, Site, lower_op
 from rosetta.backends.torch.loader import TORCH_DTYPES
 from rosetta.backends.torch.source import OPS
 from rosetta.runtime import Runtime
-from rosetta.spec import ops
 
 NAME = "torch"
 #: the forms of multi-head attention this lowering writes (``Build.attention``): ``sdpa``, one
@@ -221,112 +220,6 @@ class MaskedMean(nn.Module):
         w = valid.to(x.dtype)  # (N, T)
         total = torch.einsum("nte,nt->ne", x, w)
         return total / w.sum(dim=1, keepdim=True).clamp(min=1)
-
-
-def _pads(padding: tuple[int, int, int, int]) -> tuple[int, int] | None:
-    """Symmetric ``(top, bottom, left, right)`` -> PyTorch's ``(h, w)``; None if asymmetric."""
-    t, b, left, right = padding
-    return (t, left) if (t == b and left == right) else None
-
-
-def conv2d(op: ops.Conv2D, site: Site, ctx: Build) -> nn.Module:
-    sym = _pads(op.padding)
-    conv = nn.Conv2d(
-        site.in_shape[0],
-        op.out_channels,
-        op.kernel,
-        stride=op.stride,
-        padding=sym if sym is not None else 0,
-        bias=op.bias,
-    )
-    ctx.own(op, conv)
-    if sym is not None:
-        return conv
-    t, b, left, right = op.padding
-    return nn.Sequential(nn.ZeroPad2d((left, right, t, b)), conv)
-
-
-def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: Build) -> nn.Module:
-    sym = _pads(op.padding)
-    if sym is not None and 2 * max(sym) <= min(op.kernel):  # what nn.MaxPool2d accepts
-        return nn.MaxPool2d(op.kernel, op.stride, padding=sym)  # pads with -inf
-    t, b, left, right = op.padding
-    pad = nn.ConstantPad2d((left, right, t, b), float("-inf"))  # never selected, as the spec
-    return nn.Sequential(pad, nn.MaxPool2d(op.kernel, op.stride))
-
-
-def relu(op: ops.ReLU, site: Site, ctx: Build) -> nn.Module:
-    # in place except on a sequence's input (the caller's batch, or a residual's shared input)
-    return nn.ReLU(inplace=not site.at_input)
-
-
-def dropout(op: ops.Dropout, site: Site, ctx: Build) -> nn.Module:
-    return GatedDropout(op.rate)
-
-
-def flatten(op: ops.Flatten, site: Site, ctx: Build) -> nn.Module:
-    if op.order != "CHW":
-        raise unsupported(NAME, op)
-    return nn.Flatten(1)  # (N, C, H, W) -> (N, C*H*W), logical (channel-major) order
-
-
-def dense(op: ops.Dense, site: Site, ctx: Build) -> nn.Module:
-    layer = nn.Linear(site.in_shape[-1], op.units, bias=op.bias)
-    ctx.own(op, layer)
-    return layer
-
-
-def batchnorm(op: ops.BatchNorm, site: Site, ctx: Build) -> nn.Module:
-    cls = nn.BatchNorm2d if len(site.in_shape) == 3 else nn.BatchNorm1d
-    layer = cls(site.in_shape[0], eps=op.eps, momentum=op.momentum)  # kept in eval(): model.py
-    ctx.own(op, layer)
-    return layer
-
-
-def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Build) -> nn.Module:
-    return nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(1))  # (N, C, H, W) -> (N, C)
-
-
-def embedding(op: ops.Embedding, site: Site, ctx: Build) -> nn.Module:
-    layer = nn.Embedding(op.vocab, op.dim)  # (N, T) -> (N, T, E); id 0 is an ordinary row
-    ctx.own(op, layer)
-    return layer
-
-
-def gru(op: ops.GRU, site: Site, ctx: Build) -> nn.Module:
-    # the spec admits only z,r,h + reset_after, zero state, last output: exactly nn.GRU's
-    # function (its r,z,n order is a weight layout, converted in weights.py)
-    if not op.reset_after or op.initial_state != "zeros" or op.output != "last":
-        raise unsupported(NAME, op)
-    layer = LastStepGRU(site.in_shape[1], op.units)
-    ctx.own(op, layer.gru)
-    return layer
-
-
-def layer_norm(op: ops.LayerNorm, site: Site, ctx: Build) -> nn.Module:
-    layer = nn.LayerNorm(site.in_shape[-1], eps=op.eps)  # biased variance, eps in the root
-    ctx.own(op, layer)
-    return layer
-
-
-def gelu(op: ops.GELU, site: Site, ctx: Build) -> nn.Module:
-    return nn.GELU(approximate="none")  # exact erf
-
-
-def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: Build) -> nn.Module:
-    layer = PositionEmbedding(op.max_len, site.in_shape[1])
-    ctx.own(op, layer)
-    return layer
-
-
-def attention(op: ops.Attention, site: Site, ctx: Build) -> nn.Module:
-    layer = SelfAttention(site.in_shape[1], op.heads, ctx.attention)
-    ctx.own(op, layer)
-    return layer
-
-
-def masked_mean(op: ops.MaskedMean, site: Site, ctx: Build) -> nn.Module:
-    return MaskedMean()
 
 
 def _masked(layers: list[nn.Module]) -> bool:

@@ -1,0 +1,20 @@
+"""layer_norm in NumPy: the reference layer ``layers.layer_norm`` (forward and backward side
+by side) and the same layer as a line of the generated plain-NumPy file. No layout changes.
+"""
+
+from __future__ import annotations
+
+from rosetta.backends.driver import Site
+from rosetta.backends.numpy_ref import layers
+from rosetta.backends.numpy_ref.layers import Layer
+from rosetta.backends.numpy_ref.ops import layer_line, owned
+from rosetta.backends.snippet import RenderCtx, Snippet, q
+from rosetta.spec import ops
+
+
+def build(op: ops.LayerNorm, site: Site, ctx: None) -> Layer:
+    return layers.layer_norm(op.name, op.eps)
+
+
+def render(op: ops.LayerNorm, site: Site, ctx: RenderCtx) -> Snippet:
+    return layer_line(f"layer_norm({q(op.name)}, eps={op.eps})", site, owned(op, ("gamma", "beta")))
