@@ -13,7 +13,7 @@ def test_core_modules_import_no_framework():
     code = (
         "import sys\n"
         "import rosetta.spec, rosetta.datasets, rosetta.backends, rosetta.cli\n"
-        "import rosetta.backends.numpy_ref, rosetta.export, rosetta.export.ops\n"
+        "import rosetta.backends.numpy_ref, rosetta.export, rosetta.export.table\n"
         "from rosetta import backends\n"
         "[backends.status(n) for n in backends.names()]\n"
         "from rosetta.cli import build_parser; build_parser()\n"

@@ -8,8 +8,8 @@ training workloads are exported in their dropout-free evaluation form (dropout i
 at evaluation). The serving engines (``rosetta.backends.onnxruntime``, ``.openvino``) run that
 same graph.
 
-- ``ops.py``: the exporter's op table, framework-free (which ONNX ops each spec op becomes,
-  rendered as text: the engines' ``source.py``);
+- ``ops/``: one module per spec op, framework-free (the ONNX nodes it becomes, emitted and
+  rendered as text); ``table.py`` the table they make (the engines' ``source.py``);
 - ``graph.py``: the table's native face, the graph builder (imports ``onnx``);
 - ``weights.py``: canonical weights <-> ONNX initializers (the GRU's transposes), nothing else;
 - ``serving.py``: the forward-only :class:`~rosetta.backends.base.Model` both engines share.

@@ -1,6 +1,7 @@
 """The exporter's native face: the spec's graph emitted as ONNX nodes (imports ``onnx``).
 
-``TABLE`` is ``ops.OPS``'s lowering face: each entry returns an *emitter*, ``emit(b, x) -> y``,
+``TABLE`` is ``table.OPS``'s lowering face: each op module's ``build`` (``ops/<op>.py``) returns
+an *emitter*, ``emit(b, x) -> y``,
 which appends the op's nodes to the graph under construction ``b`` (a :class:`Build`), reading
 tensor ``x`` and returning the name of the tensor it wrote; the one driver
 (``rosetta.backends.driver.lower``) walks the spec and composes them (a sequence chains them, a
@@ -10,11 +11,11 @@ the canonical weights (``weights.to_initializers``) and the input/output declara
 inference, comparing the inferred output shape with the spec's.
 
 Dropout emits nothing (the graph is the evaluation form). An op the table lacks, or an opset
-below :data:`rosetta.export.MIN_OPSET` (or below the op's own, ``ops.MIN_OPSET_OF``), is one line
+below :data:`rosetta.export.MIN_OPSET` (or below the op's own, ``table.MIN_OPSET_OF``), is one line
 naming the op (or the opset) and the opset.
 
-The Transformer's ops (``ops.py`` says the same in text): the token mask is made once per graph
-from the int input and memoised on the :class:`Build` (``valid``, ``count``, ``key_bias``,
+The Transformer's ops (their ``ops/`` modules say the same in text): the token mask is made once
+per graph from the int input and memoised on the :class:`Build` (``valid``, ``count``, ``key_bias``,
 ``any_key``), whichever op asks first. Attention adds ``key_bias`` (0 at a real key, -inf at a
 padding key) to the scaled scores before ONNX's ``Softmax`` (which subtracts the row maximum:
 stable at any logit size), so a masked key's weight is exactly 0; a row of padding only would be
@@ -38,8 +39,8 @@ from rosetta.backends import driver
 from rosetta.backends.driver import LoweringTable, Site
 from rosetta.errors import BackendError
 from rosetta.export import MIN_OPSET, OPSET
-from rosetta.export.ops import MIN_OPSET_OF, OPS, onnx_pads
-from rosetta.export.weights import gru_names, to_initializers
+from rosetta.export.table import MIN_OPSET_OF, OPS
+from rosetta.export.weights import to_initializers
 from rosetta.spec import ops
 
 #: the graph's input and output tensor names (the engines feed and read these)
@@ -79,81 +80,7 @@ class Build:
 Emit = Callable[[Build, str], str]  # emit(b, x) -> y: append nodes reading x, return y
 
 
-def conv2d(op: ops.Conv2D, site: Site, ctx: Build) -> Emit:
-    inputs = [f"{op.name}.kernel", *([f"{op.name}.bias"] if op.bias else [])]
-    attrs = dict(kernel_shape=list(op.kernel), strides=list(op.stride), pads=onnx_pads(op.padding))
-    return lambda b, x: b.one("Conv", [x, *inputs], **attrs)
-
-
-def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: Build) -> Emit:
-    # ONNX's MaxPool ignores padded cells (as -inf): the spec's rule
-    attrs = dict(kernel_shape=list(op.kernel), strides=list(op.stride), pads=onnx_pads(op.padding))
-    return lambda b, x: b.one("MaxPool", [x], **attrs)
-
-
-def relu(op: ops.ReLU, site: Site, ctx: Build) -> Emit:
-    return lambda b, x: b.one("Relu", [x])
-
-
-def dropout(op: ops.Dropout, site: Site, ctx: Build) -> Emit:
-    return lambda b, x: x  # the evaluation form: the identity, no node
-
-
-def flatten(op: ops.Flatten, site: Site, ctx: Build) -> Emit:
-    if op.order != "CHW":
-        raise driver.unsupported(OPS.backend, op)
-    return lambda b, x: b.one("Flatten", [x], axis=1)  # (N, C, H, W) -> (N, C*H*W), channel-major
-
-
-def dense(op: ops.Dense, site: Site, ctx: Build) -> Emit:
-    kernel, bias = f"{op.name}.kernel", f"{op.name}.bias"
-    if len(site.in_shape) == 2:  # (N, T, E): Gemm is 2-D only; MatMul broadcasts the kernel
-
-        def emit(b: Build, x: str) -> str:
-            y = b.one("MatMul", [x, kernel])
-            return b.one("Add", [y, bias]) if op.bias else y
-
-        return emit
-    inputs = [kernel, *([bias] if op.bias else [])]
-    return lambda b, x: b.one("Gemm", [x, *inputs])  # x (N, in) @ kernel (in, out) + bias
-
-
-def batchnorm(op: ops.BatchNorm, site: Site, ctx: Build) -> Emit:
-    stats = [f"{op.name}.{p}" for p in ("gamma", "beta", "mean", "var")]
-    return lambda b, x: b.one("BatchNormalization", [x, *stats], epsilon=op.eps)  # inference form
-
-
-def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Build) -> Emit:
-    def emit(b: Build, x: str) -> str:
-        pooled = b.one("GlobalAveragePool", [x])  # (N, C, 1, 1)
-        return b.one("Flatten", [pooled], axis=1)  # (N, C)
-
-    return emit
-
-
-def embedding(op: ops.Embedding, site: Site, ctx: Build) -> Emit:
-    return lambda b, x: b.one("Gather", [f"{op.name}.table", x], axis=0)  # (N, T) -> (N, T, E)
-
-
-def gru(op: ops.GRU, site: Site, ctx: Build) -> Emit:
-    # the spec admits only z,r,h + reset_after, zero state, last output: ONNX's GRU with
-    # linear_before_reset=1 (n = tanh(x Wh + bh + r * (h Rh + ch))), no initial_h, Y_h
-    if not op.reset_after or op.initial_state != "zeros" or op.output != "last":
-        raise driver.unsupported(OPS.backend, op)
-    w, r, bias = gru_names(op.name)
-
-    def emit(b: Build, x: str) -> str:
-        b.constants.setdefault("axes0", np.array([0], dtype=np.int64))
-        seq = b.one("Transpose", [x], perm=[1, 0, 2])  # (N, T, E) -> (T, N, E)
-        _, y_h = b.node(
-            "GRU", [seq, w, r, bias], n_out=2, hidden_size=op.units, linear_before_reset=1
-        )  # Y (T, 1, N, H), Y_h (1, N, H)
-        return b.one("Squeeze", [y_h, "axes0"])  # (N, H)
-
-    return emit
-
-
-def _mask(b: Build, piece: str) -> str:
+def mask(b: Build, piece: str) -> str:
     """The token mask's ``piece``, made once per graph from the int input (module docstring):
     ``valid`` (N, T) bool and ``weights`` its 1/0 floats, ``count`` (N, 1) real tokens per row,
     ``has_key`` (N, 1) ``count > 0``, ``key_bias`` (N, 1, 1, T) 0 or -inf, ``any_key`` (N, 1, 1)
@@ -164,108 +91,22 @@ def _mask(b: Build, piece: str) -> str:
     if piece == "valid":
         y = b.one("Not", [b.one("Equal", [INPUT, b.const("token_pad", 0, "int32")])])
     elif piece == "weights":  # (N, T) float: 1 at a real token, 0 at padding
-        y = b.one("Cast", [_mask(b, "valid")], to=elem)
+        y = b.one("Cast", [mask(b, "valid")], to=elem)
     elif piece == "count":
-        y = b.one("ReduceSum", [_mask(b, "weights"), b.const("axes1", [1], "int64")], keepdims=1)
+        y = b.one("ReduceSum", [mask(b, "weights"), b.const("axes1", [1], "int64")], keepdims=1)
     elif piece == "has_key":  # (N, 1) bool
-        y = b.one("Greater", [_mask(b, "count"), b.const("zero", 0)])
+        y = b.one("Greater", [mask(b, "count"), b.const("zero", 0)])
     elif piece == "key_bias":
-        keep = b.one("Or", [_mask(b, "valid"), b.one("Not", [_mask(b, "has_key")])])
+        keep = b.one("Or", [mask(b, "valid"), b.one("Not", [mask(b, "has_key")])])
         bias = b.one("Where", [keep, b.const("zero", 0), b.const("minus_inf", -np.inf)])
         y = b.one("Unsqueeze", [bias, b.const("axes12", [1, 2], "int64")])
     elif piece == "any_key":
-        has = b.one("Cast", [_mask(b, "has_key")], to=elem)
+        has = b.one("Cast", [mask(b, "has_key")], to=elem)
         y = b.one("Unsqueeze", [has, b.const("axes2", [2], "int64")])
     else:
         raise ValueError(f"no mask piece {piece!r}")
     b.memo[piece] = y
     return y
-
-
-def layer_norm(op: ops.LayerNorm, site: Site, ctx: Build) -> Emit:
-    # opset 17's LayerNormalization: biased variance, epsilon inside the root (the spec's rule).
-    # Its epsilon is a float attribute, float32 in the protobuf: exact for a float32 graph (the
-    # reference's float32 eps is the same float32), but 1e-5 -> 9.99999974737875e-06 moves a
-    # float64 graph's output by 2e-10 relative, twice float64's bound (measured on the gate's
-    # batch). The float64 graph therefore writes the same formula out, eps a float64 constant.
-    gamma, beta = f"{op.name}.gamma", f"{op.name}.beta"
-    if ctx.dtype == "float32":
-        return lambda b, x: b.one("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=op.eps)
-    e = site.in_shape[-1]
-
-    def emit(b: Build, x: str) -> str:
-        last, width = b.const("axes_last", [-1], "int64"), b.const(f"width{e}", e)
-
-        def mean(t: str) -> str:
-            return b.one("Div", [b.one("ReduceSum", [t, last], keepdims=1), width])
-
-        xc = b.one("Sub", [x, mean(x)])
-        var = mean(b.one("Mul", [xc, xc]))  # divided by E: the biased variance
-        std = b.one("Sqrt", [b.one("Add", [var, b.const(f"eps{op.eps!r}", op.eps)])])
-        xhat = b.one("Mul", [xc, b.one("Div", [b.const("one", 1), std])])
-        return b.one("Add", [b.one("Mul", [xhat, gamma]), beta])
-
-    return emit
-
-
-def gelu(op: ops.GELU, site: Site, ctx: Build) -> Emit:
-    def emit(b: Build, x: str) -> str:  # 0.5 x (1 + erf(x / sqrt 2)), the reference's order
-        half = b.one("Mul", [x, b.const("half", 0.5)])
-        erf = b.one("Erf", [b.one("Div", [x, b.const("sqrt2", np.sqrt(2.0))])])
-        return b.one("Mul", [half, b.one("Add", [erf, b.const("one", 1)])])
-
-    return emit
-
-
-def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: Build) -> Emit:
-    t = site.in_shape[0]
-
-    def emit(b: Build, x: str) -> str:
-        table = f"{op.name}.table"  # (P, E); rows 0..T-1 where the sequence is shorter
-        if t < op.max_len:
-            start, end = b.const("index0", [0], "int64"), b.const(f"index{t}", [t], "int64")
-            table = b.one("Slice", [table, start, end, b.const("axes0", [0], "int64")])
-        return b.one("Add", [x, table])  # (N, T, E) + (T, E)
-
-    return emit
-
-
-def attention(op: ops.Attention, site: Site, ctx: Build) -> Emit:
-    _, e = site.in_shape
-    h, d = op.heads, e // op.heads
-    n = op.name
-
-    def heads(b: Build, x: str, role: str, bias: bool, perm: list[int]) -> str:
-        y = b.one("MatMul", [x, f"{n}.{role}_kernel"])  # (N, T, E)
-        if bias:
-            y = b.one("Add", [y, f"{n}.{role}_bias"])
-        split = b.const(f"shape_{h}x{d}", [0, 0, h, d], "int64")  # 0: keep N and T
-        return b.one("Transpose", [b.one("Reshape", [y, split])], perm=perm)
-
-    def emit(b: Build, x: str) -> str:
-        key_bias, any_key = _mask(b, "key_bias"), _mask(b, "any_key")
-        q = heads(b, x, "query", True, [0, 2, 1, 3])  # (N, H, T, d)
-        k = heads(b, x, "key", False, [0, 2, 3, 1])  # (N, H, d, T): no key bias
-        v = heads(b, x, "value", True, [0, 2, 1, 3])  # (N, H, T, d)
-        scores = b.one("Div", [b.one("MatMul", [q, k]), b.const(f"sqrt{d}", np.sqrt(d))])
-        p = b.one("Softmax", [b.one("Add", [scores, key_bias])], axis=-1)  # (N, H, T, T)
-        o = b.one("Transpose", [b.one("MatMul", [p, v])], perm=[0, 2, 1, 3])  # (N, T, H, d)
-        o = b.one("Reshape", [o, b.const(f"shape_{e}", [0, 0, e], "int64")])  # (N, T, E)
-        o = b.one("Mul", [o, any_key])  # a row of padding only: its head outputs are 0
-        return b.one("Add", [b.one("MatMul", [o, f"{n}.output_kernel"]), f"{n}.output_bias"])
-
-    return emit
-
-
-def masked_mean(op: ops.MaskedMean, site: Site, ctx: Build) -> Emit:
-    def emit(b: Build, x: str) -> str:
-        count = b.one("Max", [_mask(b, "count"), b.const("one", 1)])  # (N, 1), at least 1
-        weight = b.one("Div", [_mask(b, "weights"), count])  # (N, T): 1/count or 0
-        weight = b.one("Unsqueeze", [weight, b.const("axes1", [1], "int64")])  # (N, 1, T)
-        pooled = b.one("MatMul", [weight, x])  # (N, 1, E)
-        return b.one("Squeeze", [pooled, b.const("axes1", [1], "int64")])  # (N, E)
-
-    return emit
 
 
 def sequence(layers: list[Emit], site: Site, ctx: Build) -> Emit:
@@ -284,7 +125,7 @@ def residual(body: Emit, shortcut: Emit, site: Site, ctx: Build) -> Emit:
     return lambda b, x: b.one("Add", [body(b, x), shortcut(b, x)])
 
 
-TABLE: LoweringTable = OPS.lowering(globals())  # the native face of ops.OPS
+TABLE: LoweringTable = OPS.lowering(globals())  # the native face of table.OPS
 
 
 def check_opset(opset: int) -> int:
@@ -300,7 +141,7 @@ def check_opset(opset: int) -> int:
 
 def unexpressible(nodes, opset: int = OPSET) -> object | None:
     """The first op of ``nodes`` (branches opened) the exporter's table lacks, or whose ONNX
-    form needs a newer opset than ``opset`` (``ops.MIN_OPSET_OF``), or ``None``."""
+    form needs a newer opset than ``opset`` (``table.MIN_OPSET_OF``), or ``None``."""
     for node in nodes:
         if isinstance(node, ops.Residual):
             found = unexpressible(node.body, opset) or unexpressible(node.shortcut, opset)
