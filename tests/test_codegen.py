@@ -40,30 +40,28 @@ STDLIB_OK = {"argparse", "dataclasses", "__future__", "collections", "math"}
 @pytest.mark.parametrize("backend", codegen.BACKENDS)
 def test_both_faces_come_from_the_one_op_table(backend):
     """The lowering TABLE (where the framework imports) and RENDER are faces of source.OPS: the
-    same op classes, and each build entry is the lowering.py function the table names."""
+    same op classes, and each build entry is the ``build`` of the op's module (ops/<op>.py)."""
     try:
         lowering = importlib.import_module(f"rosetta.backends.{backend}.lowering")
     except Exception as exc:  # noqa: BLE001 - any import failure is a reason to skip
         pytest.skip(f"{backend}: lowering does not import here ({type(exc).__name__}: {exc})")
     table = codegen.op_table(backend)
     assert set(lowering.TABLE.entries) == set(codegen.render_table(backend).entries)
-    for op, entry in table.entries.items():
-        assert lowering.TABLE.entries[op] is getattr(lowering, entry.build)
+    for op, module in table.entries.items():
+        assert module.__name__.endswith(f".ops.{op.OP}")
+        assert lowering.TABLE.entries[op] is module.build
 
 
 def test_an_op_table_naming_a_missing_build_function_is_one_line():
-    """A planted defect: an entry whose build function lowering.py lacks fails when the table
-    is made, naming the backend and the function."""
+    """A planted defect: a composing entry whose build function lowering.py lacks fails when
+    the table is made, naming the backend and the function."""
     table = codegen.op_table("numpy_ref")
-    broken = dataclasses.replace(
-        table,
-        entries={**table.entries, ops.ReLU: Entry("relu_missing", table.entries[ops.ReLU].render)},
-    )
+    broken = dataclasses.replace(table, sequence=Entry("sequence_missing", table.sequence.render))
     lowering = importlib.import_module("rosetta.backends.numpy_ref.lowering")
     with pytest.raises(BackendError) as err:
         broken.lowering(vars(lowering))
     msg = str(err.value)
-    assert "numpy_ref" in msg and "'relu_missing'" in msg and "\n" not in msg
+    assert "numpy_ref" in msg and "'sequence_missing'" in msg and "\n" not in msg
 
 
 def _lowered_pairs() -> list[tuple[str, str]]:
@@ -72,22 +70,12 @@ def _lowered_pairs() -> list[tuple[str, str]]:
             if not backends.missing_ops(b, get_workload(w))]  # fmt: skip
 
 
-#: the ops of the spec format the transformer brought (issue 29), which every backend lowers now
-#: (a backend that did not would have its cells skipped naming these: rosetta.backends.missing_ops)
-TRANSFORMER_OPS = {ops.LayerNorm, ops.GELU, ops.PositionEmbedding, ops.Attention, ops.MaskedMean}
-LOWERS_THE_TRANSFORMER = (
-    "numpy_ref", "torch", "tensorflow", "jax", "chainer", "keras_jax", "keras_torch", "paddle",
-    "pytensor",
-)  # fmt: skip
-
-
 @pytest.mark.parametrize("backend", codegen.BACKENDS)
 def test_render_table_covers_every_op_of_the_spec_format(backend):
     """Independent of any port: every op the spec format admits (residual is the driver's), less
-    the transformer's on the backends that came beside it."""
-    spec_ops = {cls for name, cls in ops.OPS.items() if name != "residual"}
-    if backend not in LOWERS_THE_TRANSFORMER:
-        spec_ops -= TRANSFORMER_OPS
+    what the backend declares unsupported (``ops/__init__.py``: none, today)."""
+    declared = codegen.op_table(backend).unsupported
+    spec_ops = {cls for name, cls in ops.OPS.items() if name != "residual" and name not in declared}
     assert set(codegen.render_table(backend).entries) == spec_ops
 
 

@@ -38,3 +38,25 @@ def test_spec_imports_only_stdlib_numpy_yaml():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert set(out.stdout.strip().split(",")) <= {"rosetta", "numpy", "yaml"}, out.stdout
+
+
+def test_every_op_module_loads_without_its_framework():
+    """The text face of every backend (its op modules, ``ops/<op>.py``, and the table they
+    make) loads and renders a workload with no framework imported: ``build`` imports it."""
+    code = (
+        "import sys\n"
+        "from rosetta import backends\n"
+        "from rosetta.backends import driver\n"
+        "from rosetta.backends.snippet import RenderCtx\n"
+        "from rosetta.spec import get_workload\n"
+        "w = get_workload('transformer')\n"
+        "for name in backends.REGISTRY:\n"
+        "    table = backends.source_module(name).OPS\n"
+        "    assert table.entries, name\n"
+        "    driver.lower(table.rendering(), w.graph, w.input.shape, RenderCtx())\n"
+        f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FRAMEWORKS!r})\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "", f"framework modules imported: {out.stdout.strip()}"

@@ -105,9 +105,10 @@ _SOURCES: dict[str, ModuleType] = {}
 
 
 def source_module(name: str) -> ModuleType:
-    """Backend ``name``'s ``source.py`` (its one op table, ``OPS``, and the table's text face),
-    loaded from its file alone, without running the backend package's ``__init__``: it is text
-    and needs nothing of the package, so reading it never imports a framework."""
+    """Backend ``name``'s ``source.py`` (its one op table, ``OPS``, found from its op modules,
+    and the table's text face), loaded from its file alone, without running the backend
+    package's ``__init__``: it is text, as its op modules are at import, so reading it never
+    imports a framework."""
     if name not in _SOURCES:
         from pathlib import Path
 
@@ -120,11 +121,10 @@ def source_module(name: str) -> ModuleType:
 
 
 def missing_ops(name: str, workload) -> tuple[str, ...]:
-    """The ops of ``workload`` (a ``Workload``) that backend ``name``'s op table does not lower,
-    once each in graph order: a backend added before a workload that brought new ops, or a
-    user's spec using an op a backend lacks (every shipped backend lowers every shipped
-    workload). Empty when it lowers them all; a backend kept outside the package (no
-    ``source.py`` here) is not judged."""
+    """The ops of ``workload`` (a ``Workload``) that backend ``name`` does not lower (it has no
+    op module for them), once each in graph order: an op the backend declares ``UNSUPPORTED``,
+    or a user's spec using an op a backend lacks. Empty when it lowers them all; a backend kept
+    outside the package (no ``source.py`` here) is not judged."""
     from rosetta.spec.graph import walk
 
     if info(name).module:
@@ -133,18 +133,21 @@ def missing_ops(name: str, workload) -> tuple[str, ...]:
     missing: dict[str, None] = {}
     for op, _, _ in walk(workload.graph, workload.input.shape):
         if type(op) not in entries:
-            missing[type(op).__name__] = None
+            missing[op.OP] = None
     return tuple(missing)
 
 
 def lowering_unsupported(name: str, workload) -> str:
-    """Why backend ``name`` cannot lower ``workload`` (the ops its table lacks), or ``""``."""
+    """Why backend ``name`` cannot lower ``workload`` (the ops it lacks, with the reasons it
+    declares in ``UNSUPPORTED``), or ``""``: the reason of a skipped cell."""
     missing = missing_ops(name, workload)
     if not missing:
         return ""
+    declared = source_module(name).OPS.unsupported
+    parts = [f"{op} ({declared[op]})" if op in declared else op for op in missing]
     return (
-        f"backend {name!r} does not lower {', '.join(missing)} yet (ops of workload "
-        f"{workload.name!r}); its op table is rosetta/backends/{name}/source.py"
+        f"backend {name!r} does not lower {', '.join(parts)} (ops of workload "
+        f"{workload.name!r}); its ops are rosetta/backends/{name}/ops/"
     )
 
 

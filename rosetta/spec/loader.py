@@ -124,6 +124,15 @@ def load_workload(path: str | Path, limits: SpecLimits = DEFAULT_LIMITS) -> Work
     return parser.workload(raw)
 
 
+def parse_workload(raw: dict, path: Path, limits: SpecLimits = DEFAULT_LIMITS) -> Workload:
+    """A workload from the mapping a spec file holds (``raw``), with every check a file gets;
+    ``path`` names it in errors and its stem must be the workload's name (the conformance probes,
+    ``rosetta.spec.probes``, are made this way, without a file)."""
+    parser = _Parser(path, limits)
+    parser.check_size(raw)
+    return parser.workload(raw)
+
+
 def _char(c: object) -> str:
     """A character the YAML reader refused, as a code (never the raw byte: it may be an
     escape or a control character)."""

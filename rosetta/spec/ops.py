@@ -20,9 +20,9 @@ embedding table ``VE``; GRU kernel ``E,3H`` and recurrent kernel ``H,3H`` with g
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from rosetta.spec.fields import init_field, spec_field
 from rosetta.spec.graph import collect_params, count_flops, infer_shape
@@ -30,24 +30,45 @@ from rosetta.spec.init import Init
 from rosetta.spec.params import ParamSpec, Shape
 from rosetta.spec.params import numel as _numel
 
-__all__ = ["OPS", "FieldValueError", "Node", "ParamSpec", "Shape", "register"]
+__all__ = ["OPS", "FieldValueError", "Node", "ParamSpec", "Probe", "Shape", "register"]
 
 #: op name in the YAML -> class; the loader and every backend dispatch on these.
 OPS: dict[str, type] = {}
 _T = TypeVar("_T", bound=type)
 
 
-def register(name: str) -> Callable[[_T], _T]:
-    """Class decorator: enter an op dataclass in :data:`OPS` under its YAML name ``name``."""
+@dataclass(frozen=True)
+class Probe:
+    """One tiny graph that checks one op on every backend, no workload needed
+    (``rosetta.spec.probes`` wraps it: an input of kind ``input``, the op with ``fields``, a head
+    that fits its ``output``, a loss and one optimiser; conformance runs it against the float64
+    reference: forward, gradients, optimiser steps)."""
+
+    case: str  # what it exercises, e.g. "asymmetric padding, stride (2, 1), no bias"
+    fields: Mapping[str, Any] = field(default_factory=dict)  # the op's YAML fields
+    input: str = "image"  # image (3, 6, 6) | features (12,) | tokens (8,) ids | sequence (8, 8)
+    output: str = "image"  # image | vector | sequence: what the op returns (picks the head)
+
+
+def register(name: str, probes: tuple[Probe, ...] = ()) -> Callable[[_T], _T]:
+    """Class decorator: enter an op dataclass in :data:`OPS` under its YAML name ``name``, with
+    the tiny graphs (:class:`Probe`) that check it on every backend (``PROBES``)."""
 
     def deco(cls: _T) -> _T:
         if name in OPS:
             raise ValueError(f"op {name!r} registered twice")
         cls.OP = name  # type: ignore[attr-defined]
+        cls.PROBES = probes  # type: ignore[attr-defined]
         OPS[name] = cls
         return cls
 
     return deco
+
+
+# the probes' initialisers: biases and norms away from 0 and 1, so a swapped or dropped term shows
+_BIAS = {"dist": "normal", "mean": 0.0, "std": 0.1}
+_SCALE = {"dist": "uniform", "low": 0.8, "high": 1.2}
+_TABLE = {"dist": "uniform", "low": -0.5, "high": 0.5}
 
 
 class FieldValueError(ValueError):
@@ -68,7 +89,17 @@ def _need_rank(op: str, in_shape: Shape, rank: int, what: str) -> None:
         raise ValueError(f"{op} expects a {what} input, got shape {in_shape}")
 
 
-@register("conv2d")
+@register(
+    "conv2d",
+    probes=(
+        Probe("3x3, stride 1, padding 1, bias", {"name": "conv", "out_channels": 4,
+              "kernel": [3, 3], "stride": [1, 1], "padding": [1, 1, 1, 1], "bias": True,
+              "init": {"kernel": "glorot_uniform", "bias": _BIAS}}),
+        Probe("3x2 kernel, stride (2, 1), asymmetric padding, no bias", {"name": "conv",
+              "out_channels": 2, "kernel": [3, 2], "stride": [2, 1], "padding": [0, 1, 1, 0],
+              "bias": False, "init": {"kernel": "glorot_uniform"}}),
+    ),
+)  # fmt: skip
 @dataclass(frozen=True)
 class Conv2D:
     """2-D cross-correlation with explicit zero padding ``(top, bottom, left, right)``."""
@@ -118,7 +149,16 @@ class Conv2D:
         return 2 * macs + (o * ho * wo if self.bias else 0)
 
 
-@register("maxpool2d")
+@register(
+    "maxpool2d",
+    probes=(
+        Probe("2x2, stride 2", {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0, 0, 0]}),
+        Probe("3x3, stride 2, padded (-inf)", {"kernel": [3, 3], "stride": [2, 2],
+              "padding": [1, 1, 1, 1]}),
+        Probe("3x3, stride 2, asymmetric padding", {"kernel": [3, 3], "stride": [2, 2],
+              "padding": [0, 1, 1, 0]}),
+    ),
+)  # fmt: skip
 @dataclass(frozen=True)
 class MaxPool2D:
     """Max pooling; padded cells count as -inf (never selected)."""
@@ -147,7 +187,10 @@ class MaxPool2D:
         return c * ho * wo * (self.kernel[0] * self.kernel[1] - 1)  # comparisons
 
 
-@register("relu")
+@register(
+    "relu",
+    probes=(Probe("elementwise on an image"),),
+)  # fmt: skip
 @dataclass(frozen=True)
 class ReLU:
     """max(x, 0), elementwise."""
@@ -162,7 +205,10 @@ class ReLU:
         return _numel(in_shape)
 
 
-@register("dropout")
+@register(
+    "dropout",
+    probes=(Probe("rate 0.5, off in the gate", {"rate": 0.5}),),
+)  # fmt: skip
 @dataclass(frozen=True)
 class Dropout:
     """Inverted dropout: at training, keep with probability 1 - rate and scale by 1/(1 - rate);
@@ -180,7 +226,10 @@ class Dropout:
         return 0  # forward FLOPs are counted in inference mode
 
 
-@register("flatten")
+@register(
+    "flatten",
+    probes=(Probe("channel-major (C, H, W) -> C*H*W", {"order": "CHW"}, output="vector"),),
+)  # fmt: skip
 @dataclass(frozen=True)
 class Flatten:
     """(C, H, W) -> (C*H*W,) in channel-major order (the only order the spec allows: ``CHW``)."""
@@ -197,7 +246,17 @@ class Flatten:
         return 0
 
 
-@register("dense")
+@register(
+    "dense",
+    probes=(
+        Probe("on features, bias", {"name": "fc", "units": 5, "bias": True,
+              "init": {"kernel": "glorot_uniform", "bias": _BIAS}}, "features", "vector"),
+        Probe("on features, no bias", {"name": "fc", "units": 5, "bias": False,
+              "init": {"kernel": "glorot_uniform"}}, "features", "vector"),
+        Probe("on a sequence (T, E)", {"name": "fc", "units": 6, "bias": True,
+              "init": {"kernel": "glorot_uniform", "bias": _BIAS}}, "sequence", "sequence"),
+    ),
+)  # fmt: skip
 @dataclass(frozen=True)
 class Dense:
     """y = x @ kernel + bias with kernel ``(in, out)``, on the last axis: a flat ``(features,)``
@@ -237,7 +296,14 @@ class Dense:
         return rows * (2 * in_shape[-1] * self.units + (self.units if self.bias else 0))
 
 
-@register("batchnorm")
+@register(
+    "batchnorm",
+    probes=(
+        Probe("inference statistics on an image", {"name": "bn", "eps": 1.0e-5,
+              "momentum": 0.1, "init": {"gamma": _SCALE, "beta": _BIAS, "mean": _BIAS,
+              "var": _SCALE}}),
+    ),
+)  # fmt: skip
 @dataclass(frozen=True)
 class BatchNorm:
     """Inference-mode batch normalisation over axis 0 of the per-sample shape (channels):
@@ -267,7 +333,10 @@ class BatchNorm:
         return 2 * _numel(in_shape)  # folded into one scale and one shift per element
 
 
-@register("global_avgpool")
+@register(
+    "global_avgpool",
+    probes=(Probe("(C, H, W) -> (C,)", output="vector"),),
+)  # fmt: skip
 @dataclass(frozen=True)
 class GlobalAvgPool:
     """(C, H, W) -> (C,): mean over the spatial axes."""
@@ -283,7 +352,13 @@ class GlobalAvgPool:
         return _numel(in_shape)
 
 
-@register("embedding")
+@register(
+    "embedding",
+    probes=(
+        Probe("ids -> rows, id 0 an ordinary row", {"name": "emb", "vocab": 40, "dim": 8,
+              "init": {"table": _TABLE}}, "tokens", "sequence"),
+    ),
+)  # fmt: skip
 @dataclass(frozen=True)
 class Embedding:
     """Token ids (T,) -> vectors (T, dim) by table lookup; id 0 (padding) is an ordinary row."""
@@ -313,7 +388,16 @@ class Embedding:
         return 0  # a lookup
 
 
-@register("gru")
+@register(
+    "gru",
+    probes=(
+        Probe("z|r|h, reset after, last state", {"name": "gru", "units": 5,
+              "gate_order": ["z", "r", "h"], "reset_after": True, "initial_state": "zeros",
+              "output": "last", "init": {"kernel": "glorot_uniform",
+              "recurrent_kernel": "orthogonal", "bias_input": _BIAS, "bias_recurrent": _BIAS}},
+              "sequence", "vector"),
+    ),
+)  # fmt: skip
 @dataclass(frozen=True)
 class GRU:
     """GRU over (T, E), zero initial state, returning the last step's state (H,).
@@ -410,7 +494,13 @@ def _need_sequence(op: str, name: str, in_shape: Shape) -> None:
         raise ValueError(f"{op} {name}: expects a sequence (T, E) input, got shape {in_shape}")
 
 
-@register("layer_norm")
+@register(
+    "layer_norm",
+    probes=(
+        Probe("over the last axis", {"name": "ln", "eps": 1.0e-5,
+              "init": {"gamma": _SCALE, "beta": _BIAS}}, "sequence", "sequence"),
+    ),
+)  # fmt: skip
 @dataclass(frozen=True)
 class LayerNorm:
     """Normalisation over the last axis of each position: ``y = (x - mean) / sqrt(var + eps) *
@@ -440,7 +530,10 @@ class LayerNorm:
         return 7 * _numel(in_shape)
 
 
-@register("gelu")
+@register(
+    "gelu",
+    probes=(Probe("exact (erf)", {"form": "erf"}, "sequence", "sequence"),),
+)  # fmt: skip
 @dataclass(frozen=True)
 class GELU:
     """Exact GELU, ``x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2)))`` (no tanh approximation)."""
@@ -457,7 +550,15 @@ class GELU:
         return 5 * _numel(in_shape)  # scale, erf (counted as one), add, two products
 
 
-@register("position_embedding")
+@register(
+    "position_embedding",
+    probes=(
+        Probe("table as long as the sequence", {"name": "pos", "max_len": 8,
+              "init": {"table": _TABLE}}, "sequence", "sequence"),
+        Probe("table longer than the sequence", {"name": "pos", "max_len": 12,
+              "init": {"table": _TABLE}}, "sequence", "sequence"),
+    ),
+)  # fmt: skip
 @dataclass(frozen=True)
 class PositionEmbedding:
     """Learned absolute positions: ``y[t] = x[t] + table[t]`` for (T, E) with T <= max_len."""
@@ -504,7 +605,14 @@ ATTENTION_ROLES = (
 )  # fmt: skip
 
 
-@register("attention")
+@register(
+    "attention",
+    probes=(
+        Probe("2 heads, key padding mask, a row of padding only", {"name": "attn", "heads": 2,
+              "mask": "tokens", "init": {"kernel": "glorot_uniform", "bias": _BIAS}},
+              "sequence", "sequence"),
+    ),
+)  # fmt: skip
 @dataclass(frozen=True)
 class Attention:
     """Multi-head scaled dot-product self-attention over (T, E) with a key padding mask.
@@ -559,7 +667,13 @@ class Attention:
         return projections + scores + softmax + weighted
 
 
-@register("masked_mean")
+@register(
+    "masked_mean",
+    probes=(
+        Probe("mean over real tokens, a row of padding only", {"mask": "tokens"}, "sequence",
+              "vector"),
+    ),
+)  # fmt: skip
 @dataclass(frozen=True)
 class MaskedMean:
     """(T, E) -> (E,): the mean over the positions that are not padding. A sequence of padding

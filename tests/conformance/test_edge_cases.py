@@ -24,6 +24,7 @@ from tests.conformance.conftest import (
     gate_labels,
     require_lowering,
     trains,
+    usable_backend,
     weights,
 )
 
@@ -31,10 +32,7 @@ from tests.conformance.conftest import (
 @pytest.fixture(params=backend_params([b for b in backends.names() if b != "numpy_ref"]))
 def backend(request):
     """Every backend but the reference (whose gate would compare it with itself)."""
-    st = backends.status(request.param)
-    if not st.usable:
-        pytest.skip(f"{request.param}: {st.reason}")
-    return backends.load(request.param)
+    return usable_backend(request.param)
 
 
 def edge_images(n_classes: int = 10) -> tuple[np.ndarray, np.ndarray]:
