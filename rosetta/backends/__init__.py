@@ -15,6 +15,7 @@ import importlib.util
 import os
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from rosetta.errors import BackendError
 
@@ -149,6 +150,19 @@ def lowering_unsupported(name: str, workload) -> str:
         f"backend {name!r} does not lower {', '.join(parts)} (ops of workload "
         f"{workload.name!r}); its ops are rosetta/backends/{name}/ops/"
     )
+
+
+def constant(name: str, key: str, default: Any = None) -> Any:
+    """A constant of backend ``name``'s package, what the rest of Rosetta reads of a backend so
+    that a backend is its folder: ``PAGE_NAME`` (its column on the Rosetta page), ``COLOUR``
+    (its charts' colour), ``GEMM_PROBE`` (its framework's peak probe); its file template is its
+    folder's ``codegen.py``. ``default`` for a name no backend here answers to (a report of
+    another installation's records). The packages import no framework, so neither does this."""
+    try:
+        package = importlib.import_module(info(name).module_name)
+    except (BackendError, ImportError):
+        return default
+    return getattr(package, key, default)
 
 
 def info(name: str) -> BackendInfo:

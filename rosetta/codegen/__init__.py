@@ -40,9 +40,9 @@ from pathlib import Path
 from types import ModuleType
 
 from rosetta import backends
+from rosetta.backends import filetext as common
 from rosetta.backends.driver import LoweringTable, OpTable, Site, lower
 from rosetta.backends.snippet import RenderCtx, Snippet, Weight, attr
-from rosetta.codegen import common
 from rosetta.errors import BackendError, RosettaError
 from rosetta.spec import get_workload
 from rosetta.spec.ops import Shape
@@ -58,15 +58,26 @@ __all__ = [
     "Weight",
     "file_name",
     "generate",
+    "imports",
     "op_table",
     "render_table",
     "rendered",
     "write_all",
 ]
 
-#: backends that render source, in the report's column order (the reference first)
-BACKENDS = ("numpy_ref", "torch", "tensorflow", "jax", "chainer", "keras_jax", "keras_torch",
-            "paddle", "pytensor")  # fmt: skip
+
+def _writes_source(name: str) -> bool:
+    """Whether backend ``name``'s folder holds a file template (``codegen.py``): found by
+    convention, without importing the backend (or its framework)."""
+    try:
+        return importlib.util.find_spec(f"{backends.info(name).module_name}.codegen") is not None
+    except (ImportError, BackendError):
+        return False
+
+
+#: backends that render source, in the registry's order (the reference first): those whose
+#: folder holds a ``codegen.py`` (the serving engines run the exported graph: no file of theirs)
+BACKENDS = tuple(name for name in backends.names() if _writes_source(name))
 
 
 @dataclass(frozen=True)
@@ -127,7 +138,15 @@ def render_table(backend: str) -> LoweringTable[Snippet]:
 
 
 def _template(backend: str) -> ModuleType:
-    return importlib.import_module(f"rosetta.codegen.{backend}")
+    """The backend's file template, ``rosetta/backends/<name>/codegen.py`` (text only)."""
+    return importlib.import_module(f"{backends.info(backend).module_name}.codegen")
+
+
+def imports(backend: str) -> tuple[str, ...]:
+    """The modules ``backend``'s generated file imports beyond the standard library (its
+    template's ``MODULES``): what must be installed to run it."""
+    _check_backend(backend)
+    return tuple(_template(backend).MODULES)
 
 
 def _workload(workload: str | Workload) -> Workload:

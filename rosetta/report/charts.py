@@ -15,18 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rosetta import backends
 from rosetta.report.fmt import fmt_ms
 from rosetta.report.order import backend_order
 from rosetta.report.stats import passed
 
 # One colour per backend, fixed so a backend looks the same in every chart (Okabe-Ito, CVD-safe).
-PALETTE = {
-    "numpy_ref": "#444444",
-    "torch": "#E69F00",
-    "tensorflow": "#56B4E9",
-    "jax": "#009E73",
-    "chainer": "#CC79A7",
-}
 EXTRA = ["#0072B2", "#D55E00", "#F0E442", "#999999"]
 BAD = "#b3261e"  # not equivalent: the page's red
 WIDTH_IN = 7.5  # inches: ~720 px at 96 dpi, fits a laptop column and an A4 page
@@ -42,10 +36,9 @@ class Chart:
 
 
 def colour(backend: str) -> str:
-    """The backend's colour (a stable fallback for backends added later)."""
-    if backend in PALETTE:
-        return PALETTE[backend]
-    return EXTRA[sum(map(ord, backend)) % len(EXTRA)]
+    """The backend's colour: its package's ``COLOUR``, or a stable fallback for a backend this
+    installation does not have (another installation's records)."""
+    return backends.constant(backend, "COLOUR") or EXTRA[sum(map(ord, backend)) % len(EXTRA)]
 
 
 def _safe_id(*parts: str) -> str:

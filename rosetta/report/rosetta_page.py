@@ -15,21 +15,21 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from rosetta import codegen
-from rosetta.codegen.common import spec_line
+from rosetta import backends, codegen
+from rosetta.backends.filetext import spec_line
 from rosetta.spec import get_workload, workload_names
 from rosetta.spec.graph import walk
 
 TEMPLATE = "rosetta_page.html.j2"
 PAGE = "rosetta.html"
-FRAMEWORKS = {
-    "numpy_ref": "NumPy (reference)",
-    "torch": "PyTorch",
-    "tensorflow": "Keras",
-    "jax": "JAX",
-    "chainer": "Chainer",
-    "paddle": "Paddle",
-}
+
+
+def frameworks() -> dict[str, str]:
+    """backend -> its column's name, in the registry's order: the backends that write source
+    and name a ``PAGE_NAME`` (the Keras engines share the Keras column)."""
+    return {b: page for b in codegen.BACKENDS if (page := backends.constant(b, "PAGE_NAME"))}
+
+
 _REPEAT = re.compile(r"^(layer\d+)\.(\d+)\.")  # a repeated block's op names: layer2.3.conv1
 
 
@@ -47,7 +47,7 @@ class Row:
 
     path: str
     spec: str
-    said: tuple[Said, ...]  # in FRAMEWORKS order
+    said: tuple[Said, ...]  # in frameworks() order
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def _shown_groups(sources) -> dict[str, bool]:
 def workload_table(name: str) -> Table:
     """The rows of workload ``name``: every framework's rendering, op by op."""
     w = get_workload(name)
-    per_backend = [codegen.rendered(w, b).ops for b in FRAMEWORKS]
+    per_backend = [codegen.rendered(w, b).ops for b in frameworks()]
     shown = _shown_groups(per_backend[0])
     rows, omitted = [], 0
     for sources in zip(*per_backend, strict=True):
@@ -100,13 +100,13 @@ def every_framework_lowers(name: str) -> bool:
     workload some framework has not lowered yet, issue 29's transformer, waits off the page)."""
     w = get_workload(name)
     ops_used = {type(op) for op, _, _ in walk(w.graph, w.input.shape)}
-    return all(ops_used <= set(codegen.op_table(b).entries) for b in FRAMEWORKS)
+    return all(ops_used <= set(codegen.op_table(b).entries) for b in frameworks())
 
 
 def context() -> dict:
     """Everything the page shows."""
     return {
-        "frameworks": list(FRAMEWORKS.values()),
+        "frameworks": list(frameworks().values()),
         "tables": [workload_table(n) for n in workload_names() if every_framework_lowers(n)],
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }

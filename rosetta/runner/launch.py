@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rosetta import backends
 from rosetta.errors import RosettaError
 from rosetta.runner.matrix import cell_label, round_cells, run_matrix
 from rosetta.runner.plan import Plan
 from rosetta.runner.rundir import RunDir
 from rosetta.runner.signals import describe
-
-#: the frameworks whose own GEMM and conv probes measure a backend's peak (NumPy's for two)
-PROBE_FRAMEWORK = {"numpy_ref": "numpy", "chainer": "numpy"}
 
 
 def _say(line: str) -> None:
@@ -59,10 +57,11 @@ def _record_peaks(run: RunDir, plan: Plan, say: Callable[[str], None]) -> None:
     compute ceiling and memory bandwidth (``peaks.ceiling``) and each of their frameworks' own
     GEMM (fp32, bf16) and conv probes; a ceiling probe that ran on a busy machine says so."""
     from rosetta.runner.manifest import environment
-    from rosetta.runner.peak import GEMM_PROBES, machine_peaks
+    from rosetta.runner.peak import machine_peaks
     from rosetta.runner.probe import gemm_peak_gflops
 
-    probes = {PROBE_FRAMEWORK.get(b, b) for b in plan.backends} & set(GEMM_PROBES)
+    # each backend's own framework GEMM probe (its package's GEMM_PROBE; NumPy's for two)
+    probes = {p[0] for b in plan.backends if (p := backends.constant(b, "GEMM_PROBE"))}
     peaks = machine_peaks(frameworks=tuple(sorted(probes)))
     run.add_to_run_file(peak_gflops=gemm_peak_gflops(), peaks=peaks, environment=environment())
     busy = (peaks.get("ceiling") or {}).get("warning")

@@ -44,41 +44,21 @@ def best(fn):
     return min(t)
 flop = 2.0 * N ** 3
 """
-GEMM_PROBES = {
-    "numpy": """
-import numpy as np
-a = np.random.default_rng(0).random((N, N), dtype=np.float32); b = a.T.copy()
-print(json.dumps({"fp32": flop / best(lambda: a @ b) / 1e9, "bf16": None,
-                  "bf16_why": "NumPy has no bfloat16 dtype"}))
-""",
-    "torch": """
-import torch
-out = {}
-for name, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-    a = torch.rand(N, N, dtype=dt); b = torch.rand(N, N, dtype=dt)
-    out[name] = flop / best(lambda: torch.mm(a, b)) / 1e9
-print(json.dumps(out))
-""",
-    "tensorflow": """
-import os
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-import tensorflow as tf
-out = {}
-for name, dt in (("fp32", tf.float32), ("bf16", tf.bfloat16)):
-    a = tf.cast(tf.random.uniform((N, N)), dt); b = tf.cast(tf.random.uniform((N, N)), dt)
-    out[name] = flop / best(lambda: tf.matmul(a, b).numpy()) / 1e9
-print(json.dumps(out))
-""",
-    "jax": """
-import jax, jax.numpy as jnp
-out = {}
-for name, dt in (("fp32", jnp.float32), ("bf16", jnp.bfloat16)):
-    a = jax.random.uniform(jax.random.PRNGKey(0), (N, N)).astype(dt); b = a.T
-    f = jax.jit(jnp.dot)
-    out[name] = flop / best(lambda: f(a, b).block_until_ready()) / 1e9
-print(json.dumps(out))
-""",
-}
+
+
+def gemm_probes() -> dict[str, str]:
+    """framework -> its GEMM probe's script: every backend's ``GEMM_PROBE`` (a constant of its
+    package, ``rosetta.backends.constant``), once per framework."""
+    from rosetta import backends
+
+    out = {}
+    for name in backends.names():
+        probe = backends.constant(name, "GEMM_PROBE")
+        if probe:
+            out.setdefault(probe[0], probe[1])
+    return out
+
+
 CONV_PROBE = """
 import torch, torch.nn.functional as F
 n, c, k, h, w, r = {n}, {c}, {k}, {h}, {w}, {r}
@@ -137,7 +117,7 @@ def machine_peaks(threads: int | None = None, frameworks: tuple[str, ...] | None
     """Everything of items (a)-(c) for ``run.json``: the measured ceiling (fp32, bf16, memory
     bandwidth; the best GEMM where no compiler builds the kernel), each framework's measured GEMM
     (fp32, bf16) and the conv probe. ``threads`` defaults to all usable cores; ``frameworks`` to
-    every one of ``GEMM_PROBES``. Takes a few seconds per installed framework."""
+    every one of :func:`gemm_probes`. Takes a few seconds per installed framework."""
     from rosetta.runner import ceiling
 
     try:
@@ -145,7 +125,8 @@ def machine_peaks(threads: int | None = None, frameworks: tuple[str, ...] | None
     except OSError:
         cpuinfo = ""
     cores = threads or usable_cores()
-    gemm = {name: run_probe(GEMM_PROBES[name], cores) for name in frameworks or GEMM_PROBES}
+    probes = gemm_probes()
+    gemm = {name: run_probe(probes[name], cores) for name in frameworks or probes}
     conv = run_probe(CONV_PROBE.format(**CONV_SHAPE), cores)
     rates = {n: v["fp32"] for n, v in gemm.items() if isinstance(v.get("fp32"), int | float)}
     best = max(rates.values(), default=None)

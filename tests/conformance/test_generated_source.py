@@ -22,18 +22,6 @@ from tests.conformance.conftest import DTYPES, WORKLOADS, gate_batch, weights
 from tests.conformance.engine_process import keras_engine
 from tests.conformance.generated_run import GeneratedRun, gate_generated, run_file
 
-#: modules a generated file of each backend imports (besides NumPy)
-NEEDS = {
-    "numpy_ref": ("numpy",),
-    "torch": ("torch",),
-    "tensorflow": ("tensorflow", "keras"),
-    "jax": ("jax", "optax"),
-    "chainer": ("chainer",),
-    "paddle": ("paddle",),
-    "keras_jax": ("keras", "jax"),
-    "keras_torch": ("keras", "torch"),
-    "pytensor": ("pytensor",),
-}
 #: the quick suite: one case per framework, every workload among them, at float32 (float64 is the
 #: slow tier's: conftest.SLOW_PARAMS)
 QUICK = {
@@ -71,7 +59,7 @@ def _workload(name: str):
 
 
 def _skip_unless_installed(backend: str) -> None:
-    missing = [m for m in NEEDS[backend] if importlib.util.find_spec(m) is None]
+    missing = [m for m in codegen.imports(backend) if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"{backend}: {', '.join(missing)} not installed")
 

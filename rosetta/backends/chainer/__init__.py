@@ -10,6 +10,7 @@ Chainer's iterators; ``runtime.py`` NumPy's BLAS threads and the device (NumPy o
 """
 
 from rosetta.backends.base import BackendAPI
+from rosetta.backends.numpy_ref import GEMM_PROBE as NUMPY_GEMM_PROBE
 
 NAME = "chainer"
 DEVICES = ("cpu", "cuda")
@@ -27,3 +28,8 @@ UNSUPPORTED_PRECISIONS = {
 _api = BackendAPI(__name__, DEVICES)
 available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available
 configure, build, run_op = _api.configure, _api.build, _api.run_op
+
+# what the rest of Rosetta reads of this backend (rosetta.backends.constant)
+PAGE_NAME = "Chainer"  # its column on the report's Rosetta page
+COLOUR = "#CC79A7"  # its colour in the report's charts
+GEMM_PROBE = NUMPY_GEMM_PROBE  # Chainer's GEMM is NumPy's (CPU)

@@ -19,3 +19,20 @@ PRECISIONS = ("fp32", "bf16")  # bf16: compute casts in the jitted step (model.p
 _api = BackendAPI(__name__, DEVICES)
 available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available
 configure, build, run_op = _api.configure, _api.build, _api.run_op
+
+# what the rest of Rosetta reads of this backend (rosetta.backends.constant)
+PAGE_NAME = "JAX"  # its column on the report's Rosetta page
+COLOUR = "#009E73"  # its colour in the report's charts
+#: the peak probe: (framework, a script timing an NxN matmul, fp32 and bf16) -> run.json
+GEMM_PROBE = (
+    "jax",
+    """
+import jax, jax.numpy as jnp
+out = {}
+for name, dt in (("fp32", jnp.float32), ("bf16", jnp.bfloat16)):
+    a = jax.random.uniform(jax.random.PRNGKey(0), (N, N)).astype(dt); b = a.T
+    f = jax.jit(jnp.dot)
+    out[name] = flop / best(lambda: f(a, b).block_until_ready()) / 1e9
+print(json.dumps(out))
+""",
+)

@@ -21,3 +21,9 @@ KERAS_ENGINE = "torch"
 _api = BackendAPI(__name__, DEVICES)
 available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available
 configure, build, run_op = _api.configure, _api.build, _api.run_op
+
+# what the rest of Rosetta reads of this backend (rosetta.backends.constant)
+#: not a column of the Rosetta page: its source is the Keras column's (the same functional API)
+PAGE_NAME = None
+COLOUR = "#D55E00"  # its colour in the report's charts
+GEMM_PROBE = None  # no probe of its own: its framework's peak is another backend's

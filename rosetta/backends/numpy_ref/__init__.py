@@ -16,3 +16,17 @@ PRECISIONS = ("fp32",)
 _api = BackendAPI(__name__, DEVICES)
 available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available
 configure, build, run_op = _api.configure, _api.build, _api.run_op
+
+# what the rest of Rosetta reads of this backend (rosetta.backends.constant)
+PAGE_NAME = "NumPy (reference)"  # its column on the report's Rosetta page
+COLOUR = "#444444"  # its colour in the report's charts
+#: the peak probe: (framework, a script timing an NxN matmul, fp32 and bf16) -> run.json
+GEMM_PROBE = (
+    "numpy",
+    """
+import numpy as np
+a = np.random.default_rng(0).random((N, N), dtype=np.float32); b = a.T.copy()
+print(json.dumps({"fp32": flop / best(lambda: a @ b) / 1e9, "bf16": None,
+                  "bf16_why": "NumPy has no bfloat16 dtype"}))
+""",
+)

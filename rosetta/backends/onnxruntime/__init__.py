@@ -22,3 +22,9 @@ FORWARD_ONLY = "a serving engine: it runs the spec's exported ONNX forward graph
 _api = BackendAPI(__name__, DEVICES)
 available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available
 configure, build, run_op = _api.configure, _api.build, _api.run_op
+
+# what the rest of Rosetta reads of this backend (rosetta.backends.constant)
+#: not a column of the Rosetta page: it runs the exported ONNX graph (no file of its own)
+PAGE_NAME = None
+COLOUR = "#999999"  # its colour in the report's charts
+GEMM_PROBE = None  # no probe of its own: its framework's peak is another backend's

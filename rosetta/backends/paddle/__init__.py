@@ -27,3 +27,8 @@ UNSUPPORTED_PRECISIONS = {
 _api = BackendAPI(__name__, DEVICES)
 available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available
 configure, build, run_op = _api.configure, _api.build, _api.run_op
+
+# what the rest of Rosetta reads of this backend (rosetta.backends.constant)
+PAGE_NAME = "Paddle"  # its column on the report's Rosetta page
+COLOUR = "#F0E442"  # its colour in the report's charts
+GEMM_PROBE = None  # no probe of its own: its framework's peak is another backend's

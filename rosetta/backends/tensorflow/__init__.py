@@ -17,3 +17,21 @@ PRECISIONS = ("fp32", "bf16")  # bf16: Keras mixed_bfloat16 per layer (model.py)
 _api = BackendAPI(__name__, DEVICES)
 available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available
 configure, build, run_op = _api.configure, _api.build, _api.run_op
+
+# what the rest of Rosetta reads of this backend (rosetta.backends.constant)
+PAGE_NAME = "Keras"  # its column on the report's Rosetta page
+COLOUR = "#56B4E9"  # its colour in the report's charts
+#: the peak probe: (framework, a script timing an NxN matmul, fp32 and bf16) -> run.json
+GEMM_PROBE = (
+    "tensorflow",
+    """
+import os
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf
+out = {}
+for name, dt in (("fp32", tf.float32), ("bf16", tf.bfloat16)):
+    a = tf.cast(tf.random.uniform((N, N)), dt); b = tf.cast(tf.random.uniform((N, N)), dt)
+    out[name] = flop / best(lambda: tf.matmul(a, b).numpy()) / 1e9
+print(json.dumps(out))
+""",
+)

@@ -17,3 +17,19 @@ PRECISIONS = ("fp32", "bf16")  # bf16: torch.autocast (model.py), CPU and CUDA
 _api = BackendAPI(__name__, DEVICES)
 available, versions, cuda_available = _api.available, _api.versions, _api.cuda_available
 configure, build, run_op = _api.configure, _api.build, _api.run_op
+
+# what the rest of Rosetta reads of this backend (rosetta.backends.constant)
+PAGE_NAME = "PyTorch"  # its column on the report's Rosetta page
+COLOUR = "#E69F00"  # its colour in the report's charts
+#: the peak probe: (framework, a script timing an NxN matmul, fp32 and bf16) -> run.json
+GEMM_PROBE = (
+    "torch",
+    """
+import torch
+out = {}
+for name, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+    a = torch.rand(N, N, dtype=dt); b = torch.rand(N, N, dtype=dt)
+    out[name] = flop / best(lambda: torch.mm(a, b)) / 1e9
+print(json.dumps(out))
+""",
+)

@@ -6,11 +6,18 @@ the last dot), the shared variables being named by the spec's names."""
 
 from __future__ import annotations
 
-from rosetta.codegen import Rendered, common
+from typing import TYPE_CHECKING
+
+from rosetta.backends import filetext as common
 from rosetta.spec.workload import SGD, Adam, AdamW, Workload
+
+if TYPE_CHECKING:
+    from rosetta.codegen import Rendered
 
 FRAMEWORK = "PyTensor"
 NEEDS = "NumPy and PyTensor"
+#: the modules its generated file imports (beyond the standard library)
+MODULES = ("numpy", "pytensor")
 
 
 def _optimizer(workload: Workload) -> str:

@@ -4,11 +4,18 @@ added to ``sqrt(v_hat)``), the training step or the features step, and ``--check
 
 from __future__ import annotations
 
-from rosetta.codegen import Rendered, common
+from typing import TYPE_CHECKING
+
+from rosetta.backends import filetext as common
 from rosetta.spec.workload import SGD, Adam, AdamW, Workload
+
+if TYPE_CHECKING:
+    from rosetta.codegen import Rendered
 
 FRAMEWORK = "PyTorch"
 NEEDS = "NumPy and PyTorch"
+#: the modules its generated file imports (beyond the standard library)
+MODULES = ("numpy", "torch")
 
 
 def _optimizer(workload: Workload) -> str:
@@ -46,7 +53,9 @@ def decay_groups(model, roles, weight_decay):
         {"params": plain, "weight_decay": 0.0},
     ]
 '''
-    return groups + f'''
+    return (
+        groups
+        + f'''
 
 def make_optimizer(model):
     """{common.optimizer_comment(workload)}."""
@@ -62,6 +71,7 @@ def train_step(model, optimizer, x, y, training=True):
     optimizer.step()
     return loss
 '''
+    )
 
 
 def _check(workload: Workload, cls: str) -> str:

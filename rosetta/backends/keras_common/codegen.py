@@ -13,8 +13,13 @@ check keeps float64 as float64: Keras' type promotion narrows it to float32 on t
 
 from __future__ import annotations
 
-from rosetta.codegen import Rendered, common
+from typing import TYPE_CHECKING
+
+from rosetta.backends import filetext as common
 from rosetta.spec.workload import SGD, Adam, AdamW, Workload
+
+if TYPE_CHECKING:
+    from rosetta.codegen import Rendered
 
 ADAM = '''
 

@@ -8,11 +8,18 @@ bias correction (``lr_t = lr * sqrt(1 - beta2**t) / (1 - beta1**t)``, ``w -= lr_
 
 from __future__ import annotations
 
-from rosetta.codegen import Rendered, common
+from typing import TYPE_CHECKING
+
+from rosetta.backends import filetext as common
 from rosetta.spec.workload import SGD, Adam, AdamW, Workload
+
+if TYPE_CHECKING:
+    from rosetta.codegen import Rendered
 
 FRAMEWORK = "Chainer"
 NEEDS = "NumPy and Chainer"
+#: the modules its generated file imports (beyond the standard library)
+MODULES = ("numpy", "chainer")
 
 ADAM = '''
 

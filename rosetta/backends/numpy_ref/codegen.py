@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import rosetta.backends
-from rosetta.codegen import Rendered, common
+from rosetta.backends import filetext as common
 from rosetta.spec.workload import SGD, Adam, AdamW, Workload
+
+if TYPE_CHECKING:
+    from rosetta.codegen import Rendered
 
 FRAMEWORK = "NumPy"
 NEEDS = "NumPy"
+#: the modules its generated file imports (beyond the standard library)
+MODULES = ("numpy",)
 KERNELS = ("conv.py", "nn.py", "rnn.py", "seq.py")  # every top-level definition, verbatim
 OPTIM = ("_checked_grad", "_pairs", "SGD", "Adam", "AdamW")  # from optim.py
 

@@ -5,11 +5,18 @@ guide to custom training loops in JAX writes it."""
 
 from __future__ import annotations
 
-from rosetta.codegen import Rendered, keras_common
+from typing import TYPE_CHECKING
+
+from rosetta.backends.keras_common import codegen as keras_common
 from rosetta.spec.workload import Workload
+
+if TYPE_CHECKING:
+    from rosetta.codegen import Rendered
 
 FRAMEWORK = "Keras on JAX"
 IMPORTS = "import jax  # noqa: E402\n"
+#: the modules its generated file imports (beyond the standard library)
+MODULES = ("numpy", "keras", "jax")
 
 STEP = '''
 

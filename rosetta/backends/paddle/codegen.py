@@ -13,11 +13,18 @@ attribute, so a float64 model gets the decay written out before ``paddle.optimiz
 
 from __future__ import annotations
 
-from rosetta.codegen import Rendered, common
+from typing import TYPE_CHECKING
+
+from rosetta.backends import filetext as common
 from rosetta.spec.workload import SGD, Adam, AdamW, Workload
+
+if TYPE_CHECKING:
+    from rosetta.codegen import Rendered
 
 FRAMEWORK = "PaddlePaddle"
 NEEDS = "NumPy and PaddlePaddle"
+#: the modules its generated file imports (beyond the standard library)
+MODULES = ("numpy", "paddle")
 
 MOMENTUM = '''
 

@@ -5,11 +5,18 @@ trace``; Adam's epsilon added to ``sqrt(v_hat)``), a jitted training or features
 
 from __future__ import annotations
 
-from rosetta.codegen import Rendered, common
+from typing import TYPE_CHECKING
+
+from rosetta.backends import filetext as common
 from rosetta.spec.workload import SGD, Adam, AdamW, Workload
+
+if TYPE_CHECKING:
+    from rosetta.codegen import Rendered
 
 FRAMEWORK = "JAX (with optax)"
 NEEDS = "NumPy, JAX and optax"
+#: the modules its generated file imports (beyond the standard library)
+MODULES = ("numpy", "jax", "optax")
 
 
 def _optimizer(workload: Workload) -> str:

@@ -8,11 +8,18 @@ the file writes the spec's Adam out as a small class."""
 
 from __future__ import annotations
 
-from rosetta.codegen import Rendered, common
+from typing import TYPE_CHECKING
+
+from rosetta.backends import filetext as common
 from rosetta.spec.workload import SGD, Adam, AdamW, Workload
+
+if TYPE_CHECKING:
+    from rosetta.codegen import Rendered
 
 FRAMEWORK = "Keras (TensorFlow)"
 NEEDS = "NumPy and TensorFlow/Keras"
+#: the modules its generated file imports (beyond the standard library)
+MODULES = ("numpy", "tensorflow", "keras")
 
 ADAM = '''
 

@@ -5,11 +5,18 @@ the forward pass, ``loss.backward()`` on the variables' torch parameters, and
 
 from __future__ import annotations
 
-from rosetta.codegen import Rendered, keras_common
+from typing import TYPE_CHECKING
+
+from rosetta.backends.keras_common import codegen as keras_common
 from rosetta.spec.workload import Workload
+
+if TYPE_CHECKING:
+    from rosetta.codegen import Rendered
 
 FRAMEWORK = "Keras on PyTorch"
 IMPORTS = "import torch  # noqa: E402\n"
+#: the modules its generated file imports (beyond the standard library)
+MODULES = ("numpy", "keras", "torch")
 
 STEP = '''
 
