@@ -1,8 +1,10 @@
 """Backend ``paddle``: the spec lowered to ``paddle.nn`` (PaddlePaddle 3, dynamic graph), trained
 with ``paddle.optimizer``, fed by ``paddle.io.DataLoader``.
 
-``lowering.py`` is the Rosetta of Paddle (op -> ``nn`` layer), ``weights.py`` every weight
-conversion, ``loader.py`` the ``DataLoader``, ``optim.py`` the spec's optimisers (Paddle's own
+``ops/`` is the Rosetta of Paddle: one module per op (its ``nn`` layer, its source text and its
+weight conversions side by side); ``lowering.py`` the layers they share and how they compose,
+``source.py`` the op table found from ``ops/``, ``weights.py`` loading and reading the bound
+weights, ``loader.py`` the ``DataLoader``, ``optim.py`` the spec's optimisers (Paddle's own
 ``Adam`` and ``AdamW``; ``Momentum`` in float32, the spec's rule written in Paddle ops in
 float64), ``runtime.py`` the process settings (threads), ``model.py`` the ``Model`` with its two
 faces and the ``paddle.jit.to_static`` switch. Paddle is imported only when this backend is used.

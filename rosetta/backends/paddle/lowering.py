@@ -1,17 +1,19 @@
-"""The Rosetta of Paddle: every op of the spec as Paddle's own building block.
+"""Paddle's side of the table: the ``nn`` layers the op modules build, and how they compose.
 
-``TABLE`` is the backend's :class:`~rosetta.backends.driver.LoweringTable`: one small function
-per op, ``entry(op, site, ctx) -> paddle.nn.Layer``; a sequence is an ``nn.Sequential`` and a
-residual block a :class:`Residual` (``print(net)`` is the architecture). The driver walks the
-graph; ``ctx`` (a :class:`Build`) collects which layer owns the parameters of which op, for
-``weights.py``. Layers are made in the build's dtype (:func:`default_dtype` around the walk:
-Paddle creates parameters in its default dtype).
+Each op of the spec is one module of ``ops/`` (its ``build``, ``render`` and ``weights`` side by
+side). This file holds what several of them share: the build context :class:`Build` (which layer
+owns the parameters of which op, for ``weights.py``), :func:`default_dtype` around the walk
+(Paddle creates parameters in its default dtype, so layers are made in the build's dtype), the
+layers Paddle lacks (:class:`LastStepGRU`; :class:`GatedDropout`, whose rate is a tensor the step
+reads, so that the gate can switch it off inside the very program that is timed
+(``Model.set_dropout``), also under ``paddle.jit.to_static``; :class:`LayerNorm`,
+:class:`PositionEmbedding`, :class:`SelfAttention`, :class:`MaskedMean`; the masked sequences),
+and how layers compose: a sequence is an ``nn.Sequential``, a residual block a :class:`Residual`
+(``print(net)`` is the architecture). ``TABLE`` is the native face of ``source.OPS``.
 
-Nothing here converts weights: every layout and gate-order conversion lives in ``weights.py``.
-Activations are NCHW (Paddle's default ``data_format``), so ``Flatten`` is channel-major (the
-spec's ``CHW``) and ``fc1`` needs no row permutation. Dropout is :class:`GatedDropout`, whose
-rate is a tensor the step reads, so that the gate can switch it off inside the very program that
-is timed (``Model.set_dropout``), also under ``paddle.jit.to_static``.
+Nothing here converts weights: each op module's ``weights`` holds its layout and gate-order
+conversions. Activations are NCHW (Paddle's default ``data_format``), so ``Flatten`` is
+channel-major (the spec's ``CHW``) and ``fc1`` needs no row permutation.
 """
 
 from __future__ import annotations
@@ -23,11 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rosetta.backends.driver import LoweringTable, Site, lower_op, unsupported
+from rosetta.backends.driver import LoweringTable, Site, lower_op
 from rosetta.backends.paddle.compat import paddle
-from rosetta.backends.paddle.source import OPS, bn_momentum, padding_arg
+from rosetta.backends.paddle.source import OPS
 from rosetta.runtime import Runtime
-from rosetta.spec import ops
 
 NAME = "paddle"
 nn, F = paddle.nn, paddle.nn.functional
@@ -239,99 +240,6 @@ class MaskedMean(nn.Layer):
         w = valid.astype(x.dtype)  # (N, T)
         total = (x * w.unsqueeze(-1)).sum(axis=1)  # (N, E)
         return total / w.sum(axis=1, keepdim=True).clip(min=1)
-
-
-def conv2d(op: ops.Conv2D, site: Site, ctx: Build) -> nn.Layer:
-    conv = nn.Conv2D(
-        site.in_shape[0],
-        op.out_channels,
-        op.kernel,
-        stride=op.stride,
-        padding=padding_arg(op.padding),  # [top, bottom, left, right] where asymmetric
-        bias_attr=None if op.bias else False,
-    )
-    ctx.own(op, conv)
-    return conv
-
-
-def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: Build) -> nn.Layer:
-    # padded cells are outside the window for Paddle's max pooling: never selected, as the spec
-    return nn.MaxPool2D(op.kernel, op.stride, padding=padding_arg(op.padding))
-
-
-def relu(op: ops.ReLU, site: Site, ctx: Build) -> nn.Layer:
-    return nn.ReLU()
-
-
-def dropout(op: ops.Dropout, site: Site, ctx: Build) -> nn.Layer:
-    return GatedDropout(op.rate)
-
-
-def flatten(op: ops.Flatten, site: Site, ctx: Build) -> nn.Layer:
-    if op.order != "CHW":
-        raise unsupported(NAME, op)
-    return nn.Flatten(start_axis=1)  # (N, C, H, W) -> (N, C*H*W), channel-major
-
-
-def dense(op: ops.Dense, site: Site, ctx: Build) -> nn.Layer:
-    layer = nn.Linear(site.in_shape[-1], op.units, bias_attr=None if op.bias else False)
-    ctx.own(op, layer)
-    return layer
-
-
-def batchnorm(op: ops.BatchNorm, site: Site, ctx: Build) -> nn.Layer:
-    cls = nn.BatchNorm2D if len(site.in_shape) == 3 else nn.BatchNorm1D
-    layer = cls(site.in_shape[0], momentum=bn_momentum(op.momentum), epsilon=op.eps)
-    ctx.own(op, layer)  # kept in eval() (model.py): the spec's inference-mode statistics
-    return layer
-
-
-def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Build) -> nn.Layer:
-    # (N, C, H, W) -> (N, C)
-    return nn.Sequential(nn.AdaptiveAvgPool2D(1), nn.Flatten(start_axis=1))
-
-
-def embedding(op: ops.Embedding, site: Site, ctx: Build) -> nn.Layer:
-    layer = nn.Embedding(op.vocab, op.dim)  # (N, T) -> (N, T, E); id 0 is an ordinary row
-    ctx.own(op, layer)
-    return layer
-
-
-def gru(op: ops.GRU, site: Site, ctx: Build) -> nn.Layer:
-    # the spec admits only z,r,h + reset_after, zero state, last output: exactly nn.GRU's
-    # function (r_t applied to W_hc h + b_hc, h = z h_prev + (1 - z) c); its r,z,c order is a
-    # weight layout, converted in weights.py
-    if not op.reset_after or op.initial_state != "zeros" or op.output != "last":
-        raise unsupported(NAME, op)
-    layer = LastStepGRU(site.in_shape[1], op.units)
-    ctx.own(op, layer.gru)
-    return layer
-
-
-def layer_norm(op: ops.LayerNorm, site: Site, ctx: Build) -> nn.Layer:
-    layer = LayerNorm(site.in_shape[-1], op.eps)  # biased variance, eps in the root
-    ctx.own(op, layer)
-    return layer
-
-
-def gelu(op: ops.GELU, site: Site, ctx: Build) -> nn.Layer:
-    return nn.GELU(approximate=False)  # exact erf
-
-
-def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: Build) -> nn.Layer:
-    layer = PositionEmbedding(op.max_len, site.in_shape[1])
-    ctx.own(op, layer)
-    return layer
-
-
-def attention(op: ops.Attention, site: Site, ctx: Build) -> nn.Layer:
-    layer = SelfAttention(site.in_shape[1], op.heads)
-    ctx.own(op, layer)
-    return layer
-
-
-def masked_mean(op: ops.MaskedMean, site: Site, ctx: Build) -> nn.Layer:
-    return MaskedMean()
 
 
 def _masked(layers: list[nn.Layer]) -> bool:
