@@ -45,7 +45,7 @@ def test_a_module_per_op_is_the_table_and_the_rest_are_gaps(tmp_path, monkeypatc
     gaps = table.gaps()
     assert "relu" not in gaps and "gru" not in gaps and "residual" not in gaps
     assert set(gaps) == set(ops.OPS) - {"relu", "gelu", "gru", "residual"}
-    with pytest.raises(BackendError, match="backend 'toy' cannot lower op Dense; it has: gelu"):
+    with pytest.raises(BackendError, match="backend 'toy' cannot lower op dense; it has: gelu"):
         table.rendering().entry(ops.Dense("fc", 2, True, {}))
 
 

@@ -102,33 +102,21 @@ def names() -> list[str]:
     return list(_registry())
 
 
-_SOURCES: dict[str, ModuleType] = {}
-
-
 def source_module(name: str) -> ModuleType:
-    """Backend ``name``'s ``source.py`` (its one op table, ``OPS``, found from its op modules,
-    and the table's text face), loaded from its file alone, without running the backend
-    package's ``__init__``: it is text, as its op modules are at import, so reading it never
-    imports a framework."""
-    if name not in _SOURCES:
-        from pathlib import Path
-
-        path = Path(__file__).parent / info(name).module_name.rsplit(".", 1)[-1] / "source.py"
-        spec = importlib.util.spec_from_file_location(f"rosetta_source_{name}", path)
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        _SOURCES[name] = module
-    return _SOURCES[name]
+    """Backend ``name``'s ``source.py``: its one op table, ``OPS``, found from its op modules,
+    and the table's text face. Backend packages and op modules import no framework at import,
+    so reading it never imports one."""
+    return importlib.import_module(f"{info(name).module_name}.source")
 
 
 def missing_ops(name: str, workload) -> tuple[str, ...]:
     """The ops of ``workload`` (a ``Workload``) that backend ``name`` does not lower (it has no
     op module for them), once each in graph order: an op the backend declares ``UNSUPPORTED``,
     or a user's spec using an op a backend lacks. Empty when it lowers them all; a backend kept
-    outside the package (no ``source.py`` here) is not judged."""
+    outside the package as one module (no folder with a ``source.py``) is not judged."""
     from rosetta.spec.graph import walk
 
-    if info(name).module:
+    if not has_op_table(name):
         return ()
     entries = source_module(name).OPS.entries
     missing: dict[str, None] = {}
@@ -136,6 +124,17 @@ def missing_ops(name: str, workload) -> tuple[str, ...]:
         if type(op) not in entries:
             missing[op.OP] = None
     return tuple(missing)
+
+
+def has_op_table(name: str) -> bool:
+    """Whether backend ``name`` is a folder with an op table (``source.py``): every built-in one,
+    and a user's backend written as one (a one-module test backend is not)."""
+    try:
+        found = importlib.util.find_spec(info(name).module_name)
+    except ImportError:
+        return False
+    locations = list(found.submodule_search_locations or []) if found else []
+    return bool(locations) and os.path.isfile(os.path.join(locations[0], "source.py"))
 
 
 def lowering_unsupported(name: str, workload) -> str:
@@ -148,7 +147,7 @@ def lowering_unsupported(name: str, workload) -> str:
     parts = [f"{op} ({declared[op]})" if op in declared else op for op in missing]
     return (
         f"backend {name!r} does not lower {', '.join(parts)} (ops of workload "
-        f"{workload.name!r}); its ops are rosetta/backends/{name}/ops/"
+        f"{workload.name!r}); its ops are {info(name).module_name.replace('.', '/')}/ops/"
     )
 
 

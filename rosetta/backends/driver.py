@@ -64,12 +64,15 @@ class LoweringTable(Generic[L]):
     entries: Mapping[type, Callable[[Any, Site, Any], L]]
     sequence: Callable[[list[L], Site, Any], L]  # layers in order -> one layer
     residual: Callable[[L, L, Site, Any], L]  # body, shortcut -> body(x) + shortcut(x)
+    #: op name -> why the backend does not lower it (its ``UNSUPPORTED``), for the error
+    declared: Mapping[str, str] = field(default_factory=dict)
 
     def entry(self, op: object) -> Callable[[Any, Site, Any], L]:
-        """The entry for ``op``, or the contract's error naming the backend and the op."""
+        """The entry for ``op``, or the contract's error naming the backend, the op and, where
+        the backend declares it unsupported, why."""
         fn = self.entries.get(type(op))
         if fn is None:
-            raise unsupported(self.backend, op, self.entries)
+            raise unsupported(self.backend, op, self.entries, self.declared)
         return fn
 
 
@@ -116,6 +119,7 @@ class OpTable:
             {op: m.render for op, m in self.entries.items()},
             self.sequence.render,
             self.residual.render,
+            self.unsupported,
         )
 
     def lowering(self, namespace: Mapping[str, Any]) -> LoweringTable:
@@ -133,7 +137,9 @@ class OpTable:
             return fn
 
         entries = {op: m.build for op, m in self.entries.items()}
-        return LoweringTable(self.backend, entries, build(self.sequence), build(self.residual))
+        return LoweringTable(
+            self.backend, entries, build(self.sequence), build(self.residual), self.unsupported
+        )
 
     def module(self, op: object) -> ModuleType:
         """The op module of ``op`` (its weight mapping is read from there), or the contract's
@@ -201,13 +207,20 @@ def discover(
     return OpTable(backend, entries, sequence, residual, merged, declared)
 
 
-def unsupported(backend: str, op: object, known: Mapping[type, Any] | None = None) -> BackendError:
-    """The error for an op a backend cannot lower (names the backend, the op and, given the
-    table's entries, the ops it has)."""
+def unsupported(
+    backend: str,
+    op: object,
+    known: Mapping[type, Any] | None = None,
+    declared: Mapping[str, str] | None = None,
+) -> BackendError:
+    """The error for an op a backend cannot lower: names the backend, the op, why (where the
+    backend declares it unsupported) and, given the table's entries, the ops it has."""
+    name = getattr(op, "OP", type(op).__name__)
+    why = f" ({declared[name]})" if declared and name in declared else ""
     has = ""
     if known:
         has = "; it has: " + ", ".join(sorted(getattr(t, "OP", t.__name__) for t in known))
-    return BackendError(f"backend {backend!r} cannot lower op {type(op).__name__}{has}")
+    return BackendError(f"backend {backend!r} cannot lower op {name}{why}{has}")
 
 
 def check_lowerable(table: LoweringTable, nodes: Sequence[object]) -> None:

@@ -56,6 +56,7 @@ class Table:
 
     workload: str
     description: str
+    frameworks: tuple[str, ...]  # its columns: the page's frameworks that lower the workload
     rows: tuple[Row, ...]
     omitted: int  # ops of repeated blocks left out
 
@@ -80,9 +81,11 @@ def _shown_groups(sources) -> dict[str, bool]:
 
 
 def workload_table(name: str) -> Table:
-    """The rows of workload ``name``: every framework's rendering, op by op."""
+    """The rows of workload ``name``: the rendering of every framework that lowers it, op by op
+    (a framework with a declared gap, ``UNSUPPORTED``, has no column for that workload only)."""
     w = get_workload(name)
-    per_backend = [codegen.rendered(w, b).ops for b in frameworks()]
+    columns = {b: page for b, page in frameworks().items() if lowers(b, name)}
+    per_backend = [codegen.rendered(w, b).ops for b in columns]
     shown = _shown_groups(per_backend[0])
     rows, omitted = [], 0
     for sources in zip(*per_backend, strict=True):
@@ -92,22 +95,20 @@ def workload_table(name: str) -> Table:
             continue
         said = tuple(Said(tuple(s.snippet.lines()), s.snippet.notes) for s in sources)
         rows.append(Row(first.path, spec_line(first.op), said))
-    return Table(w.name, w.description, tuple(rows), omitted)
+    return Table(w.name, w.description, tuple(columns.values()), tuple(rows), omitted)
 
 
-def every_framework_lowers(name: str) -> bool:
-    """Whether every framework of the page has an entry for every op of workload ``name`` (a
-    workload some framework has not lowered yet, issue 29's transformer, waits off the page)."""
+def lowers(backend: str, name: str) -> bool:
+    """Whether ``backend``'s table has an entry for every op of workload ``name``."""
     w = get_workload(name)
     ops_used = {type(op) for op, _, _ in walk(w.graph, w.input.shape)}
-    return all(ops_used <= set(codegen.op_table(b).entries) for b in frameworks())
+    return ops_used <= set(codegen.op_table(backend).entries)
 
 
 def context() -> dict:
     """Everything the page shows."""
     return {
-        "frameworks": list(frameworks().values()),
-        "tables": [workload_table(n) for n in workload_names() if every_framework_lowers(n)],
+        "tables": [workload_table(n) for n in workload_names() if lowers("numpy_ref", n)],
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
 
