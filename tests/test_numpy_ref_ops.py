@@ -124,6 +124,17 @@ def relu_case(rng, dtype) -> Case:
     )
 
 
+def sigmoid_case(rng, dtype) -> Case:
+    x = rng.standard_normal((3, 4, 5)) * 4  # both tails: |x| up to ~16, where exp(x) alone
+    x[0, 0, :2] = (-800.0, 800.0)  # would overflow float64 (and float32 long before)
+    return Case(
+        nn.sigmoid_forward,
+        lambda dy, c: {"x": nn.sigmoid_backward(dy, c)},
+        {"x": x.astype(dtype)},
+        ("x",),
+    )
+
+
 def dropout_case(rng, dtype) -> Case:
     mask = nn.dropout_mask((4, 6), 0.4, np.random.default_rng(7))
 
@@ -259,6 +270,7 @@ CASES: dict[str, Callable[[np.random.Generator, Any], Case]] = {
     ),
     "global_avgpool": gap_case,
     "relu": relu_case,
+    "sigmoid": sigmoid_case,
     "dropout": dropout_case,
     "flatten": flatten_case,
     "dense_bias": lambda rng, dt: dense_case(rng, dt, True),
@@ -686,3 +698,14 @@ def test_gru_float32_large_inputs_do_not_overflow() -> None:
     s = rnn.sigmoid(np.array([-1e30, -100, 0, 100, 1e30], dtype=np.float32))
     assert s.dtype == np.float32
     np.testing.assert_allclose(s, [0, 3.7e-44, 0.5, 1, 1], atol=1e-40)
+
+
+def test_sigmoid_is_exact_and_finite_at_both_tails() -> None:
+    x = np.array([-1000.0, -30.0, -1.0, 0.0, 1.0, 30.0, 1000.0])
+    with np.errstate(over="raise", invalid="raise", divide="raise"):  # exp(-x) alone overflows
+        y, cache = nn.sigmoid_forward(x)
+        dx = nn.sigmoid_backward(np.ones_like(x), cache)
+    moderate = np.abs(x) <= 30
+    np.testing.assert_allclose(y[moderate], 1 / (1 + np.exp(-x[moderate])), rtol=1e-15)
+    assert y[0] == 0.0 and y[-1] == 1.0 and y[3] == 0.5
+    np.testing.assert_allclose(dx[3], 0.25, rtol=1e-15)

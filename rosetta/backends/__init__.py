@@ -147,7 +147,7 @@ def lowering_unsupported(name: str, workload) -> str:
     parts = [f"{op} ({declared[op]})" if op in declared else op for op in missing]
     return (
         f"backend {name!r} does not lower {', '.join(parts)} (ops of workload "
-        f"{workload.name!r}); its ops are {info(name).module_name.replace('.', '/')}/ops/"
+        f"{workload.name!r}); its ops are {source_module(name).OPS.package.replace('.', '/')}/"
     )
 
 

@@ -111,6 +111,7 @@ class OpTable:
     helpers: Mapping[str, str] = field(default_factory=dict)
     #: op name -> why this backend does not lower it (``ops/__init__.py`` ``UNSUPPORTED``)
     unsupported: Mapping[str, str] = field(default_factory=dict)
+    package: str = ""  # where its op modules are, e.g. "rosetta.backends.torch.ops"
 
     def rendering(self) -> LoweringTable:
         """The source face (text only): what ``rosetta code`` walks."""
@@ -204,7 +205,7 @@ def discover(
     unknown = sorted(set(declared) - set(ops.OPS))
     if unknown:
         raise BackendError(f"{where}: UNSUPPORTED names no op of the spec: {', '.join(unknown)}")
-    return OpTable(backend, entries, sequence, residual, merged, declared)
+    return OpTable(backend, entries, sequence, residual, merged, declared, package)
 
 
 def unsupported(

@@ -206,6 +206,28 @@ class ReLU:
 
 
 @register(
+    "sigmoid",
+    probes=(
+        Probe("elementwise on an image"),
+        Probe("on a sequence (T, E)", {}, "sequence", "sequence"),
+    ),
+)  # fmt: skip
+@dataclass(frozen=True)
+class Sigmoid:
+    """The logistic function ``1 / (1 + exp(-x))``, elementwise (a gate of the decoder's MLPs and
+    of GRU-like cells; exact, never the piecewise-linear "hard" form)."""
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        return in_shape
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shape: Shape) -> int:
+        return 4 * _numel(in_shape)  # negate, exp (counted as one), add, divide
+
+
+@register(
     "dropout",
     probes=(Probe("rate 0.5, off in the gate", {"rate": 0.5}),),
 )  # fmt: skip

@@ -38,11 +38,11 @@ def _table(name: str):
 )
 def test_every_op_is_lowered_or_declared(name):
     """Framework-free: read from the backend's op modules and its ``UNSUPPORTED`` alone."""
-    gaps = _table(name).gaps()
+    table = _table(name)
+    gaps, folder = table.gaps(), table.package.replace(".", "/")
     assert not gaps, (
         f"backend {name!r} neither lowers nor declares unsupported: {', '.join(gaps)} (write "
-        f"rosetta/backends/{name}/ops/<op>.py, or list the op in its ops/__init__.py "
-        "UNSUPPORTED with the reason)"
+        f"{folder}/<op>.py, or list the op in {folder}/__init__.py UNSUPPORTED with the reason)"
     )
 
 

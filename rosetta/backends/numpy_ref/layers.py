@@ -44,6 +44,8 @@ from rosetta.backends.numpy_ref.nn import (
     flatten_forward,
     relu_backward,
     relu_forward,
+    sigmoid_backward,
+    sigmoid_forward,
 )
 from rosetta.backends.numpy_ref.rnn import gru_backward, gru_forward
 from rosetta.backends.numpy_ref.seq import (
@@ -122,6 +124,16 @@ def relu() -> Layer:
         return y, lambda dy: relu_backward(dy, cache)
 
     return relu_layer
+
+
+def sigmoid() -> Layer:
+    """1 / (1 + exp(-x))."""
+
+    def sigmoid_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = sigmoid_forward(x)
+        return y, lambda dy: sigmoid_backward(dy, cache)
+
+    return sigmoid_layer
 
 
 def dropout(rate: float) -> Layer:

@@ -17,6 +17,8 @@ import numpy as np
 __all__ = [
     "relu_forward",
     "relu_backward",
+    "sigmoid_forward",
+    "sigmoid_backward",
     "dropout_mask",
     "dropout_forward",
     "dropout_backward",
@@ -47,6 +49,22 @@ def relu_forward(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def relu_backward(dy: np.ndarray, cache: np.ndarray) -> np.ndarray:
     """``dx = dy * (x > 0)``: the gradient at ``x == 0`` is taken as 0 (as in all frameworks)."""
     return np.where(cache, dy, 0)  # dtype of dy kept (Python 0 is a weak scalar)
+
+
+# --------------------------------------------------------------------------- sigmoid
+
+
+def sigmoid_forward(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``y = 1 / (1 + exp(-x))`` elementwise, any shape, without overflow: ``exp(-|x|)`` never
+    exceeds 1 (``exp(x) / (1 + exp(x))`` where x < 0). The cache is ``y``."""
+    z = np.exp(-np.abs(x))  # in (0, 1]
+    y = np.where(x >= 0, 1 / (1 + z), z / (1 + z))  # a Python 1 does not promote: dtype kept
+    return y, y
+
+
+def sigmoid_backward(dy: np.ndarray, cache: np.ndarray) -> np.ndarray:
+    """``dx = dy * y * (1 - y)``."""
+    return dy * cache * (1 - cache)
 
 
 # --------------------------------------------------------------------------- dropout

@@ -1,0 +1,20 @@
+"""sigmoid in NumPy: the reference layer ``layers.sigmoid`` (forward and backward side
+by side) and the same layer as a line of the generated plain-NumPy file. No layout changes.
+"""
+
+from __future__ import annotations
+
+from rosetta.backends.driver import Site
+from rosetta.backends.numpy_ref import layers
+from rosetta.backends.numpy_ref.layers import Layer
+from rosetta.backends.numpy_ref.ops import layer_line
+from rosetta.backends.snippet import RenderCtx, Snippet
+from rosetta.spec import ops
+
+
+def build(op: ops.Sigmoid, site: Site, ctx: None) -> Layer:
+    return layers.sigmoid()
+
+
+def render(op: ops.Sigmoid, site: Site, ctx: RenderCtx) -> Snippet:
+    return layer_line("sigmoid()", site)
