@@ -1,10 +1,14 @@
 """Backend ``chainer``: the spec lowered to a ``chainer.Sequential`` (Chainer 7.8 on NumPy 2).
 
-``lowering.py`` is the Rosetta of Chainer (op -> ``L.Convolution2D``, ``F.max_pooling_2d``,
-``L.Linear``, ``L.BatchNormalization``, ``L.EmbedID``, ``L.NStepGRU``, ...); ``weights.py`` the
-canonical <-> Chainer layouts; ``optim.py`` ``MomentumSGD`` and ``SpecAdam``; ``loader.py``
-Chainer's iterators; ``runtime.py`` NumPy's BLAS threads and the device (NumPy or CuPy);
-``compat.py`` the NumPy-2 compatibility layer every other module imports Chainer through;
+Each op of the spec is one module of ``ops/``, the Rosetta of Chainer op by op (conv2d ->
+``L.Convolution2D``, maxpool2d -> ``F.max_pooling_2d``, dense -> ``L.Linear``, batchnorm ->
+``L.BatchNormalization``, embedding -> ``L.EmbedID``, gru -> ``L.NStepGRU``, ...): its ``build``,
+its ``render`` (the same as source text) and its canonical <-> Chainer weight conversion side by
+side. ``source.py`` finds them (``OPS``) and composes their text; ``lowering.py`` holds the
+build context, the links they share and how layers compose; ``weights.py`` loads and reads
+parameters through the op modules' conversions; ``optim.py`` ``MomentumSGD`` and ``SpecAdam``;
+``loader.py`` Chainer's iterators; ``runtime.py`` NumPy's BLAS threads and the device (NumPy or
+CuPy); ``compat.py`` the NumPy-2 compatibility layer every other module imports Chainer through;
 ``model.py`` the ``Model``. Nothing imports Chainer until ``available()``, ``build()`` or
 ``run_op()`` is called.
 """

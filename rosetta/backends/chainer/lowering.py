@@ -1,16 +1,20 @@
-"""The Rosetta of Chainer: every op of the spec as Chainer's own link or function.
+"""Chainer's side of the table: the links the op modules build, and how they compose.
 
-``TABLE`` is Chainer's lowering (``rosetta.backends.driver``): one entry per op,
-``entry(op, site, ctx) -> layer``, where a layer is a ``chainer.Link`` (ops with parameters) or a
-plain callable over ``chainer.Variable``s (parameter-free ops); a sequence is a
-``chainer.Sequential`` and a residual block a small ``Chain`` adding its two branches. Every
-parameter-owning op is also recorded in ``ctx.owners`` as ``(op, link)``, which is how
-``weights.py`` finds the arrays of a canonical name.
+Each op of the spec is one module of ``ops/`` (its ``build``, ``render`` and weight conversion
+side by side); its ``build(op, site, ctx)`` returns a ``chainer.Link`` (ops with parameters) or a
+plain callable over ``chainer.Variable``s (parameter-free ops). This file holds what they share:
+the build context :class:`Ctx` (every parameter-owning op is recorded in ``ctx.owners`` as
+``(op, link)``, which is how ``weights.py`` finds the arrays of a canonical name), the links and
+functions Chainer lacks (:class:`Padded`, :class:`Dropout`, :class:`InferenceBatchNorm`,
+:class:`GRULast`, :class:`LayerNorm`, :class:`SelfAttention`, the masked sequences...), and how
+layers compose: a sequence is a ``chainer.Sequential`` and a residual block a small ``Chain``
+adding its two branches. ``TABLE`` is the native face of ``source.OPS``.
 
 Layout is NCHW throughout (Chainer's only layout, and cuDNN's native one), so the canonical
 ``(C, H, W)`` shapes and OIHW kernels pass through unchanged; the one layout change, dense
-kernels IO -> Chainer's OI, and the GRU's gate order live in ``weights.py``. Token sequences are
-time-major ``(T, N)`` (the loader transposes them), what ``F.n_step_gru`` consumes.
+kernels IO -> Chainer's OI, and the GRU's gate order are the op modules' weight conversions
+(``ops/dense.py``, ``ops/gru.py``). Token sequences are time-major ``(T, N)`` (the loader
+transposes them), what ``F.n_step_gru`` consumes.
 
 Padding: Chainer pads symmetrically (``pad=(ph, pw)``); an asymmetric ``(top, bottom, left,
 right)`` is first padded explicitly with ``F.pad`` (zeros for a convolution, ``-inf`` for max
@@ -24,7 +28,6 @@ of ones), so the gate runs the very step that is timed.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -33,15 +36,12 @@ import numpy as np
 from rosetta.backends.chainer import compat
 from rosetta.backends.chainer import runtime as rt
 from rosetta.backends.chainer.source import OPS
-from rosetta.backends.driver import LoweringTable, Site, lower_op, unsupported
+from rosetta.backends.driver import LoweringTable, Site, lower_op
 from rosetta.runtime import Runtime
-from rosetta.spec import ops
 
 chainer = compat.load()
 F = chainer.functions
 L = chainer.links
-
-NAME = "chainer"
 
 
 @dataclass
@@ -67,7 +67,7 @@ class Ctx:
         return link
 
 
-# --------------------------------------------------------------------------- layers
+# ----------------------------------------------------------- the layers and functions ops build
 
 
 class Padded(chainer.Chain):
@@ -313,108 +313,6 @@ def _flatten_chw(x):
 
 def _spatial_mean(x):
     return F.mean(x, axis=(2, 3))  # (N, C, H, W) -> (N, C)
-
-
-def _symmetric(padding: tuple[int, int, int, int]) -> tuple[int, int] | None:
-    """``(top, bottom, left, right)`` as Chainer's ``(ph, pw)`` when symmetric, else None."""
-    top, bottom, left, right = padding
-    return (top, left) if top == bottom and left == right else None
-
-
-# --------------------------------------------------------------------------- the table
-
-
-def conv2d(op: ops.Conv2D, site: Site, ctx: Ctx):
-    pad = _symmetric(op.padding)
-    conv = L.Convolution2D(
-        site.in_shape[0],
-        op.out_channels,
-        ksize=op.kernel,
-        stride=op.stride,
-        pad=pad or 0,
-        nobias=not op.bias,
-    )
-    ctx.own(op, conv)
-    return conv if pad is not None else Padded(op.padding, 0.0, conv)
-
-
-def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: Ctx):
-    pad = _symmetric(op.padding)
-    # cover_all=False: output (H + 2p - k) // s + 1, the spec's floor; Chainer's default
-    # (True) rounds up and adds a row/column of partial windows (17x17 instead of 16x16 after
-    # ResNet's stem at 64x64)
-    pool = functools.partial(
-        F.max_pooling_2d, ksize=op.kernel, stride=op.stride, pad=pad or 0, cover_all=False
-    )
-    return pool if pad is not None else Padded(op.padding, -np.inf, pool)
-
-
-def relu(op: ops.ReLU, site: Site, ctx: Ctx):
-    return F.relu
-
-
-def dropout(op: ops.Dropout, site: Site, ctx: Ctx):
-    return Dropout(op.rate, ctx.dropout)
-
-
-def flatten(op: ops.Flatten, site: Site, ctx: Ctx):
-    if op.order != "CHW":
-        raise unsupported(NAME, op)
-    return _flatten_chw  # NCHW reshape: already the spec's channel-major order
-
-
-def dense(op: ops.Dense, site: Site, ctx: Ctx):
-    cls = SeqLinear if len(site.in_shape) == 2 else L.Linear  # (T, I): every position
-    return ctx.own(op, cls(site.in_shape[-1], op.units, nobias=not op.bias))
-
-
-def layer_norm(op: ops.LayerNorm, site: Site, ctx: Ctx):
-    return ctx.own(op, LayerNorm(site.in_shape[-1], op.eps))
-
-
-def gelu(op: ops.GELU, site: Site, ctx: Ctx):
-    return _gelu
-
-
-def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: Ctx):
-    return ctx.own(op, PositionEmbedding(op.max_len, site.in_shape[1]))
-
-
-def attention(op: ops.Attention, site: Site, ctx: Ctx):
-    return ctx.own(op, SelfAttention(site.in_shape[1], op.heads))
-
-
-def masked_mean(op: ops.MaskedMean, site: Site, ctx: Ctx):
-    return MaskedMean()
-
-
-def batchnorm(op: ops.BatchNorm, site: Site, ctx: Ctx):
-    # decay is Chainer's running-average weight of the old value: 1 - PyTorch's momentum
-    bn = InferenceBatchNorm(
-        site.in_shape[0], decay=1.0 - op.momentum, eps=op.eps, dtype=np.dtype(ctx.dtype)
-    )
-    return ctx.own(op, bn)
-
-
-def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Ctx):
-    return _spatial_mean
-
-
-def embedding(op: ops.Embedding, site: Site, ctx: Ctx):
-    # ids (T, N) int32 -> (T, N, E): time-major, see GRULast
-    return ctx.own(op, L.EmbedID(op.vocab, op.dim))
-
-
-def gru(op: ops.GRU, site: Site, ctx: Ctx):
-    ok = (
-        tuple(op.gate_order) == ("z", "r", "h")
-        and op.reset_after
-        and op.initial_state == "zeros"
-        and op.output == "last"
-    )
-    if not ok:
-        raise unsupported(NAME, op)
-    return ctx.own(op, GRULast(site.in_shape[1], op.units))
 
 
 def sequence(layers: list, site: Site, ctx: Ctx) -> chainer.Sequential:

@@ -115,14 +115,13 @@ def make_optimizer(workload: Workload):
 def set_decay(optimizer, workload: Workload, owners) -> None:
     """AdamW: the decoupled decay on the parameters of the spec's decay set (after
     ``optimizer.setup``: each parameter's own update rule), none elsewhere."""
-    from rosetta.backends.chainer.weights import DECAY_PATHS, attribute
+    from rosetta.backends.chainer.weights import attribute, decay_paths
 
     o = workload.optimizer
     if not isinstance(o, AdamW):
         return
     for op, link in owners:
-        paths = DECAY_PATHS.get(type(op))
-        for name, path in (paths(op) if paths else {}).items():
+        for name, path in decay_paths(op).items():
             if o.decays(name):
                 attribute(link, path).update_rule.hyperparam.decoupled_decay = o.weight_decay
 

@@ -1,0 +1,93 @@
+"""attention in Chainer: ``lowering.SelfAttention``, four linear projections (the key's without
+bias) and the scores, softmax and weighted sum from ``chainer.functions`` (padding keys hold the
+dtype's lowest value; a row without any real key gives 0). Weights: each ``*_kernel`` (IO) is
+its projection's ``Linear.W`` (out, in) transposed, each ``*_bias`` its ``b``; the output
+projection is the link ``out_proj`` (``PATHS``). AdamW may decay the kernels
+(``decay_paths``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rosetta.backends.chainer.ops import Read
+from rosetta.backends.driver import Site
+from rosetta.backends.snippet import RenderCtx, Snippet, Weight, attr
+from rosetta.spec import ops
+
+if TYPE_CHECKING:  # Chainer is imported by build() alone (lowering.py imports it)
+    from rosetta.backends.chainer.lowering import Ctx
+
+SELF_ATTENTION = '''
+def self_attention(x, valid, query, key, value, output, heads):
+    """Multi-head self-attention; padding keys take no part; a row of padding only gives 0."""
+    n, t, e = x.shape
+    d = e // heads
+
+    def split(y):
+        y = F.transpose(F.reshape(y, (n, t, heads, d)), (0, 2, 1, 3))  # (N, heads, T, d)
+        return F.reshape(y, (n * heads, t, d))
+
+    q, k, v = (split(p(x, n_batch_axes=2)) for p in (query, key, value))
+    scores = F.matmul(q, k, transb=True) * (1 / np.sqrt(d))
+    keys = np.broadcast_to(np.repeat(valid, heads, axis=0)[:, None, :], scores.shape)
+    scores = F.where(keys, scores, np.full(scores.shape, np.finfo(x.dtype).min, x.dtype))
+    o = F.matmul(F.softmax(scores, axis=2), v)
+    o = o * np.repeat(valid.any(axis=1), heads)[:, None, None].astype(x.dtype)
+    o = F.reshape(F.transpose(F.reshape(o, (n, heads, t, d)), (0, 2, 1, 3)), (n, t, e))
+    return output(o, n_batch_axes=2)
+'''
+HELPERS = {"self_attention": SELF_ATTENTION}
+
+#: attention role -> the SelfAttention link's attribute (kernels IO <-> Linear.W (O, I))
+PATHS = {
+    "query_kernel": "query.W", "query_bias": "query.b", "key_kernel": "key.W",
+    "value_kernel": "value.W", "value_bias": "value.b", "output_kernel": "out_proj.W",
+    "output_bias": "out_proj.b",
+}  # fmt: skip
+
+
+def build(op: ops.Attention, site: Site, ctx: Ctx):
+    from rosetta.backends.chainer.lowering import SelfAttention
+
+    return ctx.own(op, SelfAttention(site.in_shape[1], op.heads))
+
+
+def render(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    e = site.in_shape[1]
+    ctx.extra["mask"] = True
+    roles = (("query", ""), ("key", ", nobias=True"), ("value", ""), ("output", ""))
+    weights = []
+    for r, nb in roles:
+        weights.append(Weight(f"{op.name}.{r}_kernel", f"model.{n}_{r}.W", "a.T", "a.T"))
+        if not nb:
+            weights.append(Weight(f"{op.name}.{r}_bias", f"model.{n}_{r}.b"))
+    projections = ", ".join(f"self.{n}_{r}" for r, _ in roles)
+    return Snippet(
+        tuple(f"self.{n}_{r} = L.Linear({e}, {e}{nb})" for r, nb in roles),
+        (f"{{x}} = self_attention({{x}}, valid, {projections}, heads={op.heads})",),
+        tuple(weights),
+        helpers=("self_attention",),
+    )
+
+
+def to_native(op: ops.Attention, params) -> dict:
+    return {
+        path: params[f"{op.name}.{role}"].T
+        if role.endswith("kernel")
+        else params[f"{op.name}.{role}"]
+        for role, path in PATHS.items()
+    }
+
+
+def to_canonical(op: ops.Attention, read: Read) -> dict:
+    return {
+        f"{op.name}.{role}": read(path).T if role.endswith("kernel") else read(path)
+        for role, path in PATHS.items()
+    }
+
+
+def decay_paths(op: ops.Attention) -> dict[str, str]:
+    """The link attribute of each canonical parameter AdamW may decay (the four kernels)."""
+    return {f"{op.name}.{r}": path for r, path in PATHS.items() if r.endswith("kernel")}
