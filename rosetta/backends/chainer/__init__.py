@@ -9,8 +9,8 @@ build context, the links they share and how layers compose; ``weights.py`` loads
 parameters through the op modules' conversions; ``optim.py`` ``MomentumSGD`` and ``SpecAdam``;
 ``loader.py`` Chainer's iterators; ``runtime.py`` NumPy's BLAS threads and the device (NumPy or
 CuPy); ``compat.py`` the NumPy-2 compatibility layer every other module imports Chainer through;
-``model.py`` the ``Model``. Nothing imports Chainer until ``available()``, ``build()`` or
-``run_op()`` is called.
+``model.py`` the ``Model``; ``codegen.py`` the template of the file ``rosetta code`` writes.
+Nothing imports Chainer until ``available()``, ``build()`` or ``run_op()`` is called.
 """
 
 from rosetta.backends.base import BackendAPI
