@@ -1,12 +1,15 @@
 """Backend ``jax``: the spec lowered to jitted JAX programs (``jax.lax`` + optax), run by XLA.
 
-``lowering.py`` is the Rosetta of JAX (op -> lax function, and why lax rather than Flax);
-``weights.py`` holds every canonical <-> native layout conversion; ``optim.py`` the optax
-transformations checked against the spec's rules; ``loader.py`` the device-prefetching loader;
-``runtime.py`` the process settings (platforms, threads by CPU affinity, TF32, the float64
-scope), applied before JAX starts its clients; ``model.py`` the jitted train/grads/predict
-programs and both faces of the contract. Float32 and float64, CPU and CUDA (CUDA ran on an
-H200: docs/gpu/).
+Each op of the spec is one module ``ops/<op>.py``: its lax function (``build``), its line of the
+generated source (``render``) and, where JAX's layout differs from the spec's, its parameters'
+conversions (``param_layout``), side by side; ``source.py`` makes them one table (``OPS``);
+``lowering.py`` holds what the op functions share and how they compose (and why lax rather than
+Flax); ``weights.py`` gathers the op modules' layout rules and converts images and a flatten's
+output; ``optim.py`` the optax transformations checked against the spec's rules; ``loader.py``
+the device-prefetching loader; ``runtime.py`` the process settings (platforms, threads by CPU
+affinity, TF32, the float64 scope), applied before JAX starts its clients; ``model.py`` the
+jitted train/grads/predict programs and both faces of the contract. Float32 and float64, CPU
+and CUDA (CUDA ran on an H200: docs/gpu/).
 """
 
 from rosetta.backends.base import BackendAPI

@@ -1,10 +1,14 @@
-"""The Rosetta of JAX: every op of the spec as a pure function of ``jax.lax`` primitives.
+"""JAX's side of the table: what the op modules' pure ``jax.lax`` functions share, and how they
+compose.
 
-``TABLE`` is this backend's lowering (``rosetta.backends.driver``): each entry turns an op into a
-*layer*, a pure function ``layer(params, x, run) -> y`` over the parameter pytree (a dict keyed by
-canonical names, arrays in the native layouts of ``weights.py``); ``sequence`` chains layers and
-``residual`` adds a block's two branches. A graph lowers to one composed function that
-``jax.jit`` traces once per batch shape (``model.py``).
+Each op of the spec is one module of ``ops/`` (its ``build``, ``render`` and ``param_layout``
+side by side); its ``build`` turns the op into a *layer*, a pure function ``layer(params, x,
+run) -> y`` over the parameter pytree (a dict keyed by canonical names, arrays in the native
+layouts of the op modules' ``param_layout``, gathered by ``weights.py``). This file holds the
+build context :class:`Ctx` and the per-call :class:`Run` they read, ``sequence`` (layers chained)
+and ``residual`` (a block's two branches added), the attention form in effect, the image layout,
+and ``apply_op``. ``TABLE`` is the native face of ``source.OPS``: a graph lowers to one composed
+function that ``jax.jit`` traces once per batch shape (``model.py``).
 
 Why ``jax.lax`` and not Flax modules: the spec already *is* the module tree, with canonical
 parameter names; a Flax model would add a second naming scheme (``params/Conv_0/kernel``) to map
@@ -106,197 +110,6 @@ class Ctx:
         return jnp.dot(a, w, precision=self.precision)
 
 
-def conv2d(op: ops.Conv2D, site: Site, ctx: Ctx) -> Layer:
-    kernel_layout = "HWIO" if ctx.layout == "NHWC" else "OIHW"
-    dims = (ctx.layout, kernel_layout, ctx.layout)
-    top, bottom, left, right = op.padding
-    shape = [1, 1, 1, 1]
-    shape[ctx.channel_axis] = op.out_channels
-
-    def conv(x: Any, w: Any) -> Any:
-        return lax.conv_general_dilated(
-            x,
-            w,
-            window_strides=op.stride,
-            padding=((top, bottom), (left, right)),
-            dimension_numbers=dims,
-            precision=ctx.precision,
-        )
-
-    if ctx.use_gemm_weight_grad(op):
-        conv = _with_gemm_weight_grad(conv, op, ctx)
-
-    def conv2d_layer(p: Params, x: Any, run: Run) -> Any:
-        y = conv(x, p[f"{op.name}.kernel"])
-        return y + p[f"{op.name}.bias"].reshape(shape) if op.bias else y
-
-    return conv2d_layer
-
-
-def _with_gemm_weight_grad(conv: Callable, op: ops.Conv2D, ctx: Ctx) -> Callable:
-    """``conv`` (NHWC x HWIO) whose kernel gradient is one GEMM per kernel tap.
-
-    XLA:CPU lowers the kernel gradient of a convolution to another convolution whose "kernel" is
-    the whole output gradient (32 x 32 for the CNN's conv2) and runs it 4-6x slower per FLOP
-    than the forward convolution (measured; PyTorch's oneDNN does it at forward speed). Written
-    as ``dW[i, j] = x_shifted(i, j)^T @ dy`` over the (N*Ho*Wo) rows it is plain GEMMs. The input
-    gradient stays XLA's (as fast as its forward). Whole CNN step: XLA's kernel gradient took
-    1.19x [1.14, 1.27] as long (9 interleaved rounds; 0.92-1.56 in noisier runs)."""
-    kh, kw = op.kernel
-    sh, sw = op.stride
-    top, bottom, left, right = op.padding
-
-    @jax.custom_vjp
-    def conv_gemm(x: Any, w: Any) -> Any:
-        return conv(x, w)
-
-    def fwd(x: Any, w: Any) -> tuple[Any, tuple[Any, Any]]:
-        return conv(x, w), (x, w)
-
-    def bwd(res: tuple[Any, Any], dy: Any) -> tuple[Any, Any]:
-        x, w = res
-        (dx,) = jax.vjp(lambda x_: conv(x_, w), x)[1](dy)
-        _, ho, wo, o = dy.shape
-        c = x.shape[3]
-        xp = jnp.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))  # (N, Hp, Wp, C)
-        dyt = dy.reshape(-1, o).T  # (N, Ho, Wo, O) -> (N*Ho*Wo, O) -> (O, N*Ho*Wo)
-        taps = []
-        for i in range(kh):
-            for j in range(kw):
-                # input pixels under tap (i, j) of every output: (N, Ho, Wo, C) -> (N*Ho*Wo, C)
-                xs = xp[:, i : i + sh * (ho - 1) + 1 : sh, j : j + sw * (wo - 1) + 1 : sw]
-                taps.append(ctx.dot(dyt, xs.reshape(-1, c)).T)  # (O, C) -> (C, O)
-        return dx, jnp.stack(taps).reshape(kh, kw, c, o)  # (KH*KW, C, O) -> HWIO
-
-    conv_gemm.defvjp(fwd, bwd)
-    return conv_gemm
-
-
-def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: Ctx) -> Layer:
-    # (A reshape-and-max for non-overlapping windows was 5x faster alone on XLA:CPU, forward and
-    # backward, but the whole CNN step did not move (1.672 s both): kept as reduce_window.)
-    top, bottom, left, right = op.padding
-    window = ctx.spatial(op.kernel, 1)
-    strides = ctx.spatial(op.stride, 1)
-    padding = ctx.spatial(((top, bottom), (left, right)), (0, 0))
-
-    def maxpool2d_layer(p: Params, x: Any, run: Run) -> Any:
-        # padded cells are -inf: they never win
-        return lax.reduce_window(x, np.array(-np.inf, x.dtype), lax.max, window, strides, padding)
-
-    return maxpool2d_layer
-
-
-def relu(op: ops.ReLU, site: Site, ctx: Ctx) -> Layer:
-    # where(x > 0, x, 0), not maximum(x, 0): XLA's max sends half the gradient to each side of a
-    # tie, so maximum's gradient at exactly 0 is 0.5; the reference (and every other backend)
-    # gives 0 there, which an all-black image makes visible (tests/test_backend_jax.py)
-    return lambda p, x, run: jnp.where(x > 0, x, jnp.zeros((), x.dtype))
-
-
-def dropout(op: ops.Dropout, site: Site, ctx: Ctx) -> Layer:
-    index = next(ctx.sites)
-    keep = 1.0 - op.rate
-
-    def dropout_layer(p: Params, x: Any, run: Run) -> Any:
-        if not run.training or op.rate == 0:
-            return x
-        one = jnp.ones((), x.dtype)
-        mask = jax.random.bernoulli(jax.random.fold_in(run.key, index), keep, x.shape)
-        mask = mask | ~run.dropout  # dropout off: every unit kept ...
-        scale = jnp.where(run.dropout, jnp.asarray(keep, x.dtype), one)  # ... and x / 1 == x
-        return jnp.where(mask, x / scale, jnp.zeros((), x.dtype))
-
-    return dropout_layer
-
-
-def flatten(op: ops.Flatten, site: Site, ctx: Ctx) -> Layer:
-    # (N, H, W, C) -> (N, H*W*C) in NHWC: the next dense layer's rows were permuted from the
-    # spec's channel-major order at set_params (weights.py); (N, C, H, W) -> (N, C*H*W) in NCHW
-    return lambda p, x, run: x.reshape(x.shape[0], -1)
-
-
-def dense(op: ops.Dense, site: Site, ctx: Ctx) -> Layer:
-    def dense_layer(p: Params, x: Any, run: Run) -> Any:
-        y = ctx.dot(x, p[f"{op.name}.kernel"])  # (N, I) @ (I, O) -> (N, O)
-        return y + p[f"{op.name}.bias"] if op.bias else y
-
-    return dense_layer
-
-
-def batchnorm(op: ops.BatchNorm, site: Site, ctx: Ctx) -> Layer:
-    n = op.name
-
-    def batchnorm_layer(p: Params, x: Any, run: Run) -> Any:
-        shape = [1] * x.ndim  # per-channel statistics broadcast on the channel axis
-        shape[ctx.channel_axis if x.ndim == 4 else 1] = -1
-        eps = jnp.asarray(op.eps, x.dtype)
-        mean, var = p[f"{n}.mean"].reshape(shape), p[f"{n}.var"].reshape(shape)
-        gamma, beta = p[f"{n}.gamma"].reshape(shape), p[f"{n}.beta"].reshape(shape)
-        return (x - mean) / jnp.sqrt(var + eps) * gamma + beta  # inference mode
-
-    return batchnorm_layer
-
-
-def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Ctx) -> Layer:
-    return lambda p, x, run: jnp.mean(x, axis=ctx.spatial_axes)  # (N, ., ., .) -> (N, C)
-
-
-def embedding(op: ops.Embedding, site: Site, ctx: Ctx) -> Layer:
-    # token ids (N, T) -> time-major vectors (T, N, E): the GRU's scan runs over axis 0;
-    # batch-major (N, T, E) where no scan follows (attention works on the batch axis first)
-    if ctx.time_major:
-        return lambda p, x, run: jnp.take(p[f"{op.name}.table"], x.T, axis=0)
-    return lambda p, x, run: jnp.take(p[f"{op.name}.table"], x, axis=0)
-
-
-def layer_norm(op: ops.LayerNorm, site: Site, ctx: Ctx) -> Layer:
-    eps = np.asarray(op.eps, ctx.dtype)
-
-    def layer_norm_layer(p: Params, x: Any, run: Run) -> Any:
-        mean = jnp.mean(x, axis=-1, keepdims=True)
-        var = jnp.mean(jnp.square(x - mean), axis=-1, keepdims=True)  # biased
-        xhat = (x - mean) * lax.rsqrt(var + eps)
-        return xhat * p[f"{op.name}.gamma"] + p[f"{op.name}.beta"]
-
-    return layer_norm_layer
-
-
-def gelu(op: ops.GELU, site: Site, ctx: Ctx) -> Layer:
-    return lambda p, x, run: jax.nn.gelu(x, approximate=False)  # exact erf
-
-
-def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: Ctx) -> Layer:
-    t = site.in_shape[0]
-    return lambda p, x, run: x + p[f"{op.name}.table"][:t]  # (N, T, E) + (T, E)
-
-
-def attention(op: ops.Attention, site: Site, ctx: Ctx) -> Layer:
-    t, e = site.in_shape
-    h, d = op.heads, e // op.heads
-
-    def attention_layer(p: Params, x: Any, run: Run) -> Any:
-        n = x.shape[0]
-
-        def project(role: str, bias: bool) -> Any:
-            y = ctx.dot(x, p[f"{op.name}.{role}_kernel"])
-            y = y + p[f"{op.name}.{role}_bias"] if bias else y
-            return y.reshape(n, t, h, d)  # (N, T, E) -> (B, T, N, H) as jax.nn wants it
-
-        q, k, v = project("query", True), project("key", False), project("value", True)
-        mask = run.valid[:, None, None, :]  # (N, 1, 1, T): keys that take part
-        if ctx.attention == "composed":
-            o = _attention_composed(q, k, v, mask, ctx)
-        else:
-            o = jax.nn.dot_product_attention(q, k, v, mask=mask)  # (N, T, heads, d)
-        # a row without a valid key: jax.nn gives the mean of v (uniform weights); the spec 0
-        any_key = jnp.any(run.valid, axis=1)[:, None, None, None]
-        o = jnp.where(any_key, o, jnp.zeros((), o.dtype)).reshape(n, t, e)
-        return ctx.dot(o, p[f"{op.name}.output_kernel"]) + p[f"{op.name}.output_bias"]
-
-    return attention_layer
-
-
 def attention_in_effect(option: str | None, dtype: Any, device: str = "cpu") -> tuple[str, str]:
     """The attention form (:data:`ATTENTION_FORMS`) a model in ``dtype`` on ``device`` lowers,
     and why: float64 always composes (``jax.nn.dot_product_attention``'s softmax runs in float32,
@@ -319,59 +132,6 @@ def attention_in_effect(option: str | None, dtype: Any, device: str = "cpu") -> 
         "default on a GPU: jax.nn.dot_product_attention, the call that can reach cuDNN's fused "
         "attention (ran on an H200 in bf16, gated equivalent: docs/gpu/)"
     )
-
-
-def _attention_composed(q: Any, k: Any, v: Any, mask: Any, ctx: Ctx) -> Any:
-    """``jax.nn.dot_product_attention``'s steps written out in the inputs' dtype: ``einsum``
-    scores scaled by ``1 / sqrt(d)``, padding keys at the dtype's lowest value, ``softmax``,
-    ``einsum`` with ``v`` (layout (N, T, heads, d) in and out). What float64 runs, and the
-    ``composed`` form of the others."""
-    scale = np.asarray(1 / np.sqrt(q.shape[-1]), q.dtype)
-    logits = jnp.einsum("btnh,bsnh->bnts", q, k, precision=ctx.precision) * scale
-    logits = jnp.where(mask, logits, jnp.finfo(q.dtype).min)
-    probs = jax.nn.softmax(logits, axis=-1)
-    return jnp.einsum("bnts,bsnh->btnh", probs, v, precision=ctx.precision)
-
-
-def masked_mean(op: ops.MaskedMean, site: Site, ctx: Ctx) -> Layer:
-    def masked_mean_layer(p: Params, x: Any, run: Run) -> Any:
-        w = run.valid.astype(x.dtype)  # (N, T)
-        total = jnp.einsum("nte,nt->ne", x, w, precision=ctx.precision)
-        return total / jnp.maximum(jnp.sum(w, axis=1, keepdims=True), 1)
-
-    return masked_mean_layer
-
-
-GRU_ROLES = ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")
-
-
-def gru(op: ops.GRU, site: Site, ctx: Ctx) -> Layer:
-    n, h = op.name, op.units
-
-    def gru_layer(p: Params, x: Any, run: Run) -> Any:
-        # gate blocks z | r | h of the canonical (E, 3H) / (H, 3H) kernels and (3H,) biases, cut
-        # once outside the loop: per gate (E, H), (H, H), (H,), (H,)
-        gates = [
-            tuple(p[f"{n}.{role}"][..., g * h : (g + 1) * h] for role in GRU_ROLES)
-            for g in range(3)
-        ]
-        (kz, rz, bz, cz), (kr, rr, br, cr), (kh, rh, bh, ch) = gates
-        dot = ctx.dot
-
-        def step(state: Any, xt: Any) -> tuple[Any, None]:
-            # xt (N, E), state (N, H); one small matmul per gate and side, as Flax's GRUCell:
-            # measured 1.25x faster on XLA:CPU than one (T*N, E) @ (E, 3H) input projection
-            # hoisted out of the loop plus a sliced (N, H) @ (H, 3H) per step
-            z = jax.nn.sigmoid(dot(xt, kz) + bz + dot(state, rz) + cz)  # update gate
-            r = jax.nn.sigmoid(dot(xt, kr) + br + dot(state, rr) + cr)  # reset gate
-            cand = jnp.tanh(dot(xt, kh) + bh + r * (dot(state, rh) + ch))  # reset after matmul
-            return z * state + (1 - z) * cand, None
-
-        h0 = jnp.zeros((x.shape[1], h), dtype=x.dtype)  # zero initial state (N, H)
-        last, _ = lax.scan(step, h0, x, unroll=ctx.gru_unroll)  # over time: x is (T, N, E)
-        return last  # the last step's state (N, H)
-
-    return gru_layer
 
 
 def sequence(layers: list[Layer], site: Site, ctx: Ctx) -> Layer:
