@@ -7,17 +7,26 @@
 - ``runtime.py``: the process settings: ``available()``, ``versions()``, ``cuda_available()``,
   ``set_threads(n) -> int`` and ``set_tf32(enabled, device) -> bool``, each returning what is
   *in effect*, read back from the framework;
-- ``lowering.py``: ``TABLE``, a :class:`rosetta.backends.driver.LoweringTable` (op -> native
-  layer, one signature), and ``apply_op(op, x, runtime, training)`` for one parameter-free op;
-- ``weights.py``: every layout conversion between canonical and native weights (OIHW/HWIO, the
-  rows of a dense layer after an NHWC flatten, GRU gate order), and nothing else;
+- ``ops/``: one module per op it lowers, ``ops/<op>.py`` named for the op, holding its native
+  ``build(op, site, ctx)``, its ``render(op, site, ctx)`` (the same layer as source text) and
+  its weight mapping side by side, importing no framework at its top; ``ops/__init__.py``
+  declares ``UNSUPPORTED = {op: reason}`` (``rosetta.backends.driver.discover``: a gap is
+  declared, never silent);
+- ``lowering.py``: ``TABLE``, the native face of the op table (op -> native layer, one
+  signature; it holds the build context, the layers several ops share, ``sequence`` and
+  ``residual``), and ``apply_op(op, x, runtime, training)`` for one parameter-free op;
+- ``weights.py``: the bound weights of a built model, loaded and read in canonical layout
+  through each op module's weight mapping, and nothing else;
 - ``loader.py``: the framework's own input machinery;
 - ``optim.py``: the optimiser as the spec states it;
 - ``model.py``: the :class:`Model` with its two faces and ``build(workload, params, runtime)``;
-- ``source.py``: ``RENDER``, the lowering table's entries rendered as idiomatic source text
-  (``rosetta code``; text only, no framework import), keyed by the same op classes.
+- ``source.py``: ``OPS``, the op table found from ``ops/`` (``discover``), and ``RENDER``, its
+  text face (``rosetta code``; text only, no framework import).
 
-A backend may add files of its own (the reference's op kernels, Chainer's NumPy-2 layer).
+What the rest of Rosetta reads of a backend are constants of this folder: ``PAGE_NAME``,
+``COLOUR`` and ``GEMM_PROBE`` in ``__init__.py`` (``rosetta.backends.constant``) and the
+generated file's template, ``codegen.py`` (optional: the serving engines write none). A backend
+may add files of its own (the reference's op kernels, Chainer's NumPy-2 layer).
 
 **The entry points** (``CONTRACT``): ``available() -> (bool, why)``, ``versions() -> dict``,
 ``cuda_available() -> bool``, ``configure(request: Runtime) -> Runtime`` (threads first, then
@@ -48,9 +57,10 @@ features; what makes each prefix the localiser cuts comparable). ``set_params`` 
 the optimiser state: loading weights starts training afresh. ``manifest()`` says which fast
 path ran (``MANIFEST_KEYS``).
 
-Layout conversions happen in ``weights.py`` (through ``set_params``/``get_params``), the
-loader and ``Model.output_to_canonical`` (activations, in ``model.py``), nowhere else. An op a
-backend cannot lower raises ``rosetta.errors.BackendError`` naming the backend and the op
+Layout conversions happen in the op modules' weight mappings (through ``weights.py``'s
+``set_params``/``get_params``), the loader and ``Model.output_to_canonical`` (activations, in
+``model.py``), nowhere else. An op a backend cannot lower raises
+``rosetta.errors.BackendError`` naming the backend, the op and the reason it declares
 (``driver.unsupported``).
 """
 
