@@ -74,12 +74,29 @@ def test_a_short_run_samples_a_warm_step_at_any_sample_every(sample_every, n, sa
     """The cold first step is kept apart, and sampling starts with the first warm step: on an H200
     the ci profile's 4 steps at sample_every 4 (CUDA's default) sampled none, and the steady
     state fell back to the cold step (jax gru 1.77 s, its compile, against 10 ms warm)."""
-    from rosetta.runner.cell import run_epoch
+    from rosetta.runner.steps import timed_steps
 
-    samples: list[float] = []
-    pending, step, first = run_epoch(
-        _CountingModel(), list(range(n)), sample_every=sample_every, step=0, samples=samples,
-        cold=True,
-    )  # fmt: skip
-    assert first is not None and step == n and pending == list(range(n))
-    assert len(samples) == sampled
+    model = _CountingModel()
+    run = timed_steps(model, model.train_step, list(range(n)), sample_every=sample_every,
+                      keep_outputs=True)  # fmt: skip
+    assert run.first_s is not None and run.steps == n and run.outputs == list(range(n))
+    assert len(run.samples) == sampled
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "first", "kept"),
+    [
+        ({"n": 6, "discard": 2}, True, 3),  # a timing round: cold, 2 dropped, 3 timed
+        ({"n": 6, "cold": False}, False, 6),  # nothing kept apart: every step timed
+        ({"n": 4, "fetch_in_clock": True}, True, 3),  # the batch taken inside the clock
+    ],
+)
+def test_the_one_timed_loop_keeps_the_cold_step_apart_and_drops_the_warm_up(kwargs, first, kept):
+    from rosetta.runner.steps import clocks_of, timed_steps
+
+    model = _CountingModel()
+    run = timed_steps(model, model.train_step, iter(range(10)), **kwargs)
+    assert (run.first_s is not None) == first and len(run.samples) == kept
+    assert run.steps == kwargs["n"] == model.steps and run.last == kwargs["n"] - 1
+    clocks = clocks_of(run, batch_size=8)
+    assert clocks["steady_raw_s"] == run.samples and clocks["first_step_s"] == run.first_s

@@ -51,6 +51,7 @@ from rosetta.runner.data import DATA_CACHE, feature_images, load_cell_data
 from rosetta.runner.gate import GateResult, run_gate
 from rosetta.runner.gatebatch import gate_indices
 from rosetta.runner.profiles import batch_flag, effective_profile
+from rosetta.runner.steps import Steps, clocks_of, timed_steps
 from rosetta.runtime import Runtime
 from rosetta.spec import canonical_weights, get_workload
 from rosetta.spec.loader import PRECISION_TOLERANCES
@@ -278,38 +279,20 @@ class Cell:
         elif self.forward_only:  # as ``_forward``: the test data, cycled, the next batch timed
             k = len(self.data.y_test) // bs * bs
             order = np.resize(np.arange(k), n * bs)
-            batches = iter(model.loader(self.data.x_test, None, order, bs))
-            step = model.predict
+            batches, step = model.loader(self.data.x_test, None, order, bs), model.predict
         else:  # as the feature run: the images made before any clock, the next batch timed
             x = feature_images(w, 0, n * bs)
-            batches, step = iter(model.loader(x, None, np.arange(n * bs), bs)), model.predict
-        fetch_timed = not train
-        first_s, steps, out = None, [], None
-        for i in range(n):
-            model.sync()
-            if fetch_timed:
-                out, secs = clock.timed(lambda: step(next(batches)), model.sync)
-            else:
-                batch = next(batches)
-                out, secs = clock.timed(lambda b=batch: step(b), model.sync)
-            if i == 0:
-                first_s = secs
-            elif i > cfg.timing_warmup:
-                steps.append(secs)
-            if progress:
-                progress(i + 1, n)
-        if train and not np.isfinite(float(model.to_numpy(out))):
+            batches, step = model.loader(x, None, np.arange(n * bs), bs), model.predict
+        run = timed_steps(
+            model, step, batches, n, discard=cfg.timing_warmup, fetch_in_clock=not train,
+            progress=progress and (lambda k: progress(k, n)),
+        )  # fmt: skip
+        if train and not np.isfinite(float(model.to_numpy(run.last))):
             self.flags.append("non-finite training loss")
-        stats = clock.summarize(steps)
+        # the timed steps back to back (no end to end)
+        clocks = clocks_of(run, bs, timed_s=float(sum(run.samples)))
         return {
-            "clocks": {
-                "first_step_s": first_s,
-                "steady": stats.as_dict(),
-                "steady_raw_s": steps,
-                "sample_every": 1,
-                "timed_s": float(sum(steps)),  # the timed steps back to back (no end to end)
-                "throughput_samples_per_s": bs / stats.median,
-            },
+            "clocks": clocks,
             "metrics": {
                 "timing_steps": cfg.timing_steps,
                 "timing_warmup": cfg.timing_warmup,
@@ -364,6 +347,9 @@ class Cell:
         return latency.memory(rss, device, self.profile.batch_size)
 
     def _train(self, progress) -> dict:
+        """A training run: the profile's epochs through the one timed loop (every
+        ``sample_every``-th step sampled, the first kept apart as the cold start, losses native
+        until each epoch's end), then the test set's forward pass for the accuracy."""
         cfg, prof, data, model = self.config, self.profile, self.data, self.model
         steps: list[float] = []
         losses: list[float] = []
@@ -373,14 +359,16 @@ class Cell:
         start = clock.now_ns()
         for epoch in range(prof.epochs):
             order = epoch_order(len(data.y_train), shuffle=True, seed=cfg.seed, epoch=epoch)
-            batches = model.loader(data.x_train, data.y_train, order, prof.batch_size)
-            pending, step, first = run_epoch(
-                model, batches, sample_every=self.sample_every, step=step, samples=steps,
-                cold=first_s is None, progress=lambda i: progress and progress(i, total),
+            run = timed_steps(
+                model, model.train_step,
+                model.loader(data.x_train, data.y_train, order, prof.batch_size),
+                cold=first_s is None, sample_every=self.sample_every, first_step=step,
+                keep_outputs=True, progress=progress and (lambda k: progress(k, total)),
             )  # fmt: skip
-            first_s = first if first_s is None else first_s
-            model.sync(pending[-1] if pending else None)
-            losses.extend(float(model.to_numpy(v)) for v in pending)  # once per epoch
+            first_s = run.first_s if first_s is None else first_s
+            steps.extend(run.samples)
+            step += run.steps
+            losses.extend(float(model.to_numpy(v)) for v in run.outputs)  # once per epoch
         train_s = (clock.now_ns() - start) / 1e9
         correct = total_test = 0
         bs = prof.batch_size
@@ -392,21 +380,13 @@ class Cell:
             correct += int(np.sum(pred == data.y_test[b * bs : (b + 1) * bs]))
             total_test += len(pred)
         eval_s = (clock.now_ns() - t_eval) / 1e9
-        steady = steps or [first_s]
         if not steps:  # one step in all: the only figure there is includes the cold start
             self.flags.append(NO_WARM_SAMPLE)
-        stats = clock.summarize(steady)
         if not all(np.isfinite(losses)):
             self.flags.append("non-finite training loss")
+        sampled = Steps(first_s=first_s, samples=steps or [first_s])
         return {
-            "clocks": {
-                "first_step_s": first_s,
-                "steady": stats.as_dict(),
-                "steady_raw_s": steady,
-                "sample_every": self.sample_every,
-                "end_to_end_s": train_s,
-                "throughput_samples_per_s": bs / stats.median,
-            },
+            "clocks": clocks_of(sampled, bs, self.sample_every, end_to_end_s=train_s),
             "metrics": {
                 "test_accuracy": correct / total_test,
                 "test_samples": total_test,
@@ -434,73 +414,43 @@ class Cell:
         n = len(data.y_test) // bs * bs  # whole batches (the data check left at least one)
         per_pass = n // bs
         order = np.concatenate([np.arange(n)] * (1 + -(-FORWARD_STEPS // per_pass)))
-        batches = iter(model.loader(data.x_test, None, order, bs))
-        _, first_s = clock.timed(lambda: model.predict(next(batches)), model.sync)
-        steps: list[float] = []
-        out = None
-        start = clock.now_ns()
         total = max(FORWARD_STEPS, per_pass)
-        for i in range(total):
-            model.sync()
-            out, secs = clock.timed(lambda: model.predict(next(batches)), model.sync)
-            steps.append(secs)
-            if progress:
-                progress(i + 1, total)
-        model.sync(out)
-        total_s = (clock.now_ns() - start) / 1e9
-        stats = clock.summarize(steps)
+        run = timed_steps(
+            model, model.predict, model.loader(data.x_test, None, order, bs), 1 + total,
+            fetch_in_clock=True, progress=progress and (lambda k: progress(k, 1 + total)),
+        )  # fmt: skip
+        stats = clock.summarize(run.samples)
         return {
-            "clocks": {
-                "first_step_s": first_s,
-                "steady": stats.as_dict(),
-                "steady_raw_s": steps,
-                "sample_every": 1,
-                "end_to_end_s": total_s,
-                "throughput_samples_per_s": bs / stats.median,
-            },
+            "clocks": clocks_of(run, bs, end_to_end_s=run.wall_s),
             "metrics": {
                 "mode": "forward",
                 "samples": total * bs,
-                "time_per_1000_samples_s": total_s / (total * bs) * 1000,
+                "time_per_1000_samples_s": run.wall_s / (total * bs) * 1000,
                 "predict_at_batch": {"batch": bs, "samples_per_s": bs / stats.median},
             },
         }
 
     def _features(self, progress) -> dict:
+        """Feature extraction: ``warmup_batches`` forward passes (the first the cold start, the
+        rest dropped), then ``batches`` timed ones, each batch made before any clock."""
         prof, w, model = self.profile, self.workload, self.model
         bs, n_warm = prof.batch_size, prof.warmup_batches
-        x = feature_images(w, 0, (n_warm + prof.batches) * bs)  # made before any clock
-        batches = iter(model.loader(x, None, np.arange(len(x)), bs))
-        first_s = None
-        for _ in range(n_warm):  # the first warm batch is the cold start's first step
-            _, secs = clock.timed(lambda: model.predict(next(batches)), model.sync)
-            first_s = secs if first_s is None else first_s
-        steps: list[float] = []
-        out = None
-        start = clock.now_ns()
-        for i in range(prof.batches):
-            model.sync()
-            out, secs = clock.timed(lambda: model.predict(next(batches)), model.sync)
-            steps.append(secs)
-            if progress:
-                progress(i + 1, prof.batches)
-        model.sync(out)
-        total_s = (clock.now_ns() - start) / 1e9
-        stats = clock.summarize(steps)
+        n = n_warm + prof.batches
+        x = feature_images(w, 0, n * bs)  # made before any clock
+        run = timed_steps(
+            model, model.predict, model.loader(x, None, np.arange(len(x)), bs), n,
+            cold=n_warm > 0, discard=max(n_warm - 1, 0), fetch_in_clock=True,
+            progress=progress and (lambda k: progress(k, n)),
+        )  # fmt: skip
+        if run.first_s is None:  # no warm-up batch: the first timed one stands for the cold start
+            run.first_s = run.samples[0]
         return {
-            "clocks": {
-                "first_step_s": first_s if first_s is not None else steps[0],
-                "steady": stats.as_dict(),
-                "steady_raw_s": steps,
-                "sample_every": 1,
-                "end_to_end_s": total_s,
-                "throughput_samples_per_s": bs / stats.median,
-            },
+            "clocks": clocks_of(run, bs, end_to_end_s=run.wall_s),
             "metrics": {
-                "time_per_1000_images_s": total_s / (prof.batches * bs) * 1000,
+                "time_per_1000_images_s": run.wall_s / (prof.batches * bs) * 1000,
                 "images": prof.batches * bs,
                 "image_size": int(w.input.shape[1]),
-                "feature_dim": int(model.to_numpy(out).shape[1]),
+                "feature_dim": int(model.to_numpy(run.last).shape[1]),
             },
         }
 
@@ -610,35 +560,6 @@ def gate_key(workload, runtime: Runtime) -> str:
                                                              else "fp32")
         )
     return key
-
-
-def run_epoch(model, batches, *, sample_every: int, step: int, samples: list[float],
-              cold: bool = False, progress=None):  # fmt: skip
-    """The runner's training loop over one epoch's native batches.
-
-    Every ``sample_every``-th step is bracketed by syncs and its time appended to ``samples``;
-    the others flow unsynced. With ``cold`` the first step is timed but kept apart (the cold
-    start). Losses stay native. Returns (losses, next step number, first step's seconds)."""
-    pending = []
-    first_s = None
-    for batch in batches:
-        # sampled: the cold first step (kept apart) and every n-th step after it, starting with
-        # the first warm one, so a short run (the ci profile's 4 steps at sample_every 4 on CUDA)
-        # still samples a warm step rather than none
-        if cold or step % sample_every == 1 % sample_every:
-            model.sync()
-            loss, secs = clock.timed(lambda b=batch: model.train_step(b), model.sync)
-            if cold:
-                first_s, cold = secs, False
-            else:
-                samples.append(secs)
-        else:
-            loss = model.train_step(batch)
-        pending.append(loss)
-        step += 1
-        if progress:
-            progress(step)
-    return pending, step, first_s
 
 
 def _finite(v: float) -> float | None:
