@@ -135,8 +135,23 @@ class Plan:
 
     @classmethod
     def from_options(cls, opts: BenchOptions) -> Plan:
+        """The plan of ``opts`` in its two steps: :meth:`parse` (every option checked, nothing
+        touched), then, unless it is a dry run, :meth:`prepare` (the data sets verified or
+        synthesised). What runs when, the schedule, is ``rosetta.runner.matrix.round_cells``;
+        the machine's peaks are probed when the run starts (``rosetta.runner.launch``)."""
+        plan = cls.parse(opts)
+        return plan if opts.dry_run else plan.prepare(opts.data_dir)
+
+    def prepare(self, data_dir: str | None) -> Plan:
+        """This plan with its data ready: each workload's data set verified in the data folder
+        (``--data-dir`` as given; the default folder is synthesised into) and its source noted."""
+        folder, sources = _ensure_data(list(self.workloads), data_dir)
+        return replace(self, template=replace(self.template, data_dir=folder), data_sources=sources)
+
+    @classmethod
+    def parse(cls, opts: BenchOptions) -> Plan:
         """Check every option once (one line each, naming the option and its valid values) and
-        return the plan; verifies (in the default data folder: synthesises) each data set."""
+        return the plan, its data folder resolved but neither read nor filled."""
         from rosetta.runner.guards import (
             MAX_ADDRESS_SPACE,
             check_memory_limit,
@@ -224,10 +239,7 @@ class Plan:
         resuming = bool(opts.resume) or (results_dir / run_id).is_dir()
         if opts.resume and not (results_dir / run_id).is_dir():
             raise RosettaError(f"no run {run_id!r} in {results_dir} to resume")
-        data_dir, data_sources = (
-            _planned_data(opts.data_dir) if opts.dry_run
-            else _ensure_data(workload_list, opts.data_dir)
-        )  # fmt: skip
+        data_dir, data_sources = _planned_data(opts.data_dir)
         template = CellConfig(
             backend="",
             workload="",
