@@ -306,9 +306,32 @@ def test_records_are_strict_json_written_once(tmp_path):
     with pytest.raises(ValueError):
         records.write_record(tmp_path / "nan.json", {**rec, "x": float("nan")})
     assert not (tmp_path / "nan.json").exists()
-    (tmp_path / "v1.json").write_text(json.dumps({**rec, "schema_version": 1}))
-    with pytest.raises(Exception, match="schema_version 1, this rosetta reads 2"):
-        records.read_record(tmp_path / "v1.json")
+    (tmp_path / "v9.json").write_text(json.dumps({**rec, "schema_version": 9}))
+    with pytest.raises(Exception, match="schema_version 9, this rosetta reads 3 .and 1, 2."):
+        records.read_record(tmp_path / "v9.json")
+
+
+def test_an_older_record_is_read_through_the_one_migration(tmp_path):
+    """A schema-2 record (no spec facts, the cold start one total, flags as prose) reads as a
+    current one: spec facts from the spec (marked derived), the cold start's parts, flag codes."""
+    cfg = {"workload": "gru", "profile": "ci", "batch_size": None, "precision": "fp32"}
+    old = {
+        "schema_version": 2, "backend": "numpy_ref", "workload": "gru", "profile": "ci",
+        "status": "skipped", "config": cfg,
+        "clocks": {"import_s": 0.5, "import_build_s": 2.0, "cold_start_s": 2.25},
+        "flags": ["steady-state spread (IQR/median) 40% > 25%: uneven", "something else"],
+    }  # fmt: skip
+    (tmp_path / "v2.json").write_text(json.dumps(old))
+    rec = records.read_record(tmp_path / "v2.json")
+    assert rec["schema_version"] == records.SCHEMA_VERSION and rec["migrated_from"] == 2
+    assert rec["clocks"]["first_step_s"] == 0.25 and rec["clocks"]["build_s"] == 1.5
+    assert rec["flag_codes"] == ["noisy", "other"]
+    spec = rec["spec"]
+    assert spec["task"] == "train" and spec["batch_size"] == spec["profile_batch"] == 64
+    assert spec["flops_per_sample"] > 0 and "derived" in spec
+    current = records.make_record(backend="numpy_ref", workload="gru", profile="ci",
+                                  status="skipped", config=cfg)  # fmt: skip
+    assert current["spec"] == {k: v for k, v in spec.items() if k != "derived"}
 
 
 def test_notebooks_are_committed_without_outputs_and_up_to_date():

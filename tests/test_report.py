@@ -445,3 +445,25 @@ def test_no_run_id_reports_the_newest_run(runs, tmp_path, capsys):
         capsys=capsys,
     )
     assert Path(out.strip()) == tmp_path / "rep" / "run-a_vs_run-b" / "index.html"
+
+
+def test_the_report_reads_the_spec_facts_its_record_states_not_the_current_yaml(tmp_path):
+    """A record's ``spec`` is the spec as it ran: an edit of the YAML afterwards (planted here as
+    FLOPs the current cnn.yaml does not have) never changes the old run's GFLOP/s, and the
+    cold start's parts and the flag codes are read as recorded."""
+    from rosetta.report.frame import cell_row
+    from rosetta.report.load import Run
+    from rosetta.runner import records
+    from tests.report_fixtures import CELLS_A, record
+
+    rec = records.migrate(
+        record("r", "cnn", "torch", CELLS_A[("cnn", "torch")], source="synthetic", seed=1)
+    )
+    planted = {**rec["spec"], "flops_per_sample": 10**9, "profile_batch": 50}
+    rec = {**rec, "spec": planted, "flag_codes": ["noisy"], "flags": ["steady-state spread 40%"]}
+    rec["clocks"] = {**rec["clocks"], "first_step_s": 0.125, "build_s": 0.5}
+    row = cell_row(Run("r", tmp_path, {}, (rec,)), rec)
+    assert row["flops_per_sample"] == 10**9 and row["profile_batch"] == 50
+    assert row["gflops"] == pytest.approx(3 * 10**9 * row["throughput"] / 1e9)  # training: 3x
+    assert row["first_step_s"] == 0.125 and row["build_s"] == 0.5
+    assert row["flag_list"] == (("noisy", "steady-state spread 40%"),)

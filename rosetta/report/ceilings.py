@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from rosetta.report.references import Reference, machine_of, reference_for, verdict
-from rosetta.report.specfacts import TRAIN_FLOP_FACTOR, step_intensity
+from rosetta.spec.facts import TRAIN_FLOP_FACTOR
 
 ABOVE = (
     "above 100%: fewer multiplications than the spec counts (Winograd, FFT), or a ceiling "
@@ -164,16 +164,17 @@ def standing(
     batch: int | None,
     device: str = "cpu",
     threads: int | None = None,
+    intensity: float | None = None,
 ) -> Standing:
     """Where a cell achieving ``gflops`` on ``threads`` threads stands (GPU cells: no CPU
-    ceiling, no roofline)."""
+    ceiling, no roofline); ``intensity`` is its step's FLOPs per byte moved, as its record
+    states them (``spec.flops_per_step / spec.bytes_per_step``)."""
     on_cpu = not device or device.startswith("cpu")
     ceil = ceilings.of(precision) if on_cpu else None
     ceil = ceil.on(threads) if ceil else None
     fraction = gflops / ceil.gflops if ceil else None
     attainable = None
     bound = ""
-    intensity = step_intensity(workload, profile, batch, precision) if batch else None
     if ceil and intensity and ceilings.bandwidth_gbs and on_cpu:
         memory_roof = intensity * ceilings.bandwidth_gbs
         attainable = min(ceil.gflops, memory_roof)

@@ -26,7 +26,6 @@ from rosetta.report.ceilings import achieved_gflops, standing
 from rosetta.report.groups import group_frame
 from rosetta.report.load import Run, Runs, _get
 from rosetta.report.order import backend_order, row_key
-from rosetta.report.specfacts import spec_facts
 
 __all__ = ["Tables", "backend_order", "build_tables", "cell_row", "tidy_frame"]
 CHECKS = ("forward", "loss", "grads", "params", "float64")  # float64: the worst of the float64 gate
@@ -208,6 +207,9 @@ _EMPTY_ROW = dict.fromkeys(
         "end_to_end_s",
         "throughput",
         "flops_per_sample",
+        "flag_list",
+        "profile_batch",
+        "intensity",
         "gflops",
         "peak_fraction",
         "standing",
@@ -259,6 +261,12 @@ def cell_row(run: Run, rec: dict) -> dict:
         load_before=_load(_get(rec, "load", "before")),
         load_after=_load(_get(rec, "load", "after")),
         flags="; ".join(str(f) for f in rec.get("flags") or [] if f),
+        # (code, text) per flag: records state the code beside the text (records.FLAG_CODES)
+        flag_list=tuple(
+            (str(code), str(text))
+            for code, text in zip(rec.get("flag_codes") or [], rec.get("flags") or [], strict=False)
+            if text
+        ),
     )
     row["node"] = node_of(man)
     row["machine"] = _text(row["node"].get("hostname"))
@@ -281,8 +289,13 @@ def cell_row(run: Run, rec: dict) -> dict:
             for d in drift
             if isinstance(d, dict) and "op" in d
         )
-    spec = _spec_facts(workload, profile, man.get("input_shape"))
-    row["task"], row["batch_size"], row["flops_per_sample"] = spec
+    spec = rec.get("spec") if isinstance(rec.get("spec"), dict) else {}  # as it ran (schema 3)
+    row["task"] = _text(spec.get("task")) or None
+    row["batch_size"] = _int(spec.get("profile_batch"))
+    row["flops_per_sample"] = _num(spec.get("flops_per_sample"))
+    row["profile_batch"] = row["batch_size"]
+    flops, moved = _num(spec.get("flops_per_step")), _num(spec.get("bytes_per_step"))
+    row["intensity"] = flops / moved if flops and moved else None
     row.update(point_of(rec, row["batch_size"]))
     clocks = rec.get("clocks") if isinstance(rec.get("clocks"), dict) else {}
     steady = clocks.get("steady") if isinstance(clocks.get("steady"), dict) else {}
@@ -295,11 +308,8 @@ def cell_row(run: Run, rec: dict) -> dict:
         cold_start_s=_num(clocks.get("cold_start_s")),
         end_to_end_s=_num(clocks.get("end_to_end_s")),
     )
-    ib = _num(clocks.get("import_build_s"))
-    if ib is not None and row["import_s"] is not None:
-        row["build_s"] = ib - row["import_s"]
-    if ib is not None and row["cold_start_s"] is not None:
-        row["first_step_s"] = row["cold_start_s"] - ib
+    row["build_s"] = _num(clocks.get("build_s"))  # the cold start's parts, as measured
+    row["first_step_s"] = _num(clocks.get("first_step_s"))
     thr = _num(clocks.get("throughput_samples_per_s"))
     if thr is None and row["batch_size"] and row["steady_median"]:
         thr = row["batch_size"] / row["steady_median"]
@@ -316,6 +326,7 @@ def cell_row(run: Run, rec: dict) -> dict:
             batch=row["batch_size"],
             device=row["device"],
             threads=row["threads"],
+            intensity=row["intensity"],
         )
         row["peak_fraction"] = row["standing"].fraction
     metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
@@ -422,12 +433,6 @@ def tidy_frame(cells: pd.DataFrame) -> pd.DataFrame:
     for col in ("value", "low", "high"):
         frame[col] = pd.to_numeric(frame[col], errors="coerce")
     return frame
-
-
-def _spec_facts(workload: str, profile: str, shape: object) -> tuple:
-    """(task, batch size, forward FLOPs per sample) from the spec, None where unknown."""
-    ok = isinstance(shape, list | tuple) and all(isinstance(d, int) for d in shape)
-    return spec_facts(workload, profile, tuple(shape) if ok else None)
 
 
 def _notebook(run: Run, rec: dict) -> str | None:

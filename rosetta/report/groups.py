@@ -24,7 +24,6 @@ import pandas as pd
 
 from rosetta.report.order import row_key
 from rosetta.report.rerun import Spread, run_spread
-from rosetta.report.specfacts import profile_batch
 from rosetta.report.stats import ROUNDS, estimate, passed, rerun_interval
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -178,7 +177,7 @@ def _primary(frame: pd.DataFrame) -> list[bool]:
     at that point (a cell that failed before its point was known) shows its own best point."""
     scored = []
     for _, r in frame.iterrows():
-        want = profile_batch(r["workload"], r["profile"])
+        want = r.get("profile_batch")  # the spec profile's batch, as the record states it
         threads = r["threads"] if isinstance(r["threads"], int | float) else -math.inf
         threads = -math.inf if math.isnan(threads) else threads
         score = (r["precision"] != "fp32", r["batch_size"] != want, -threads, r["status"] != "ok")

@@ -22,13 +22,17 @@ from rosetta.errors import RosettaError
 from rosetta.runner import safefile
 from rosetta.runner.records import (
     MAX_RECORD_BYTES,
+    MIGRATES,
+    SCHEMA_VERSION,
     data_changes,
     loads_strict,
+    migrate,
     record_problem,
 )
 
-# Schema 1 (the first runner) is a subset of 2: no notebook, load, flags or run.json.
-KNOWN_SCHEMAS = (1, 2)
+# Schema 1 (the first runner) is a subset of 2: no notebook, load, flags or run.json; 2 held no
+# spec facts, cold-start parts or flag codes (records.migrate derives them).
+KNOWN_SCHEMAS = (*MIGRATES, SCHEMA_VERSION)  # older ones through records.migrate
 STATUSES = ("ok", "failed", "timeout", "killed", "skipped", "interrupted")
 UNREADABLE = "unreadable"  # the report's own status for a record file it could not read
 
@@ -253,6 +257,7 @@ def read_record(path: Path) -> tuple[dict, str]:
     missing = [k for k in ("backend", "workload", "status") if not isinstance(rec.get(k), str)]
     if missing:
         return {}, f"record lacks {', '.join(missing)}"
+    rec = migrate(rec)  # an older record in the current schema: the one place it is read apart
     problem = record_problem(rec)
     if problem:
         return {}, problem

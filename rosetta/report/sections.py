@@ -208,9 +208,6 @@ def problem_rows(t: Tables) -> list[dict]:
     ]
 
 
-NOISE_FLAGS = ("steady-state CV", "steady-state spread")  # the runner's own noise flags
-
-
 def condition_rows(t: Tables) -> list[dict]:
     """Per cell: load average before/after, peak memory, wall time, the robust spread of its
     steps (IQR / median) and the flags. The runner's noise flag is replaced by the report's
@@ -220,7 +217,7 @@ def condition_rows(t: Tables) -> list[dict]:
     out = []
     for _, c in _sorted(t.cells[t.cells["status"] == "ok"]).iterrows():
         steps = t.samples.get(c.name, np.empty(0))
-        flags = [f for f in c["flags"].split("; ") if f and not f.startswith(NOISE_FLAGS)]
+        flags = [text for code, text in c["flag_list"] or () if code != "noisy"]  # by code
         machine = c["machine"] if c["run_id"] in multi else ""
         key = (c["run_id"], c["workload"], c["backend"], c["point"], machine)
         if key in noisy:

@@ -14,7 +14,6 @@ from pathlib import Path
 from rosetta.report.ceilings import achieved_gflops, run_ceilings, standing
 from rosetta.report.order import row_key
 from rosetta.report.references import NO_MACHINE, has_reference, machine_name
-from rosetta.report.specfacts import spec_facts
 from rosetta.safetext import csv_cell, plain
 
 SUMMARY_COLUMNS = ["workload", "backend", "status", "equivalent", "cold_start_s", "step_median_s",
@@ -183,7 +182,7 @@ def ceiling_lines(recs: list[dict], info: dict) -> list[str]:
         if r["status"] != "ok" or (r.get("metrics") or {}).get("mode") == "forward":
             continue  # a serving engine's forward pass: the report's serving view has it
         cell = _cell_facts(r)
-        task, _, flops = spec_facts(r["workload"], cell["profile"], cell["shape"])
+        task, flops = cell["spec"].get("task"), cell["spec"].get("flops_per_sample")
         thr = _throughput(r, cell["batch"])
         gflops = achieved_gflops(task, thr, flops)
         if gflops is None:
@@ -198,6 +197,7 @@ def ceiling_lines(recs: list[dict], info: dict) -> list[str]:
             batch=cell["batch"],
             device=cell["device"],
             threads=cell["threads"],
+            intensity=cell["intensity"],
         )
         frac = f"{st.fraction:6.1%}" if st.fraction is not None else "     -"
         above.update({st.above: None} if st.above else {})
@@ -218,19 +218,16 @@ def ceiling_lines(recs: list[dict], info: dict) -> list[str]:
 
 
 def _cell_facts(r: dict) -> dict:
-    """Profile, batch, precision, device and input shape of a record (point, config, manifest)."""
+    """Profile, batch, precision, device, threads and spec facts of a record (point, config,
+    manifest, and the ``spec`` it states: records.migrate gives an older record one)."""
     pt = r.get("point") if isinstance(r.get("point"), dict) else {}
     cfg = r.get("config") if isinstance(r.get("config"), dict) else {}
     man = r.get("manifest") if isinstance(r.get("manifest"), dict) else {}
     rt = man.get("runtime") if isinstance(man.get("runtime"), dict) else {}
     profile = str(r.get("profile") or cfg.get("profile") or "")
-    shape = man.get("input_shape")
-    shape = (
-        tuple(shape) if isinstance(shape, list) and all(isinstance(d, int) for d in shape) else None
-    )
-    batch = (
-        pt.get("batch_size") or cfg.get("batch_size") or spec_facts(r["workload"], profile, None)[1]
-    )
+    spec = r.get("spec") if isinstance(r.get("spec"), dict) else {}
+    batch = pt.get("batch_size") or cfg.get("batch_size") or spec.get("profile_batch")
+    flops, moved = spec.get("flops_per_step"), spec.get("bytes_per_step")
     return {
         "profile": profile,
         "batch": batch if isinstance(batch, int) and not isinstance(batch, bool) else None,
@@ -246,7 +243,8 @@ def _cell_facts(r: dict) -> dict:
             ),
             None,
         ),  # fmt: skip
-        "shape": shape,
+        "spec": spec,
+        "intensity": flops / moved if flops and moved else None,
     }
 
 

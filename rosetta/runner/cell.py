@@ -54,6 +54,7 @@ from rosetta.runner.profiles import batch_flag, effective_profile
 from rosetta.runner.steps import Steps, clocks_of, timed_steps
 from rosetta.runtime import Runtime
 from rosetta.spec import canonical_weights, get_workload
+from rosetta.spec.facts import spec_facts
 from rosetta.spec.loader import PRECISION_TOLERANCES
 
 GATE_BATCH = 4  # samples in the equivalence gate's fixed batch (2 for the features)
@@ -81,7 +82,8 @@ class Cell:
         # sample counts stay the profile's (rosetta.runner.profiles)
         self.profile = effective_profile(self.spec_profile, config.batch_size, spec.task)
         self.workload = self.profile.workload_for(spec)  # features: the profile's input size
-        self.flags: list[str] = []
+        self.flags: list[str] = []  # each flag's text, and beside it its code (records.FLAG_CODES)
+        self.flag_codes: list[str] = []
         # a training workload on a forward-only backend (a serving engine): the cell gates and
         # times the forward pass over the test data at the cell's batch (``_forward``)
         self.forward_only = spec.task == "train" and bool(
@@ -91,11 +93,18 @@ class Cell:
         task = "features" if self.forward_only else spec.task
         flag = batch_flag(self.spec_profile.batch_size, self.profile.batch_size, task)
         if flag:
-            self.flags.append(flag)
+            self.flag("batch", flag)
         self.data = None
         self.model = None
         self.gate_result: GateResult | None = None
         self.result: dict | None = None
+
+    def flag(self, code: str, text: str) -> None:
+        """Note a flag on the record: its ``code`` (one of ``records.FLAG_CODES``) and its text."""
+        if code not in records.FLAG_CODES:
+            raise ValueError(f"unknown flag code {code!r}; known: {', '.join(records.FLAG_CODES)}")
+        self.flags.append(text)
+        self.flag_codes.append(code)
 
     def _resolve_runtime(self) -> None:
         """Import the backend (its cost is ``import_s``) and configure this process from the
@@ -150,7 +159,8 @@ class Cell:
         cfg, w, prof = self.config, self.workload, self.profile
         cache = Path(cfg.out).parent / DATA_CACHE if cfg.out else None  # the run's own
         self.data = load_cell_data(w, prof, cfg.data_dir, cache)
-        self.flags.extend(self.data.notes)  # a data-cache file refused (decoded again instead)
+        for note in self.data.notes:  # a data-cache file refused (decoded again instead)
+            self.flag("data_cache", note)
         self._check_data()
         self.params = canonical_weights(w, cfg.seed)
         t0 = clock.now_ns()
@@ -179,7 +189,8 @@ class Cell:
             ("test", len(d.y_test), prof.test_samples),
         ):
             if have < want:
-                self.flags.append(
+                self.flag(
+                    "profile_not_met",
                     f"profile not met: {have} {part} samples of the {want} that profile "
                     f"{prof.name!r} asks for"
                 )
@@ -214,7 +225,7 @@ class Cell:
             x = feature_images(w, 0, 2)
             self.gate_result = run_gate(self.model, w, self.params, x, None, key, build=build)
         if why_not:
-            self.flags.append(f"gated in this cell: {why_not}")
+            self.flag("gated_here", f"gated in this cell: {why_not}")
         self.timing["gate_s"] = (clock.now_ns() - t0) / 1e9
         return self.gate_result
 
@@ -258,7 +269,7 @@ class Cell:
             self.result = self._features(progress)
         flag = noise_flag(self.result["clocks"]["steady"])
         if flag:
-            self.flags.append(flag)
+            self.flag("noisy", flag)
         if self.config.kind == "training" and self.config.round == 0:  # once per point
             self.result["metrics"].update(self.latency())  # after the run, outside its clocks
         return self.result
@@ -288,7 +299,7 @@ class Cell:
             progress=progress and (lambda k: progress(k, n)),
         )  # fmt: skip
         if train and not np.isfinite(float(model.to_numpy(run.last))):
-            self.flags.append("non-finite training loss")
+            self.flag("non_finite_loss", "non-finite training loss")
         # the timed steps back to back (no end to end)
         clocks = clocks_of(run, bs, timed_s=float(sum(run.samples)))
         return {
@@ -381,9 +392,9 @@ class Cell:
             total_test += len(pred)
         eval_s = (clock.now_ns() - t_eval) / 1e9
         if not steps:  # one step in all: the only figure there is includes the cold start
-            self.flags.append(NO_WARM_SAMPLE)
+            self.flag("no_warm_sample", NO_WARM_SAMPLE)
         if not all(np.isfinite(losses)):
-            self.flags.append("non-finite training loss")
+            self.flag("non_finite_loss", "non-finite training loss")
         sampled = Steps(first_s=first_s, samples=steps or [first_s])
         return {
             "clocks": clocks_of(sampled, bs, self.sample_every, end_to_end_s=train_s),
@@ -463,7 +474,9 @@ class Cell:
         clocks["import_s"] = self.timing["import_s"]
         clocks["import_build_s"] = self.timing["import_build_s"]
         clocks["gate_s"] = self.timing.get("gate_s")  # outside cold start and every other clock
-        clocks["cold_start_s"] = self.timing["import_build_s"] + clocks.pop("first_step_s")
+        # the cold start and its parts, each as measured: import, build, the first step
+        clocks["build_s"] = self.timing["import_build_s"] - self.timing["import_s"]
+        clocks["cold_start_s"] = self.timing["import_build_s"] + clocks["first_step_s"]
         env = self.environment()
         env.update(
             backend_versions=self.module.versions(),
@@ -489,6 +502,11 @@ class Cell:
             peak_device_memory_mb=None if peak_device is None else peak_device / 2**20,
             load={"before": self.load_before, "after": manifest.load_snapshot()},
             flags=list(self.flags),
+            flag_codes=list(self.flag_codes),
+            spec=spec_facts(
+                self.workload, self.spec_profile.batch_size, self.profile.batch_size,
+                self.runtime.precision,
+            ),  # fmt: skip
             wall_s=time.time() - self.started,
             pid=os.getpid(),
             **result,

@@ -17,7 +17,32 @@ from pathlib import Path
 from rosetta.errors import RosettaError
 from rosetta.runner import safefile
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: older schemas a reader takes through :func:`migrate` (2: before records held their spec's
+#: facts, cold-start parts and flag codes)
+MIGRATES = (1, 2)
+#: the codes of a record's ``flag_codes`` (each beside its text in ``flags``), and what each means
+FLAG_CODES = {
+    "batch": "trained at another batch than the spec's: throughput only",
+    "data_cache": "a data-cache file was refused and the data decoded again",
+    "profile_not_met": "fewer samples than the profile asks for",
+    "gated_here": "gated in this cell, not reused from another point",
+    "noisy": "uneven steady-state steps (IQR / median over the bound)",
+    "non_finite_loss": "a training loss that is not finite",
+    "no_warm_sample": "no warm step sampled: the steady figure is the cold first step",
+    "other": "a flag written before flags had codes",
+}
+#: the texts older records' flags begin with, by code (read by :func:`migrate` alone)
+_FLAG_PREFIXES = (
+    ("batch ", "batch"),
+    ("data cache", "data_cache"),
+    ("profile not met", "profile_not_met"),
+    ("gated in this cell", "gated_here"),
+    ("steady-state CV", "noisy"),
+    ("steady-state spread", "noisy"),
+    ("non-finite training loss", "non_finite_loss"),
+    ("steady state: no warm step", "no_warm_sample"),
+)
 STATUSES = ("ok", "failed", "timeout", "killed", "skipped", "interrupted")
 #: statuses that a resumed run keeps unless asked to retry them
 RETRYABLE = ("failed", "timeout", "killed", "interrupted")
@@ -32,6 +57,9 @@ def make_record(*, backend: str, workload: str, profile: str, status: str, **fie
     if "config" in fields and "point" not in fields:
         runtime = (fields.get("manifest") or {}).get("runtime")
         fields["point"] = point(fields["config"], runtime if status == "ok" else None)
+    if "spec" not in fields:  # a cell that never ran its spec: the facts of the spec as it is now
+        base = {"workload": workload, "profile": profile, **fields}
+        fields["spec"] = _spec_of(base)
     return {
         "schema_version": SCHEMA_VERSION,
         "backend": backend,
@@ -218,6 +246,13 @@ def record_problem(rec: dict) -> str:
         return f"unknown status {rec['status'][:40]!r}"
     if not isinstance(rec.get("flags", []), list):
         return "flags is not a list"
+    codes = rec.get("flag_codes")
+    if codes is not None and (
+        not isinstance(codes, list)
+        or len(codes) != len(rec.get("flags", []))
+        or any(c not in FLAG_CODES for c in codes)
+    ):
+        return f"flag_codes is not one code of {', '.join(FLAG_CODES)} per flag"
     if rec["status"] != "ok":
         return ""
     clocks = rec.get("clocks")
@@ -271,11 +306,14 @@ def read_record(path: Path) -> dict:
             f"{path}: unreadable record ({type(exc).__name__}: {exc}); move it aside, or rerun "
             f"the cell with --resume <run-id> --retry-failed after deleting it"
         ) from None
-    if not isinstance(rec, dict) or rec.get("schema_version") != SCHEMA_VERSION:
-        got = rec.get("schema_version") if isinstance(rec, dict) else type(rec).__name__
+    version = rec.get("schema_version") if isinstance(rec, dict) else type(rec).__name__
+    if version in MIGRATES:
+        rec = migrate(rec)
+    elif version != SCHEMA_VERSION:
         raise RosettaError(
-            f"{path}: record schema_version {got}, this rosetta reads {SCHEMA_VERSION}; "
-            f"read it with the rosetta version that wrote it, or move it aside"
+            f"{path}: record schema_version {version}, this rosetta reads {SCHEMA_VERSION} "
+            f"(and {', '.join(map(str, MIGRATES))}); read it with the rosetta version that wrote "
+            f"it, or move it aside"
         )
     for key in ("backend", "workload", "status"):
         if key not in rec:
@@ -343,3 +381,61 @@ def _round(rec: dict) -> int:
         if isinstance(where, dict) and isinstance(where.get("round"), int):
             return where["round"]
     return 0
+
+
+def migrate(rec: dict) -> dict:
+    """A record of an older schema (:data:`MIGRATES`) in the current one, the one place old
+    records are read differently: its ``spec`` facts computed from the spec as this install has
+    it (marked ``spec.derived``: the old record did not state them), the cold start's parts
+    derived from its total, and its flags' codes read from their texts. A current record is
+    returned as it is."""
+    if rec.get("schema_version") not in MIGRATES:
+        return rec
+    out = dict(rec)
+    out["schema_version"] = SCHEMA_VERSION
+    out["migrated_from"] = rec.get("schema_version")
+    clocks = dict(rec["clocks"]) if isinstance(rec.get("clocks"), dict) else None
+    if clocks is not None:
+        cold, ib, imp = (clocks.get(k) for k in ("cold_start_s", "import_build_s", "import_s"))
+        if _number(cold) and _number(ib) and "first_step_s" not in clocks:
+            clocks["first_step_s"] = cold - ib
+        if _number(ib) and _number(imp) and "build_s" not in clocks:
+            clocks["build_s"] = ib - imp
+        out["clocks"] = clocks
+    flags = rec.get("flags") if isinstance(rec.get("flags"), list) else []
+    out["flag_codes"] = [_flag_code(str(f)) for f in flags]
+    if "spec" not in rec:
+        spec = _spec_of(rec)
+        out["spec"] = spec and {**spec, "derived": "from the spec as this install has it"}
+    return out
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _flag_code(text: str) -> str:
+    return next((code for prefix, code in _FLAG_PREFIXES if text.startswith(prefix)), "other")
+
+
+def _spec_of(rec: dict) -> dict | None:
+    """The spec facts of a record's cell from the spec as this install has it (None where it
+    cannot say): for a record written without them (a cell that never ran, an older record)."""
+    from rosetta.spec import get_workload
+    from rosetta.spec.facts import spec_facts
+
+    try:
+        w = get_workload(rec["workload"])
+        prof = w.profile(rec["profile"])
+        manifest = rec.get("manifest") if isinstance(rec.get("manifest"), dict) else {}
+        shape = manifest.get("input_shape")
+        if isinstance(shape, list) and len(shape) == 3 and shape[1:] != list(w.input.shape[1:]):
+            w = w.at_image_size(int(shape[1]))
+        pt = rec.get("point") if isinstance(rec.get("point"), dict) else {}
+        cfg = rec.get("config") if isinstance(rec.get("config"), dict) else {}
+        batch = pt.get("batch_size") or cfg.get("batch_size") or prof.batch_size
+        precision = pt.get("precision") or cfg.get("precision") or "fp32"
+        facts = spec_facts(w, prof.batch_size, int(batch), str(precision))
+    except Exception:  # noqa: BLE001 - a spec or profile this install lacks: no facts
+        return None
+    return facts
