@@ -1,14 +1,17 @@
 """Backend ``pytensor``: the spec as PyTensor symbolic graphs (the maintained line of Theano),
 differentiated by ``pytensor.grad`` and compiled by ``pytensor.function``.
 
-``lowering.py`` is the Rosetta of PyTensor (op -> a function of symbolic tensors: convolution as
-taps and one ``dot``, max-pooling over stacked taps, ``scan`` for the GRU, the Transformer's
-attention, LayerNorm, exact GELU and masked mean composed of its ops); ``weights.py`` the
-canonical <-> native layouts (NHWC images, HWIO kernels); ``optim.py`` the spec's optimisers as
-the ``updates`` of the compiled step; ``loader.py`` the host batches PyTensor's CPU functions
-take; ``runtime.py`` the process settings and the linker (C via g++, or Numba: the Runtime's
-``pytensor_linker``); ``model.py`` the compiled programs and both faces. CPU only; float32 and
-float64. Nothing imports PyTensor until ``available()``, ``build()`` or ``run_op()`` is called.
+``ops/`` is the Rosetta of PyTensor, one module per op (its ``build``: the op as a function of
+symbolic tensors, the convolution as taps and one ``dot``, max-pooling over stacked taps, ``scan``
+for the GRU, the Transformer's attention, LayerNorm, exact GELU and masked mean composed of
+PyTensor's ops; its ``render``: the same as source text; its ``layout``: its parameters' native
+layouts, HWIO kernels); ``lowering.py`` the build context and how layers compose; ``source.py`` the
+one op table (``OPS``); ``weights.py`` the canonical <-> native layouts of a workload (NHWC images,
+each op's ``layout``); ``optim.py`` the spec's optimisers as the ``updates`` of the compiled step;
+``loader.py`` the host batches PyTensor's CPU functions take; ``runtime.py`` the process settings
+and the linker (C via g++, or Numba: the Runtime's ``pytensor_linker``); ``model.py`` the compiled
+programs and both faces. CPU only; float32 and float64. Nothing imports PyTensor until
+``available()``, ``build()`` or ``run_op()`` is called.
 """
 
 from rosetta.backends.base import BackendAPI
