@@ -1,0 +1,23 @@
+"""sigmoid in PyTensor: ``pt.sigmoid`` (exact; its C kernel is stable at both tails, its gradient
+``y (1 - y)``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rosetta.backends.driver import Site
+from rosetta.backends.snippet import RenderCtx, Snippet
+from rosetta.spec import ops
+
+if TYPE_CHECKING:  # the framework is imported by build() alone
+    from rosetta.backends.pytensor.lowering import Ctx, Layer
+
+
+def build(op: ops.Sigmoid, site: Site, ctx: Ctx) -> Layer:
+    import pytensor.tensor as pt
+
+    return lambda x, run: pt.sigmoid(x)
+
+
+def render(op: ops.Sigmoid, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=("{x} = pt.sigmoid({x})",))
