@@ -30,7 +30,8 @@ assert tfb.available()[0]  # imports its runtime.py, which selects Keras' Tensor
 import keras  # noqa: E402  (after the backend selected Keras' TensorFlow backend)
 import tensorflow as tf  # noqa: E402
 
-from rosetta.backends.tensorflow import optim, weights  # noqa: E402
+from rosetta.backends.keras_common.ops import dense as keras_dense  # noqa: E402
+from rosetta.backends.tensorflow import optim  # noqa: E402
 from rosetta.backends.tensorflow import runtime as tf_runtime  # noqa: E402
 from rosetta.backends.tensorflow.lowering import same_is_exact  # noqa: E402
 from rosetta.backends.tensorflow.model import choose  # noqa: E402
@@ -150,9 +151,9 @@ def test_fc1_rows_follow_the_nhwc_flatten():
 def test_flatten_conversion_inverts():
     rng = np.random.default_rng(0)
     k = rng.normal(size=(2 * 3 * 4, 5))
-    native = weights.chw_rows_to_hwc((2, 3, 4))(k)[0]
+    native = keras_dense.chw_rows_to_hwc((2, 3, 4))(k)[0]
     assert not np.array_equal(native, k)
-    np.testing.assert_array_equal(weights.hwc_rows_to_chw((2, 3, 4))(native)[0], k)
+    np.testing.assert_array_equal(keras_dense.hwc_rows_to_chw((2, 3, 4))(native)[0], k)
 
 
 def test_gru_bias_rows_and_gate_order():

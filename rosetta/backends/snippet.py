@@ -93,10 +93,13 @@ class RenderCtx:
     """State of one render, the text counterpart of a lowering's build context.
 
     ``pending_flatten`` holds the ``(C, H, W)`` of an NHWC flatten whose next dense layer must
-    permute its rows; ``extra`` is a backend's own counters (JAX numbers its dropout keys)."""
+    permute its rows; ``extra`` is a backend's own counters (JAX numbers its dropout keys);
+    ``backend`` names the backend rendering (op modules shared by several backends, Keras',
+    write one line differently on one of them)."""
 
     pending_flatten: tuple[int, ...] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    backend: str = ""
 
 
 #: attribute names a layer may not take in a generated model class: what ``torch.nn.Module``,

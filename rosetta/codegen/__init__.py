@@ -162,7 +162,7 @@ def rendered(workload: str | Workload, backend: str) -> Rendered:
         render_table(backend),
         w.graph,
         w.input.shape,
-        RenderCtx(),
+        RenderCtx(backend=backend),
         on_op=lambda path, op, site, snippet: rows.append(OpSource(path, op, site, snippet)),
     )
     known = {**common.HELPERS, **op_table(backend).helpers}

@@ -1,14 +1,21 @@
-"""The Rosetta of Keras: one small function per spec op, building its Keras layer(s), on any engine.
+"""Keras' side of the table, on any engine: the layers the op modules build, and how they compose.
 
-Every Keras backend (``tensorflow``, ``keras_jax``, ``keras_torch``) lowers through these
-functions: they speak only ``keras.layers`` and ``keras.ops``, which Keras 3 runs on each engine.
-A backend's ``lowering.py`` imports them (so its ``TABLE = OPS.lowering(globals())`` finds them
-by name) and adds what is its engine's own: the tensor ``apply_op`` feeds and the device.
+Each op of the spec is one module of ``ops/`` (its ``build``, ``render`` and ``weights`` side by
+side), shared by every Keras backend (``tensorflow``, ``keras_jax``, ``keras_torch``): they speak
+only ``keras.layers`` and ``keras.ops``, which Keras 3 runs on each engine. This file holds what
+several of them share: the build context :class:`Ctx` (dtype, layout, seeds, the dropout gate,
+and the weight bindings each op's ``build`` hands to ``ctx.bind``), the layers Keras lacks
+(:class:`NegInfPadding2D`, :class:`InferenceBatchNorm`, :class:`GatedDropout`, the transformer's
+:class:`PositionEmbedding`, :class:`SelfAttention`, :class:`ExactGELU`, :class:`MaskedMean`), the
+padding rule, and how layers compose (``sequence``, ``residual``, the mask of real tokens handed
+to the layers that take it). A backend's ``lowering.py`` imports ``sequence`` and ``residual``
+(so its ``TABLE = OPS.lowering(globals())`` finds them by name) and adds what is its engine's
+own: the tensor ``apply_op`` feeds and the device.
 
-Each entry turns an op into a *layer*, here a function of Keras tensors made of Keras layers
-(most ops one layer, some a padding layer and the layer), and registers the weights under their
-canonical names (``ctx.bind``; the variables are found once the layer is built). The driver
-walks the graph; ``model.py`` applies the result to a ``keras.Input`` and gets a functional
+Each op becomes a *layer*, here a function of Keras tensors made of Keras layers (most ops one
+layer, some a padding layer and the layer), and registers its weights under their canonical
+names (``ctx.bind``; the variables are found once the layer is built). The driver walks the
+graph; ``model.py`` applies the result to a ``keras.Input`` and gets a functional
 ``keras.Model``. ``site.in_shape`` is the op's input in the *canonical* per-sample layout
 ``(C, H, W)``; the tensors themselves are in ``ctx.data_format``.
 
@@ -18,7 +25,7 @@ numbers (stride 1, odd kernel: every 3x3 conv of the CNN) the op uses ``padding=
 times as long, interleaved, 12 rounds, load 15). Elsewhere (ResNet's stride-2 convs and its stem,
 where "same" would pad bottom/right only) an explicit ``ZeroPadding2D`` precedes a ``"valid"``
 conv, and max-pooling pads with -inf (``NegInfPadding2D``): padded cells are never selected, as
-the spec says.
+the spec says (:func:`keras_padding`).
 
 Dropout is Keras' own (same rate, seed generator, mask and scaling) with its output selected by
 ``ctx.dropout_on``, a boolean variable read *inside* the compiled program: ``Model.set_dropout``
@@ -38,15 +45,14 @@ from rosetta.backends.driver import Site
 from rosetta.backends.keras_common import weights
 from rosetta.backends.keras_common.weights import Binding
 from rosetta.backends.snippet import attr
-from rosetta.errors import BackendError
-from rosetta.spec import ops
 
 Layer = Callable[[Any], Any]  # Keras tensor -> Keras tensor, through Keras layers
 
 
 @dataclass
 class Ctx:
-    """What the entries need besides the op: dtype, layout, seeds, the dropout gate, bindings."""
+    """What the op modules' ``build`` need besides the op: dtype, layout, seeds, the dropout
+    gate, and the weight bindings they make (``ops/<op>.py`` ``weights``, graph order)."""
 
     dtype: str
     data_format: str  # "channels_last" (NHWC) | "channels_first" (NCHW)
@@ -61,8 +67,9 @@ class Ctx:
     #: Keras on PyTorch registers each variable as a torch parameter, whose name may hold no "."
     identifier_names: bool = False
 
-    def bind(self, names, find, to_native, to_canonical) -> None:
-        self.bindings.append(Binding(tuple(names), find, to_native, to_canonical))
+    def bind(self, binding: Binding) -> None:
+        """Record an op's weight binding (its module's ``weights(op, layer, ctx)``)."""
+        self.bindings.append(binding)
 
     def layer_name(self, name: str) -> str:
         """The Keras layer name of the op named ``name`` (the canonical one on TensorFlow)."""
@@ -137,9 +144,9 @@ def same_is_exact(kernel, stride, padding, in_hw) -> bool:
     return tuple(pads) == tuple(padding)
 
 
-def _padding(op, site: Site) -> tuple[tuple[int, int, int, int] | None, str]:
-    """``(explicit, keras_padding)``: "valid" or exact "same" (explicit None), else the spec's
-    ``(t, b, l, r)`` to pad with a layer of its own before a "valid" op."""
+def keras_padding(op, site: Site) -> tuple[tuple[int, int, int, int] | None, str]:
+    """``(explicit, padding)`` of a conv or pool: "valid" or exact "same" (explicit None), else
+    the spec's ``(t, b, l, r)`` to pad with a layer of its own before a "valid" op."""
     if not any(op.padding):
         return None, "valid"
     if same_is_exact(op.kernel, op.stride, op.padding, site.in_shape[1:]):
@@ -147,136 +154,12 @@ def _padding(op, site: Site) -> tuple[tuple[int, int, int, int] | None, str]:
     return tuple(op.padding), "valid"
 
 
-def _after(pad: layers.Layer, layer: layers.Layer) -> Layer:
+def after(pad: layers.Layer, layer: layers.Layer) -> Layer:
     """``layer`` preceded by the explicit padding layer ``pad``."""
     return lambda x: layer(pad(x))
 
 
-def _weights(op, layer) -> tuple[list[str], Callable[[], tuple]]:
-    """Canonical names and the variable finder of a kernel (+ bias) layer."""
-    names = [f"{op.name}.kernel"] + ([f"{op.name}.bias"] if op.bias else [])
-    return names, lambda: (layer.kernel, layer.bias) if op.bias else (layer.kernel,)
-
-
-# -- the table's entries: entry(op, site, ctx) -> layer ----------------------------------------
-def conv2d(op: ops.Conv2D, site: Site, ctx: Ctx) -> Layer:
-    explicit, padding = _padding(op, site)
-    layer = layers.Conv2D(
-        op.out_channels,
-        op.kernel,
-        strides=op.stride,
-        padding=padding,
-        data_format=ctx.data_format,
-        use_bias=op.bias,
-        dtype=ctx.dtype,
-        name=ctx.layer_name(op.name),
-    )
-    ctx.bind(*_weights(op, layer), weights.oihw_to_hwio, weights.hwio_to_oihw)
-    if explicit is None:
-        return layer
-    t, b, left, right = explicit
-    return _after(
-        layers.ZeroPadding2D(((t, b), (left, right)), ctx.data_format, dtype=ctx.dtype), layer
-    )
-
-
-def maxpool2d(op: ops.MaxPool2D, site: Site, ctx: Ctx) -> Layer:
-    explicit, padding = _padding(op, site)
-    pool = layers.MaxPooling2D(
-        op.kernel, strides=op.stride, padding=padding, data_format=ctx.data_format, dtype=ctx.dtype
-    )
-    if explicit is None:
-        return pool
-    return _after(NegInfPadding2D(explicit, ctx.data_format, dtype=ctx.dtype), pool)
-
-
-def relu(op: ops.ReLU, site: Site, ctx: Ctx) -> Layer:
-    return layers.ReLU(dtype=ctx.dtype)
-
-
-def dropout(op: ops.Dropout, site: Site, ctx: Ctx) -> Layer:
-    layer = GatedDropout(op.rate, ctx.dropout_on, seed=ctx.next_seed(), dtype=ctx.dtype)
-    return layer if ctx.training is None else lambda x: layer(x, training=ctx.training)
-
-
-def flatten(op: ops.Flatten, site: Site, ctx: Ctx) -> Layer:
-    if op.order != "CHW":
-        raise BackendError(
-            f"backend {ctx.backend!r}: flatten order {op.order!r} is not the spec's CHW"
-        )
-    if ctx.data_format == "channels_last" and len(site.in_shape) == 3:
-        ctx.flattened_from = tuple(site.in_shape)  # the next dense layer's rows are permuted
-    return layers.Flatten(dtype=ctx.dtype)  # channels_first: already C, H, W order
-
-
-def dense(op: ops.Dense, site: Site, ctx: Ctx) -> Layer:
-    layer = layers.Dense(op.units, use_bias=op.bias, dtype=ctx.dtype, name=ctx.layer_name(op.name))
-    if ctx.flattened_from is not None:
-        chw, ctx.flattened_from = ctx.flattened_from, None
-        convert = weights.chw_rows_to_hwc(chw), weights.hwc_rows_to_chw(chw)
-    else:
-        convert = weights.identity, weights.identity
-    ctx.bind(*_weights(op, layer), *convert)
-    return layer
-
-
-def batchnorm(op: ops.BatchNorm, site: Site, ctx: Ctx) -> Layer:
-    if ctx.flattened_from is not None:
-        raise BackendError(
-            f"backend {ctx.backend!r}: batchnorm after an NHWC flatten is not lowered"
-        )
-    axis = -1 if ctx.data_format == "channels_last" or len(site.in_shape) == 1 else 1
-    layer = InferenceBatchNorm(
-        axis=axis,
-        epsilon=op.eps,
-        momentum=1.0 - op.momentum,
-        dtype=ctx.dtype,
-        name=ctx.layer_name(op.name),
-    )
-    names = [f"{op.name}.{r}" for r in ("gamma", "beta", "mean", "var")]
-    find = lambda: (layer.gamma, layer.beta, layer.moving_mean, layer.moving_variance)  # noqa: E731
-    ctx.bind(names, find, weights.identity, weights.identity)
-    return layer
-
-
-def global_avgpool(op: ops.GlobalAvgPool, site: Site, ctx: Ctx) -> Layer:
-    return layers.GlobalAveragePooling2D(data_format=ctx.data_format, dtype=ctx.dtype)
-
-
-def embedding(op: ops.Embedding, site: Site, ctx: Ctx) -> Layer:
-    layer = layers.Embedding(op.vocab, op.dim, dtype=ctx.dtype, name=ctx.layer_name(op.name))
-    ctx.bind([f"{op.name}.table"], lambda: (layer.embeddings,), weights.identity, weights.identity)
-    return layer  # (N, T) -> (N, T, E)
-
-
-def gru(op: ops.GRU, site: Site, ctx: Ctx) -> Layer:
-    if (op.gate_order, op.reset_after) != (("z", "r", "h"), True):
-        raise BackendError(f"backend {ctx.backend!r}: GRU must be z, r, h with reset_after=True")
-    if (op.initial_state, op.output) != ("zeros", "last"):
-        raise BackendError(
-            f"backend {ctx.backend!r}: GRU must start at zeros and return the last step"
-        )
-    # the cuDNN-eligible configuration: tanh, sigmoid, reset_after, bias, no unroll
-    layer = layers.GRU(
-        op.units,
-        activation="tanh",
-        recurrent_activation="sigmoid",
-        use_bias=True,
-        reset_after=True,
-        unroll=False,
-        return_sequences=False,
-        dtype=ctx.dtype,
-        name=ctx.layer_name(op.name),
-    )
-    names = [
-        f"{op.name}.{r}" for r in ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")
-    ]
-    find = lambda: (layer.cell.kernel, layer.cell.recurrent_kernel, layer.cell.bias)  # noqa: E731
-    ctx.bind(names, find, weights.gru_to_keras, weights.gru_from_keras)
-    return layer  # (N, T, E) -> (N, H), the last step
-
-
-# -- the transformer's ops (keras.ops only: the same layers on TensorFlow, JAX and PyTorch) -------
+# -- the transformer's layers (keras.ops only: the same layers on TensorFlow, JAX and PyTorch) -----
 #: what a transformer model's manifest says of its attention
 ATTENTION_NOTE = (
     "Dense projections (the key's without bias) + keras.ops.softmax over the scaled scores, "
@@ -351,7 +234,7 @@ class ExactGELU(layers.Layer):
     """``0.5 x (1 + erf(x / sqrt 2))``, ``sqrt 2`` a Python float (converted straight to the
     input's dtype). Keras' own ``gelu(approximate=False)`` is ``tf.nn.gelu`` on TensorFlow, whose
     ``sqrt 2`` is cast from a float32 tensor (5e-9 off in float64, 150x the float64 gate's
-    bound); on JAX and PyTorch it is the engine's exact kernel, which :func:`gelu` uses there."""
+    bound); on JAX and PyTorch it is the engine's exact kernel, which ``ops/gelu.py`` uses there."""
 
     def call(self, x):
         return 0.5 * x * (1.0 + keras.ops.erf(x / 2.0**0.5))
@@ -367,7 +250,7 @@ class MaskedMean(layers.Layer):
         return total / keras.ops.maximum(keras.ops.sum(w, axis=1, keepdims=True), 1.0)
 
 
-def _takes_mask(layer) -> Layer:
+def takes_mask(layer) -> Layer:
     """Mark ``layer`` (a function of ``(x, valid)``) for the sequences that hand it the mask."""
     layer.takes_mask = True
     return layer
@@ -375,47 +258,6 @@ def _takes_mask(layer) -> Layer:
 
 def _run(layer, x, valid):
     return layer(x, valid) if getattr(layer, "takes_mask", False) else layer(x)
-
-
-def layer_norm(op: ops.LayerNorm, site: Site, ctx: Ctx) -> Layer:
-    layer = layers.LayerNormalization(
-        axis=-1, epsilon=op.eps, dtype=ctx.dtype, name=ctx.layer_name(op.name)
-    )
-    names = [f"{op.name}.gamma", f"{op.name}.beta"]
-    ctx.bind(names, lambda: (layer.gamma, layer.beta), weights.identity, weights.identity)
-    return layer
-
-
-def gelu(op: ops.GELU, site: Site, ctx: Ctx) -> Layer:
-    """Exact GELU: Keras' ``gelu`` (approximate=False: ``F.gelu``, ``jax.nn.gelu``), except on
-    TensorFlow, where it rounds ``sqrt 2`` through float32 (:class:`ExactGELU`)."""
-    if keras.backend.backend() == "tensorflow":
-        return ExactGELU(dtype=ctx.dtype)
-    return layers.Activation("gelu", dtype=ctx.dtype)  # keras.activations.gelu: erf form
-
-
-def position_embedding(op: ops.PositionEmbedding, site: Site, ctx: Ctx) -> Layer:
-    layer = PositionEmbedding(
-        op.max_len, site.in_shape[1], dtype=ctx.dtype, name=ctx.layer_name(op.name)
-    )
-    ctx.bind([f"{op.name}.table"], lambda: (layer.table,), weights.identity, weights.identity)
-    return layer
-
-
-def attention(op: ops.Attention, site: Site, ctx: Ctx) -> Layer:
-    layer = SelfAttention(site.in_shape[1], op.heads, dtype=ctx.dtype, name=ctx.layer_name(op.name))
-    names = [f"{op.name}.{r}" for r in ops.ATTENTION_ROLES]
-    find = lambda: (  # noqa: E731
-        layer.query.kernel, layer.query.bias, layer.key.kernel, layer.value.kernel,
-        layer.value.bias, layer.out_proj.kernel, layer.out_proj.bias,
-    )  # fmt: skip
-    ctx.bind(names, find, weights.identity, weights.identity)  # kernels IO, as the spec
-    return _takes_mask(lambda x, valid: layer(x, valid))
-
-
-def masked_mean(op: ops.MaskedMean, site: Site, ctx: Ctx) -> Layer:
-    layer = MaskedMean(dtype=ctx.dtype)
-    return _takes_mask(lambda x, valid: layer(x, valid))
 
 
 def sequence(chain: list[Layer], site: Site, ctx: Ctx) -> Layer:
@@ -445,7 +287,7 @@ def sequence(chain: list[Layer], site: Site, ctx: Ctx) -> Layer:
             x = _run(layer, x, valid)
         return x
 
-    return _takes_mask(masked_sequence)
+    return takes_mask(masked_sequence)
 
 
 def residual(body: Layer, shortcut: Layer, site: Site, ctx: Ctx) -> Layer:
@@ -453,7 +295,7 @@ def residual(body: Layer, shortcut: Layer, site: Site, ctx: Ctx) -> Layer:
     takes it)."""
     add = layers.Add(dtype=ctx.dtype)
     if getattr(body, "takes_mask", False) or getattr(shortcut, "takes_mask", False):
-        return _takes_mask(lambda x, valid: add([_run(body, x, valid), _run(shortcut, x, valid)]))
+        return takes_mask(lambda x, valid: add([_run(body, x, valid), _run(shortcut, x, valid)]))
     return lambda x: add([body(x), shortcut(x)])
 
 

@@ -1,18 +1,13 @@
-"""Canonical <-> Keras layouts: every weight and activation conversion of a Keras backend.
+"""Canonical <-> Keras: the weight bindings of a Keras backend and the activation layouts.
 
 Shared by every Keras engine (NumPy only). A ``Binding`` ties canonical parameter names to the
 Keras variables that hold them (found once the layer is built) and knows the two directions of
-the conversion; ``load``/``read``/``grads`` move whole parameter sets across it. The conversions
-are permutations and splits, so the same ``to_canonical`` maps a variable's *gradient* to the
-canonical gradient too.
-
-- conv kernel: canonical ``OIHW`` -> Keras ``HWIO`` (the same in both data formats);
-- dense kernel after an NHWC flatten: the rows come in ``H, W, C`` order, the spec's in
-  ``C, H, W`` (``Flatten(order="CHW")``): the rows are permuted;
-- GRU: Keras' ``kernel (E, 3H)`` and ``recurrent_kernel (H, 3H)`` already have the canonical gate
-  order ``z, r, h``; its ``bias`` is ``(2, 3H)`` with row 0 the input bias and row 1 the recurrent
-  one (``reset_after=True``);
-- BatchNorm: ``gamma, beta, mean, var`` -> ``gamma, beta, moving_mean, moving_variance``.
+the conversion; each op module's ``weights(op, layer, ctx)`` (``ops/<op>.py``) makes its op's
+binding, with the op's own layout conversion beside it (conv: OIHW <-> HWIO; dense after an NHWC
+flatten: rows C, H, W <-> H, W, C; GRU: the two biases <-> Keras' one (2, 3H) ``bias``), and its
+``build`` hands it to ``ctx.bind``. This file moves whole parameter sets across the bindings
+(``load``/``read``/``grads``). The conversions are permutations and splits, so the same
+``to_canonical`` maps a variable's *gradient* to the canonical gradient too.
 """
 
 from __future__ import annotations
@@ -70,50 +65,14 @@ def grads(
 
 
 def identity(*arrays: np.ndarray) -> Arrays:
+    """The conversion of a layer that keeps the canonical layouts."""
     return tuple(arrays)
 
 
-# -- conv2d ------------------------------------------------------------------------------------
-def oihw_to_hwio(kernel: np.ndarray, *rest: np.ndarray) -> Arrays:
-    return (np.transpose(kernel, (2, 3, 1, 0)), *rest)  # (O, I, H, W) -> (H, W, I, O)
-
-
-def hwio_to_oihw(kernel: np.ndarray, *rest: np.ndarray) -> Arrays:
-    return (np.transpose(kernel, (3, 2, 0, 1)), *rest)  # (H, W, I, O) -> (O, I, H, W)
-
-
-# -- dense after a flatten of NHWC activations ------------------------------------------------
-def chw_rows_to_hwc(chw: tuple[int, int, int]) -> Callable[..., Arrays]:
-    """Dense kernel rows from the spec's ``C, H, W`` flatten order to NHWC's ``H, W, C``."""
-    c, h, w = chw
-
-    def convert(kernel: np.ndarray, *rest: np.ndarray) -> Arrays:
-        o = kernel.shape[1]
-        # (C*H*W, O) -> (C, H, W, O) -> (H, W, C, O) -> (H*W*C, O)
-        return (kernel.reshape(c, h, w, o).transpose(1, 2, 0, 3).reshape(-1, o), *rest)
-
-    return convert
-
-
-def hwc_rows_to_chw(chw: tuple[int, int, int]) -> Callable[..., Arrays]:
-    """The inverse of ``chw_rows_to_hwc``."""
-    c, h, w = chw
-
-    def convert(kernel: np.ndarray, *rest: np.ndarray) -> Arrays:
-        o = kernel.shape[1]
-        # (H*W*C, O) -> (H, W, C, O) -> (C, H, W, O) -> (C*H*W, O)
-        return (kernel.reshape(h, w, c, o).transpose(2, 0, 1, 3).reshape(-1, o), *rest)
-
-    return convert
-
-
-# -- gru ------------------------------------------------------------------------------------------
-def gru_to_keras(kernel, recurrent_kernel, bias_input, bias_recurrent) -> Arrays:
-    return kernel, recurrent_kernel, np.stack([bias_input, bias_recurrent])  # 2 x (3H,) -> (2, 3H)
-
-
-def gru_from_keras(kernel, recurrent_kernel, bias) -> Arrays:
-    return kernel, recurrent_kernel, bias[0], bias[1]  # (2, 3H) -> 2 x (3H,)
+def kernel_and_bias(op, layer) -> tuple[tuple[str, ...], Callable[[], tuple]]:
+    """Canonical names and the variable finder of a kernel (+ bias) layer (conv2d, dense)."""
+    names = (f"{op.name}.kernel",) + ((f"{op.name}.bias",) if op.bias else ())
+    return names, lambda: (layer.kernel, layer.bias) if op.bias else (layer.kernel,)
 
 
 # -- activations, for run_op's NumPy boundary --------------------------------------------------

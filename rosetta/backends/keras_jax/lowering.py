@@ -1,5 +1,7 @@
-"""The Rosetta of Keras on JAX: the shared Keras entries (``keras_common/lowering.py``) under
-this backend's table, and ``apply_op``.
+"""The Rosetta of Keras on JAX: the shared Keras op modules (``keras_common/ops/``, one per
+spec op, engine-neutral) under this backend's table, composed by ``sequence`` and
+``residual`` of ``keras_common/lowering.py`` (imported here so the table finds them by name),
+and ``apply_op``.
 
 Images are channels-last (NHWC, Keras' default): XLA:CPU's convolutions are NHWC-native, the
 choice the ``jax`` backend measured (``rosetta/backends/jax/lowering.py``, ``IMAGE_LAYOUT``); on
@@ -15,24 +17,9 @@ import numpy as np
 
 from rosetta.backends.driver import LoweringTable
 from rosetta.backends.jax.lowering import IMAGE_LAYOUT
-from rosetta.backends.keras_common.lowering import (  # noqa: F401  (the table's build functions)
+from rosetta.backends.keras_common.lowering import (  # noqa: F401  (the table's composers)
     Layer,
     apply_keras_op,
-    attention,
-    batchnorm,
-    conv2d,
-    dense,
-    dropout,
-    embedding,
-    flatten,
-    gelu,
-    global_avgpool,
-    gru,
-    layer_norm,
-    masked_mean,
-    maxpool2d,
-    position_embedding,
-    relu,
     residual,
     sequence,
 )

@@ -1,11 +1,19 @@
-"""The Rosetta of Keras on JAX, in text: the shared Keras table
-(``rosetta/backends/keras_common/source.py``: the functional API reads the same on every engine)
-under this backend's name. Text only."""
+"""The Rosetta of Keras on JAX, in text: the shared Keras op modules
+(``rosetta/backends/keras_common/ops/``: the functional API reads the same on every engine) and
+their composition (``keras_common/source.py``) under this backend's name. Text only."""
 
 from __future__ import annotations
 
-from rosetta.backends.keras_common.source import op_table
+from rosetta.backends.driver import Entry, discover
+from rosetta.backends.keras_common.source import residual, sequence
 
 NAME = "keras_jax"
-OPS = op_table(NAME)  # build functions: lowering.py; renderings: keras_common/source.py
+#: the backend's one op table: keras_common's op modules (each op's build, rendering and weights
+#: side by side) and how they compose; ``lowering.TABLE`` and ``RENDER`` are its two faces
+OPS = discover(
+    NAME,
+    "rosetta.backends.keras_common.ops",
+    Entry("sequence", sequence),
+    Entry("residual", residual),
+)
 RENDER = OPS.rendering()

@@ -1,6 +1,7 @@
-"""Canonical <-> Keras layouts on JAX: the conversions every Keras engine shares
-(``rosetta/backends/keras_common/weights.py``, NumPy only); Keras' variables hold the same
-layouts on every engine, so nothing here is JAX's own."""
+"""Canonical <-> Keras layouts on JAX: the bindings every Keras engine shares
+(``rosetta/backends/keras_common/weights.py``, NumPy only; each op's own conversion is in its
+module, ``keras_common/ops/<op>.py``); Keras' variables hold the same layouts on every engine,
+so nothing here is JAX's own."""
 
 from __future__ import annotations
 

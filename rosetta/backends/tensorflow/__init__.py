@@ -1,10 +1,12 @@
 """Backend ``tensorflow``: the spec lowered to a Keras 3 model on TensorFlow.
 
-``lowering.py`` is the Rosetta of Keras (spec op -> Keras layer), ``weights.py`` every layout
-conversion, ``optim.py`` the spec's optimisers, ``loader.py`` the ``tf.data`` pipeline,
-``model.py`` the two faces of the contract with the measured fast-path choices, and
-``runtime.py`` the process settings (it selects Keras' TensorFlow backend; importing it imports
-TensorFlow). Importing this package imports no framework.
+Its ops are the Keras op modules every engine shares (``rosetta/backends/keras_common/ops/``:
+spec op -> Keras layer, its source line and its weight layout), taken whole by ``source.py`` as
+this backend's op table; ``lowering.py`` is that table's native face and ``apply_op``,
+``weights.py`` the bindings that move weights across, ``optim.py`` the spec's optimisers,
+``loader.py`` the ``tf.data`` pipeline, ``model.py`` the two faces of the contract with the
+measured fast-path choices, and ``runtime.py`` the process settings (it selects Keras' TensorFlow
+backend; importing it imports TensorFlow). Importing this package imports no framework.
 """
 
 from rosetta.backends.base import BackendAPI

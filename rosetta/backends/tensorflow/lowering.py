@@ -1,8 +1,9 @@
-"""The Rosetta of Keras on TensorFlow: the shared Keras entries (``keras_common/lowering.py``,
-one small function per spec op, engine-neutral) under this backend's table, and ``apply_op``.
+"""The Rosetta of Keras on TensorFlow: the shared Keras op modules (``keras_common/ops/``, one
+module per spec op, engine-neutral) under this backend's table, and ``apply_op``.
 
-``TABLE`` is the backend's lowering (``rosetta.backends.driver``) made of the entries of
-``rosetta/backends/keras_common/lowering.py`` (imported here so the op table finds them by name);
+``TABLE`` is the backend's lowering (``rosetta.backends.driver``): each op module's ``build``,
+composed by ``sequence`` and ``residual`` of ``rosetta/backends/keras_common/lowering.py``
+(imported here so the op table finds them by name; ``same_is_exact`` is its padding rule);
 ``model.py`` applies the result to a ``keras.Input`` and gets a functional ``keras.Model``;
 ``apply_op`` applies one op to an eager tensor. Dropout is gated by a boolean ``tf.Variable``
 read inside the trace: ``Model.set_dropout`` flips it, and the timed ``tf.function`` runs on
@@ -15,27 +16,9 @@ import numpy as np
 import tensorflow as tf
 
 from rosetta.backends.driver import LoweringTable, lower_op
-from rosetta.backends.keras_common.lowering import (  # noqa: F401  (the table's build functions)
+from rosetta.backends.keras_common.lowering import (  # noqa: F401  (composers; padding rule)
     Ctx,
-    GatedDropout,
-    InferenceBatchNorm,
     Layer,
-    NegInfPadding2D,
-    attention,
-    batchnorm,
-    conv2d,
-    dense,
-    dropout,
-    embedding,
-    flatten,
-    gelu,
-    global_avgpool,
-    gru,
-    layer_norm,
-    masked_mean,
-    maxpool2d,
-    position_embedding,
-    relu,
     residual,
     same_is_exact,
     sequence,

@@ -3,9 +3,9 @@
 The timed face is one ``tf.function`` (XLA where the fast path chose it): ``train_step`` runs
 forward in training mode, softmax cross-entropy, ``GradientTape`` and the optimiser in one graph
 and returns the loss tensor; ``predict`` calls the model with ``training=False``. Dropout in that
-trace is gated by a boolean ``tf.Variable`` (``lowering.GatedDropout``), so ``set_dropout`` and
-the base class's ``deterministic_steps`` run *the same trace* the timed loop runs, without
-retracing. The NumPy face converts at the bindings (``weights.py``).
+trace is gated by a boolean ``tf.Variable`` (``keras_common.lowering.GatedDropout``), so
+``set_dropout`` and the base class's ``deterministic_steps`` run *the same trace* the timed loop
+runs, without retracing. The NumPy face converts at the bindings (``weights.py``).
 
 **Fast-path choices**, keyed by what the graph contains (never by workload name), measured with
 ``python -m benchmarks lowering_tensorflow --xla --layout`` (interleaved, median ratio [95%
