@@ -1,0 +1,23 @@
+"""sigmoid in Keras: ``layers.Activation("sigmoid")`` (``keras.ops.sigmoid``, exact on every
+engine). No parameters."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rosetta.backends.driver import Site
+from rosetta.backends.snippet import RenderCtx, Snippet
+from rosetta.spec import ops
+
+if TYPE_CHECKING:  # the framework is imported by build() alone
+    from rosetta.backends.keras_common.lowering import Ctx, Layer
+
+
+def build(op: ops.Sigmoid, site: Site, ctx: Ctx) -> Layer:
+    from keras import layers
+
+    return layers.Activation("sigmoid", dtype=ctx.dtype)
+
+
+def render(op: ops.Sigmoid, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=('{x} = layers.Activation("sigmoid")({x})',))
