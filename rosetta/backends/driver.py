@@ -3,26 +3,33 @@
 ONNX's reference evaluator has one small function per op and one loop that feeds them; Keras 3
 gives every backend the same function names. Rosetta takes both: the walk over a graph (shape
 threading, residual blocks, the error for an op a backend cannot lower) is written here once,
-and each backend's ``lowering.py`` supplies only a :class:`LoweringTable`: one entry per op,
-all under one signature, plus how to chain entries into a sequence and how to join a residual
-block's two branches.
+and each backend supplies only its op table.
 
-A table entry is ``entry(op, site, ctx) -> layer``:
+**An op is one module per backend.** A backend's table is found by convention
+(:func:`discover`): its folder ``ops/`` holds one module per op it lowers, named for the op
+(``ops/conv2d.py`` lowers ``conv2d``), with the op's two faces and its weight mapping side by
+side:
 
-- ``op`` is the spec's op (``rosetta.spec.ops``), its attributes the explicit numbers;
-- ``site`` says where it sits: per-sample canonical input and output shapes, whether it reads
-  the sequence's own input (so it must not overwrite it in place), and its path in the graph;
-- ``ctx`` is the backend's build context (dtype, layout, a parameter binder, an rng...);
-- ``layer`` is whatever the framework composes: an ``nn.Module``, a Keras layer, a pure
-  function of ``(params, x)``, a Chainer link, a NumPy closure.
+- ``build(op, site, ctx) -> layer``: the native layer (an ``nn.Module``, a Keras layer, a pure
+  function of ``(params, x)``, a Chainer link, a NumPy closure); it imports the framework
+  itself, so the module loads with NumPy alone;
+- ``render(op, site, ctx) -> Snippet``: the same layer as source text
+  (:class:`rosetta.backends.snippet.Snippet`), what ``rosetta code`` writes;
+- the backend's weight mapping for the op's parameters (its ``weights.py`` reads it from
+  :meth:`OpTable.module`).
 
-A backend's ``lowering.py`` is then read as "the Rosetta of that framework": the table, and
-nothing about graph walking.
+``op`` is the spec's op (``rosetta.spec.ops``), its attributes the explicit numbers; ``site``
+says where it sits (per-sample canonical input and output shapes, whether it reads the
+sequence's own input, its path in the graph); ``ctx`` is the backend's build context. The
+folder's ``__init__.py`` declares ``UNSUPPORTED = {op: reason}``: an op neither lowered nor
+declared is a gap the conformance suite fails (:meth:`OpTable.gaps`). Entry names come from the
+op (``op.OP``); no table is spelled out by hand.
 
-The same walk renders source: a backend's ``source.py`` holds a second face of its table (a
-:class:`LoweringTable` whose entries return :class:`rosetta.backends.snippet.Snippet` text, not
-layers), and ``lower(..., on_op=hook)`` hands each op's result to ``hook`` as it goes, which is
-how ``rosetta code`` collects the rows of the report's Rosetta page. There is no other walker.
+A backend's ``source.py`` makes its table (``discover`` plus how it composes a sequence and
+joins a residual block's two branches) and ``lowering.py`` takes its native face; the driver
+walks either face as a :class:`LoweringTable`, and ``lower(..., on_op=hook)`` hands each op's
+result to ``hook`` as it goes, which is how ``rosetta code`` collects the rows of the report's
+Rosetta page. There is no other walker.
 """
 
 from __future__ import annotations

@@ -3,25 +3,25 @@
 ``rosetta code WORKLOAD --backend NAME`` prints it; ``rosetta code --all DIR`` writes them all.
 
 **Mechanism.** The source is generated from the same op table as the lowering, not kept by
-hand beside it. Each backend folder's ``source.py`` (framework-free) declares ``OPS``, the
-backend's one :class:`rosetta.backends.driver.OpTable`: per op an ``Entry(build, render)``,
-``build`` naming the function of ``lowering.py`` that makes the native layer and ``render`` the
-function here-beside that writes the same layer as source under the lowering's own signature
-(``render(op, site, ctx) -> Snippet``: the constructor line(s) with real names, the forward
-line(s) with shape comments, the weights it owns and the layout conversion each needs (OIHW ->
-HWIO, the flatten row permutation, GRU gate order)), plus ``sequence``/``residual``.
-``lowering.TABLE = OPS.lowering(globals())`` and ``source.RENDER = OPS.rendering()`` are its
-two faces, both a :class:`~rosetta.backends.driver.LoweringTable`, the one table type; the ONE
-driver, :func:`rosetta.backends.driver.lower`, walks either, its ``on_op`` hook collecting each
-op's snippet for the report's Rosetta page. The per-framework file around the model (imports,
-the canonical ``.npz`` loader, the optimiser as the spec states it, written out where the
-framework's stock one differs, the training or features step, ``--check``) lives in
-``rosetta/codegen/<name>.py``. Layering: spec < backends (driver, snippet values, ``source.py``)
-< codegen (these files) < runner, report, cli; the gate's check of a generated file lives with
-the tests (``tests/conformance/generated_run.py``).
+hand beside it. Each op a backend lowers is one module of its folder, ``ops/<op>.py``, holding
+the native ``build`` and, beside it, ``render(op, site, ctx) -> Snippet`` under the same
+signature: the constructor line(s) with real names, the forward line(s) with shape comments, the
+weights it owns and the layout conversion each needs (OIHW -> HWIO, the flatten row
+permutation, GRU gate order). The backend's ``source.py`` finds them
+(:func:`rosetta.backends.driver.discover`: ``OPS``) and ``lowering.TABLE`` /
+``source.RENDER`` are the table's two faces, both a
+:class:`~rosetta.backends.driver.LoweringTable`; the ONE driver,
+:func:`rosetta.backends.driver.lower`, walks either, its ``on_op`` hook collecting each op's
+snippet for the report's Rosetta page. The per-framework file around the model (imports, the
+canonical ``.npz`` loader, the optimiser as the spec states it, written out where the
+framework's stock one differs, the training or features step, ``--check``) lives in the
+backend's folder, ``rosetta/backends/<name>/codegen.py`` (text shared by every file:
+``rosetta.backends.filetext``). Layering: spec < backends (driver, snippet values, op modules,
+``source.py``, the templates) < codegen (this file) < runner, report, cli; the gate's check of a
+generated file lives with the tests (``tests/conformance/generated_run.py``).
 
 Why this and not another: rendering beside lowering keeps one place per op per framework to
-read and edit (the one table ``OPS`` in ``source.py`` names both; search it for ``conv2d``);
+read and edit (``rosetta/backends/<name>/ops/conv2d.py`` holds both faces of ``conv2d``);
 both faces come from that one table, so they cannot drift in coverage; and the generated files
 are gated against the float64 reference exactly like the lowered models
 (``tests/conformance/test_generated_source.py``), which is what proves that both say the same

@@ -224,7 +224,7 @@ class Sigmoid:
         return []
 
     def flops(self, in_shape: Shape) -> int:
-        return 4 * _numel(in_shape)  # negate, exp (counted as one), add, divide
+        return _numel(in_shape)  # 1 per element, as a GRU gate's sigmoid counts
 
 
 @register(

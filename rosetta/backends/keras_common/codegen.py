@@ -2,7 +2,7 @@
 ``keras.Model``, the weight table, the spec's optimiser, the loss); ``keras_jax.py`` and
 ``keras_torch.py`` add the engine's training step and ``--check``.
 
-The model's lines come from the shared Keras table (``rosetta/backends/keras_common/source.py``),
+The model's lines come from the shared Keras table (``rosetta/backends/keras_common/ops/``),
 channels-last as Keras writes by default, whatever layout the backend itself runs in. The
 optimiser: Keras' SGD with momentum (``v = m * v - lr * g; w += v``) is the spec's form at a
 constant learning rate, so the stock one is used; Keras' Adam adds epsilon to ``sqrt(v)`` before
