@@ -1,15 +1,16 @@
-"""The measurement behind a backend's own fast-path setting: one backend, one of its Runtime
-knobs, two (or more) of the knob's values, per workload.
+"""The measurement behind a backend's own fast-path setting: one backend, one of its options
+(``rosetta.backends.options``: its package's ``OPTIONS``), two (or more) of its values, per
+workload.
 
 ``python -m benchmarks fastpath_knob --backend B --knob K --values A,B [--workloads ...]
 [--rounds-scale F] [--threads N]``, e.g.:
 
-- ``--backend paddle --knob paddle_static --values on,off`` (``paddle.jit.to_static`` against the
-  dynamic graph: ``rosetta.runtime.paddle_static_in_effect``);
-- ``--backend keras_jax --knob keras_step --values keras,custom`` (and ``keras_torch``: Keras'
+- ``--backend paddle --knob static --values on,off`` (``paddle.jit.to_static`` against the
+  dynamic graph: ``rosetta.backends.paddle.model.static_in_effect``);
+- ``--backend keras_jax --knob step --values keras,custom`` (and ``keras_torch``: Keras'
   own ``train_on_batch`` against the backend's step; one engine per process, so one backend per
   invocation);
-- ``--backend pytensor --knob pytensor_linker --values cvm,numba``.
+- ``--backend pytensor --knob linker --values cvm,numba``; ``--backend torch --knob compile``.
 
 For each workload: the cold start (build + first step, where a compiled path compiles) once per
 value, then the steady step interleaved (training workloads: the timed ``train_step``; ResNet-50:
@@ -50,7 +51,7 @@ def compare(
     steps, cold = {}, {}
     for value in values:
         t0 = time.perf_counter()
-        m = make(backend, w, params, threads=threads or None, **{knob: value})
+        m = make(backend, w, params, threads=threads or None, options={knob: value})
         batch = next(iter(m.loader(x, y, np.arange(len(x)), len(x))))
         step = _step(m, batch)
         step()
@@ -71,7 +72,8 @@ def main(argv: list[str]) -> int:
     p.add_argument(
         "--knob",
         required=True,
-        choices=["paddle_static", "keras_step", "pytensor_linker", "torch_compile"],
+        help="an option the backend declares (its package's OPTIONS: compile, static, step, "
+        "linker)",
     )
     p.add_argument("--values", required=True, help="comma list, at least two")
     p.add_argument("--workloads", default="cnn,gru,resnet50")

@@ -19,6 +19,7 @@ Nothing here imports a framework.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -36,25 +37,6 @@ CUDA_ONLY_PRECISIONS = ("fp16",)
 MIXED_PRECISIONS = ("bf16", "fp16")
 #: the variables that size the BLAS/OpenMP pools of a cell's process before NumPy loads
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-#: torch's compile switch (``Runtime.torch_compile``): ``default`` is the measured choice per
-#: (task, dtype) (:func:`torch_compile_in_effect`); ``on`` and ``off`` override it
-TORCH_COMPILE = ("default", "on", "off")
-#: what ``Runtime.request`` asks for when its caller names no compile setting; the test suite's
-#: fixture (``tests/conftest.py``) makes it ``off`` so that its many builds stay eager
-TORCH_COMPILE_DEFAULT = "default"
-#: Paddle's compiled path (``Runtime.paddle_static``: ``paddle.jit.to_static``): ``default`` is
-#: the choice per (task, dtype) (:func:`paddle_static_in_effect`); ``on`` and ``off`` override it
-PADDLE_STATIC = ("default", "on", "off")
-#: Keras' training step on the JAX and PyTorch engines (``Runtime.keras_step``): ``default`` is
-#: each engine's measured choice (``rosetta/backends/keras_common/model.py``); ``keras`` is
-#: Keras' own training API (``compile`` + ``train_on_batch``), ``custom`` the backend's own step
-#: (JAX: a jitted stateless step; PyTorch: an eager ``backward`` and ``optimizer.apply``)
-KERAS_STEP = ("default", "keras", "custom")
-#: PyTensor's linker (``Runtime.pytensor_linker``): ``default`` is ``cvm`` (C ops under the C VM)
-#: where a C++ compiler exists, else ``numba`` (``rosetta/backends/pytensor/runtime.py``)
-PYTENSOR_LINKERS = ("default", "cvm", "numba")
-
-
 def usable_cores() -> int:
     """CPU cores this process may run on (its affinity mask; ``os.cpu_count()`` elsewhere)."""
     try:
@@ -66,10 +48,11 @@ def usable_cores() -> int:
 @dataclass(frozen=True)
 class Runtime:
     """What one cell runs under. As a *request* ``device`` may be ``auto`` and ``threads``
-    ``None`` (all usable cores); as returned by ``configure`` every field is what is in effect
-    (``torch_compile`` and ``paddle_static`` stay the policy: each build resolves it for its own
-    task (and dtype), :func:`torch_compile_in_effect`, :func:`paddle_static_in_effect`, and its
-    manifest says what it chose and why)."""
+    ``None`` (all usable cores); as returned by ``configure`` every field is what is in effect.
+    ``options`` are the backend's own framework settings (``rosetta.backends.options``): opaque
+    here, checked by the backend's declaration, every declared one present once configured (a
+    setting such as torch's ``compile: default`` stays a policy each build resolves for its own
+    task and dtype, its manifest saying what it chose and why)."""
 
     backend: str
     device: str = "cpu"  # cpu | cuda once resolved (auto only in a request)
@@ -79,10 +62,7 @@ class Runtime:
     precision: str = "fp32"  # numeric policy (PRECISIONS)
     tf32: bool = False  # TF32 allowed for fp32 matmul/conv on CUDA (off: fp32 means fp32)
     seed: int = 0  # drives every random stream: weights, sample order, dropout
-    torch_compile: str = "default"  # torch.compile: default (per task, dtype) | on | off
-    paddle_static: str = "default"  # paddle.jit.to_static: default (per task, dtype) | on | off
-    keras_step: str = "default"  # Keras on JAX/PyTorch: default (per engine) | keras | custom
-    pytensor_linker: str = "default"  # PyTensor's linker: default | cvm | numba
+    options: tuple[tuple[str, str], ...] = ()  # the backend's settings: (name, value), sorted
 
     @classmethod
     def request(
@@ -95,14 +75,11 @@ class Runtime:
         precision: str = "fp32",
         tf32: bool = False,
         seed: int = 0,
-        torch_compile: str | None = None,
-        paddle_static: str | None = None,
-        keras_step: str = "default",
-        pytensor_linker: str = "default",
+        options: Mapping[str, str] | None = None,
     ) -> Runtime:
         """A validated request; bad values are one ``BackendError`` naming the valid ones.
-        ``torch_compile=None`` asks for :data:`TORCH_COMPILE_DEFAULT`, ``paddle_static=None``
-        for ``default``."""
+        ``options`` (the backend's settings by name) are checked by the backend when it
+        configures (``rosetta.backends.base.configure``), which fills in its defaults."""
         if device not in DEVICES:
             raise BackendError(f"unknown device {device!r}; valid: {', '.join(DEVICES)}")
         if dtype not in DTYPES:
@@ -112,25 +89,6 @@ class Runtime:
             raise BackendError(f"threads must be a positive integer, got {threads!r}")
         if tf32 and device == "cpu":
             raise BackendError("--tf32 applies to CUDA only; drop it or use --device cuda/auto")
-        compile_ = TORCH_COMPILE_DEFAULT if torch_compile is None else torch_compile
-        if compile_ not in TORCH_COMPILE:
-            raise BackendError(
-                f"unknown torch compile setting {compile_!r}; valid: {', '.join(TORCH_COMPILE)}"
-            )
-        static = "default" if paddle_static is None else paddle_static
-        if static not in PADDLE_STATIC:
-            raise BackendError(
-                f"unknown paddle static setting {static!r}; valid: {', '.join(PADDLE_STATIC)}"
-            )
-        if keras_step not in KERAS_STEP:
-            raise BackendError(
-                f"unknown Keras step setting {keras_step!r}; valid: {', '.join(KERAS_STEP)}"
-            )
-        if pytensor_linker not in PYTENSOR_LINKERS:
-            raise BackendError(
-                f"unknown PyTensor linker {pytensor_linker!r}; "
-                f"valid: {', '.join(PYTENSOR_LINKERS)}"
-            )
         return cls(
             backend=backend,
             device=device,
@@ -139,10 +97,18 @@ class Runtime:
             precision=precision,
             tf32=bool(tf32),
             seed=int(seed),
-            torch_compile=compile_,
-            paddle_static=static,
-            keras_step=keras_step,
-            pytensor_linker=pytensor_linker,
+            options=tuple(sorted((str(k), str(v)) for k, v in (options or {}).items())),
+        )
+
+    def option(self, name: str) -> str:
+        """The value of the backend's option ``name`` (every declared one is set once the backend
+        configured this runtime); one ``BackendError`` where it is not."""
+        for key, value in self.options:
+            if key == name:
+                return value
+        raise BackendError(
+            f"backend {self.backend!r}: option {name!r} is not set in this runtime (set: "
+            f"{', '.join(k for k, _ in self.options) or 'none'}); configure() sets every one"
         )
 
     @property
@@ -155,8 +121,8 @@ class Runtime:
         return replace(self, **in_effect)
 
     def as_dict(self) -> dict:
-        """Plain-dict form for records and manifests."""
-        return asdict(self)
+        """Plain-dict form for records and manifests (the options as a mapping)."""
+        return {**asdict(self), "options": dict(self.options)}
 
 
 def check_precision(name: str) -> str:
@@ -164,48 +130,6 @@ def check_precision(name: str) -> str:
     if name not in PRECISIONS:
         raise BackendError(f"unknown precision {name!r}; valid: {', '.join(PRECISIONS)}")
     return name
-
-
-def torch_compile_in_effect(setting: str, task: str, dtype: str) -> tuple[bool, str]:
-    """Whether a torch build compiles its timed program (``torch.compile``), and why: ``on`` and
-    ``off`` are the user's (``--torch-compile``); ``default`` compiles a forward-only (features)
-    float32 program only. Training gains nothing measured and pays minutes of inductor builds
-    (``rosetta/backends/torch/model.py``). Whatever the setting, a float64 build runs eager
-    (inductor's freezing lowers convolutions to oneDNN's packed kernels, which have no float64
-    form: ``BackendCompilerFailed ... Double``), and so do the localiser's cuts of the graph
-    (task ``probe``: one model per op, a diagnosis never timed; compiling each would pay inductor
-    per prefix and run into dynamo's recompile limit)."""
-    if task == "probe":
-        return False, f"task {task!r}: a diagnostic cut of the graph (the localiser's), not timed"
-    if dtype == "float64":
-        return False, "float64, which inductor freezing's oneDNN convolutions do not run"
-    if setting == "on":
-        return True, "asked for (torch_compile on)"
-    if setting == "off":
-        return False, "asked for (torch_compile off)"
-    if task == "train":
-        return False, "default: a training step runs eager (compiling gains nothing measured)"
-    return True, "default: a forward-only float32 program compiles (inductor with freezing)"
-
-
-def paddle_static_in_effect(setting: str, task: str) -> tuple[bool, str]:
-    """Whether a paddle build runs its layers through ``paddle.jit.to_static``, and why: ``on``
-    and ``off`` are the user's (``--paddle-static``); ``default`` runs the dynamic graph, Paddle's
-    own mode for training and the one its CPU kernels are written for. Measured alone on a 2-core
-    Zen 4 (``python -m benchmarks fastpath_knob --backend paddle --knob paddle_static --values
-    off,on``, the steady step interleaved in one process; on/off): cnn 1.002 [0.992, 1.007], gru
-    0.992 [0.963, 1.042], resnet50 0.999 [0.989, 1.004]: no difference, as expected on this CPU
-    build (no CINN), where a static program runs the same phi kernels and saves only Python
-    dispatch, small against the convolutions and the fused GRU kernel; to_static adds its
-    translation to the cold start. The localiser's cuts (task ``probe``) always run the dynamic
-    graph (one model per op, never timed)."""
-    if task == "probe":
-        return False, f"task {task!r}: a diagnostic cut of the graph (the localiser's), not timed"
-    if setting == "on":
-        return True, "asked for (paddle_static on)"
-    if setting == "off":
-        return False, "asked for (paddle_static off)"
-    return False, "default: the dynamic graph (to_static measured level with it on the CPU)"
 
 
 def package_root() -> Path:

@@ -33,11 +33,22 @@ _XLA_FLAGS = os.environ.get("XLA_FLAGS")
 def eager_torch(monkeypatch):
     """torch compiles forward-only workloads by default (inductor with freezing: 10-30 s per
     batch shape of ResNet-50); the suite builds such models dozens of times, so a runtime that
-    names no compile setting asks for eager here (``Runtime.request``'s default), unless a test
-    asks for ``torch_compile="default"`` or ``"on"`` (tests/test_torch_compiled_features.py)."""
-    import rosetta.runtime
+    names no compile setting runs eager here (the torch backend's option ``compile`` defaults
+    to ``off`` in this process), unless a test asks for ``options={"compile": "default"}`` or
+    ``"on"``, or sets the runner's default back (tests/test_torch_compiled_features.py)."""
+    torch_compile_default(monkeypatch, "off")
 
-    monkeypatch.setattr(rosetta.runtime, "TORCH_COMPILE_DEFAULT", "off")
+
+def torch_compile_default(monkeypatch, value: str) -> None:
+    """Make ``value`` the default of the torch backend's option ``compile`` in this process."""
+    from dataclasses import replace
+
+    import rosetta.backends.torch as package
+
+    declared = tuple(
+        replace(o, default=value) if o.name == "compile" else o for o in package.OPTIONS
+    )
+    monkeypatch.setattr(package, "OPTIONS", declared)
 
 
 @pytest.fixture(autouse=True)

@@ -43,7 +43,7 @@ rng = np.random.default_rng(0)
 x = rng.random((4, 3, 32, 32), dtype=np.float32)
 y = np.array([0, 3, 5, 9])
 for step in ("keras", "custom"):
-    model = backends.make(module, w, params, dtype="float64", keras_step=step)
+    model = backends.make(module, w, params, dtype="float64", options={"step": step})
     gate = run_gate(model, w, params, x, y, "float64")
     man = model.manifest()
     out[step] = {"equivalent": gate.equivalent, "divergence": gate.divergence,

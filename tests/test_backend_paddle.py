@@ -21,7 +21,6 @@ from rosetta.backends import make
 from rosetta.backends.numpy_ref import optim as ref_optim
 from rosetta.errors import BackendError
 from rosetta.runner.gate import run_gate
-from rosetta.runtime import Runtime
 from rosetta.spec import canonical_weights, get_workload
 from rosetta.spec.workload import SGD, Adam, AdamW
 from tests.conformance.conftest import gate_batch
@@ -265,7 +264,7 @@ def test_to_static_steps_pass_the_gate_like_the_dynamic_graph(name):
     w = get_workload(name)
     params = canonical_weights(w, 0)
     x, y = gate_batch(w, n=2)
-    model = make("paddle", w, params, dtype="float64", paddle_static="on")
+    model = make("paddle", w, params, dtype="float64", options={"static": "on"})
     assert model.static and model.manifest()["compile"].startswith("paddle.jit.to_static")
     result = run_gate(model, w, params, x, y, "float64")
     assert result.equivalent, result.divergence
@@ -274,23 +273,27 @@ def test_to_static_steps_pass_the_gate_like_the_dynamic_graph(name):
 
 
 def test_to_static_default_and_bad_setting():
-    assert Runtime.request("paddle").paddle_static == "default"
-    with pytest.raises(BackendError, match="paddle static setting 'fast'.*default, on, off"):
-        Runtime.request("paddle", paddle_static="fast")
+    from rosetta.backends import runtime_for
+
+    assert runtime_for("paddle").option("static") == "default"  # the declared default, in effect
+    with pytest.raises(BackendError, match="option paddle.static: 'fast' is not one of default"):
+        runtime_for("paddle", options={"static": "fast"})
+    with pytest.raises(BackendError, match="backend 'paddle' has no option 'compile'"):
+        runtime_for("paddle", options={"compile": "on"})
 
 
-def test_a_run_pins_its_paddle_static_setting(tmp_path):
+def test_a_run_pins_its_framework_options(tmp_path):
     from rosetta.errors import RosettaError
     from rosetta.runner.rundir import RunDir
 
-    first = {"profile": "ci", "paddle_static": "on"}
+    first = {"profile": "ci", "options": {"paddle": {"static": "on"}}}
     with RunDir(tmp_path, "p", first, create=True):
         pass
-    with pytest.raises(RosettaError, match="run 'p' was made with paddle_static="):
-        RunDir(tmp_path, "p", {**first, "paddle_static": "default"}, create=False)
+    with pytest.raises(RosettaError, match="run 'p' was made with options="):
+        RunDir(tmp_path, "p", {**first, "options": {}}, create=False)
     with RunDir(tmp_path, "old", {"profile": "ci"}, create=True):  # made before the setting
         pass
-    with RunDir(tmp_path, "old", {"profile": "ci", "paddle_static": "default"}, create=False):
+    with RunDir(tmp_path, "old", {"profile": "ci", "options": {}}, create=False):
         pass
 
 

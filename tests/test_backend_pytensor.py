@@ -16,7 +16,6 @@ from rosetta import backends
 from rosetta.backends import make, numpy_ref, runtime_for
 from rosetta.errors import BackendError
 from rosetta.runner.gate import run_gate
-from rosetta.runtime import Runtime
 from rosetta.spec import canonical_weights, get_workload, load_workload, ops
 from rosetta.spec.workload import InputSpec
 
@@ -41,8 +40,8 @@ def test_default_linker_is_c_where_a_compiler_exists_and_numba_where_none(monkey
 
 
 def test_an_unknown_linker_is_one_line_naming_the_valid_ones():
-    with pytest.raises(BackendError, match="valid: default, cvm, numba") as err:
-        Runtime.request("pytensor", pytensor_linker="theano")
+    with pytest.raises(BackendError, match="not one of default, cvm, numba") as err:
+        runtime_for("pytensor", options={"linker": "theano"})
     assert "\n" not in str(err.value)
 
 
@@ -50,7 +49,7 @@ def test_an_unknown_linker_is_one_line_naming_the_valid_ones():
 def test_numba_linker_passes_the_gate_and_is_recorded():
     w = load_workload(MLP)
     params = canonical_weights(w, seed=0)
-    model = make("pytensor", w, params, dtype="float64", pytensor_linker="numba")
+    model = make("pytensor", w, params, dtype="float64", options={"linker": "numba"})
     rng = np.random.default_rng(0)
     x = rng.random((4, *w.input.shape), dtype=np.float32)
     y = np.array([0, 3, 9, 1])
@@ -66,7 +65,7 @@ def test_numba_linker_max_pool_matches_the_reference():
     x = np.random.default_rng(1).normal(size=(2, 3, 9, 9))
     want = numpy_ref.run_op(op, x, runtime_for(numpy_ref, dtype="float64"))
     mod = backends.load("pytensor")
-    got = mod.run_op(op, x, runtime_for(mod, dtype="float64", pytensor_linker="numba"))
+    got = mod.run_op(op, x, runtime_for(mod, dtype="float64", options={"linker": "numba"}))
     np.testing.assert_array_equal(got, want)  # a max selects: exact
 
 

@@ -49,9 +49,16 @@ def _bench(tmp_path, *args: str) -> None:
         (["--batch-sizes", ""], "--batch-sizes '': no batch size given"),
         (["--precisions", ""], "--precisions '': an empty name; give a comma list of fp32, bf16, "
          "fp16"),
-        (["--torch-compile", "maybe"], "--torch-compile 'maybe': valid: default, on, off"),
-        (["--paddle-static", "maybe"], "--paddle-static 'maybe': valid: default, on, off"),
-        (["--keras-step", "fit"], "--keras-step 'fit': valid: default, keras, custom"),
+        (["--torch-compile", "maybe"], "option torch.compile: 'maybe' is not one of default, on, "
+         "off"),
+        (["--paddle-static", "maybe"], "option paddle.static: 'maybe' is not one of default, on"),
+        (["--keras-step", "fit"], "option keras_jax.step: 'fit' is not one of default, keras, "
+         "custom"),
+        (["--option", "torch.fuse=yes"], "backend 'torch' has no option 'fuse' (its options: "
+         "compile)"),
+        (["--option", "torch.compile"], "--option 'torch.compile': expected BACKEND.NAME=VALUE"),
+        (["--option", "tensorflow.xla=on"], "backend 'tensorflow' has no option 'xla' (its "
+         "options: none)"),
         (["--dtype", "float16"], "--dtype 'float16': valid: float32, float64"),
         # issue 33, item 5: the run's size bounded up front, with a time estimate
         (["--repeat", "100000"], "--repeat 100000: 100,000 cells, about 138.9 h (1 training run "

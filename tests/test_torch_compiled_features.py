@@ -3,7 +3,7 @@ static graph per batch shape. The compiled program passes the gate in fp32 and b
 weights reach it (no frozen constant outlives them), training stays eager, and inductor's
 process-wide freezing setting is left as it was. The suite's runtimes ask for eager torch by
 default (``tests/conftest.py``'s ``eager_torch``); these tests ask for the runner's default
-through the Runtime (``torch_compile="default"``), as ``rosetta bench`` does."""
+through the Runtime (``options={"compile": "default"}``), as ``rosetta bench`` does."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from rosetta.spec import canonical_weights, get_workload
 
 @pytest.fixture(autouse=True)
 def _default_compile(eager_torch, monkeypatch):
-    import rosetta.runtime
+    from tests.conftest import torch_compile_default
 
-    monkeypatch.setattr(rosetta.runtime, "TORCH_COMPILE_DEFAULT", "default")  # the runner's
+    torch_compile_default(monkeypatch, "default")  # the runner's
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
@@ -36,7 +36,7 @@ def test_the_compiled_resnet50_program_bench_times_passes_the_gate():
     setting: inductor with freezing), whole, at 32x32 and the gate's batch of 2."""
     w = get_workload("resnet50").at_image_size(32)
     params = canonical_weights(w)
-    model = make("torch", w, params, torch_compile="default")
+    model = make("torch", w, params, options={"compile": "default"})
     assert model.compile_backend == "inductor" and model.freezing
     assert model.manifest()["compile_reason"].startswith("default: a forward-only float32")
     result = run_gate(model, w, params, feature_images(w, 0, 2), None, "float32")
@@ -47,13 +47,13 @@ def test_the_compiled_resnet50_program_bench_times_passes_the_gate():
 def test_the_runtime_switch_decides_and_the_manifest_says_why():
     w = _stem()
     params = canonical_weights(w)
-    off = make("torch", w, params, torch_compile="off")
+    off = make("torch", w, params, options={"compile": "off"})
     assert off.compile_backend is None and off.manifest()["compile"] == "eager"
     assert "torch_compile off" in off.manifest()["compile_reason"]
-    f64 = make("torch", w, params, dtype="float64", torch_compile="default")
+    f64 = make("torch", w, params, dtype="float64", options={"compile": "default"})
     assert f64.compile_backend is None and "float64" in f64.manifest()["compile_reason"]
     on = make("torch", get_workload("cnn"), canonical_weights(get_workload("cnn")),
-              torch_compile="on", compile="aot_eager")  # fmt: skip
+              options={"compile": "on"}, compile="aot_eager")  # fmt: skip
     assert on.compile_backend == "aot_eager"  # the build option wins over the runtime
 
 

@@ -1,7 +1,7 @@
 """torch under its runner default (forward-only float32 compiles with inductor freezing) runs
 float64 and the localiser's prefix cuts eagerly, says so in the manifest, and computes what the
 float64 reference computes. The suite runs torch eager (``tests/conftest.py``); these tests set
-the Runtime's default back to the runner's (``torch_compile="default"``), as
+the Runtime's default back to the runner's (``options={"compile": "default"}``), as
 ``tests/test_torch_compiled_features.py`` does.
 
 Before: ``--dtype float64`` on ResNet-50 failed in inductor (``BackendCompilerFailed ...
@@ -23,9 +23,9 @@ from rosetta.spec import canonical_weights, get_workload
 
 @pytest.fixture(autouse=True)
 def _default_compile(monkeypatch):
-    import rosetta.runtime
+    from tests.conftest import torch_compile_default
 
-    monkeypatch.setattr(rosetta.runtime, "TORCH_COMPILE_DEFAULT", "default")  # the runner's
+    torch_compile_default(monkeypatch, "default")  # the runner's
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()

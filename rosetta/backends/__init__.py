@@ -281,15 +281,14 @@ def make(
     threads: int | None = None,
     precision: str = "fp32",
     tf32: bool = False,
-    torch_compile: str | None = None,
-    paddle_static: str | None = None,
-    keras_step: str = "default",
-    pytensor_linker: str = "default",
-    **options,
+    options: dict[str, str] | None = None,
+    **build,
 ):
     """Configure ``backend`` for this process and build ``workload`` on it: the two contract
     calls in one, for tests, benchmarks and notebooks (the runner calls them apart, recording
-    the runtime in between)."""
+    the runtime in between). ``options`` are the backend's framework settings by name
+    (``rosetta.backends.options``: torch's ``compile``, paddle's ``static``...); ``build`` its
+    build overrides (benchmarks)."""
     from rosetta.runtime import Runtime
 
     module = load(backend) if isinstance(backend, str) else backend
@@ -301,12 +300,9 @@ def make(
         precision=precision,
         tf32=tf32,
         seed=seed,
-        torch_compile=torch_compile,
-        paddle_static=paddle_static,
-        keras_step=keras_step,
-        pytensor_linker=pytensor_linker,
+        options=options,
     )
-    return module.build(workload, params, module.configure(request), **options)
+    return module.build(workload, params, module.configure(request), **build)
 
 
 def runtime_for(backend: str | ModuleType, **request):

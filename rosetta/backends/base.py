@@ -70,7 +70,7 @@ import importlib
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
@@ -436,8 +436,13 @@ class BackendAPI:
         return bool(self._mod("runtime").cuda_available())
 
     def configure(self, request: Runtime) -> Runtime:
-        """The runtime in effect for ``request`` (see :func:`configure`)."""
-        return configure(self._mod("runtime"), self.devices, request)
+        """The runtime in effect for ``request`` (see :func:`configure`), with every option the
+        package declares (``OPTIONS``) at the value asked or its default, checked."""
+        from rosetta.backends.options import in_effect
+
+        package = importlib.import_module(self.package)
+        chosen = in_effect(request.backend, package, dict(request.options))
+        return replace(configure(self._mod("runtime"), self.devices, request), options=chosen)
 
     def build(self, workload, params: Params, runtime: Runtime, **options) -> Model:
         """``workload`` lowered to this framework, holding ``params`` (canonical)."""

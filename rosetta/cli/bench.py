@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rosetta.backends import options
 from rosetta.errors import RosettaError
 from rosetta.report.summary import summary, write_csv
 from rosetta.runner import records
@@ -29,7 +30,7 @@ from rosetta.runner.plan import (
     Plan,
 )
 from rosetta.runner.signals import describe, interrupt_on_signals
-from rosetta.runtime import KERAS_STEP, PADDLE_STATIC, PRECISIONS, PYTENSOR_LINKERS, TORCH_COMPILE
+from rosetta.runtime import PRECISIONS
 
 # summary and the CSV live in rosetta.report
 __all__ = ["add_parser", "dry_run_text", "run", "summary", "write_csv"]
@@ -77,14 +78,10 @@ OPTIONS: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
      f"{MAX_TIMEOUT_S:g} (default 1800)"),
     (("--memory-limit-mb",), None, "cap each cell's address space (a cell past it fails "
      "instead of the machine), at least 64"),
-    (("--torch-compile",), "default", f"{' | '.join(TORCH_COMPILE)}: torch.compile of the timed "
-     "program (default: forward-only float32 programs compile, training and float64 run eager)"),
-    (("--paddle-static",), "default", f"{' | '.join(PADDLE_STATIC)}: paddle.jit.to_static of "
-     "the paddle backend's network (default: the dynamic graph)"),
-    (("--keras-step",), "default", f"{' | '.join(KERAS_STEP)}: the training step of keras_jax "
-     "and keras_torch (default: the backend's own step, custom; keras: Keras' train_on_batch)"),
-    (("--pytensor-linker",), "default", f"{' | '.join(PYTENSOR_LINKERS)}: the linker PyTensor "
-     "compiles with (default: cvm, its C ops, where a C++ compiler exists; else numba)"),
+    (("--option",), None, "BACKEND.NAME=VALUE: a framework setting of one backend, repeatable "
+     "(e.g. torch.compile=off, paddle.static=on, keras_jax.step=keras, pytensor.linker=numba; "
+     "each backend declares its OPTIONS, checked up front; --torch-compile, --paddle-static, "
+     "--keras-step and --pytensor-linker are spellings of these)"),
     (("--executor",), "papermill", "papermill (default: the backend's notebook, saved beside "
      "the record) | python | ray (each cell a task on a Ray cluster)"),
     (("--ray-address",), None, "--executor ray: the cluster (default: $RAY_ADDRESS, else a "
@@ -118,10 +115,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Run the benchmark matrix; exit status 0 only if every selected cell is ok.",
     )
     for flags, default, text in OPTIONS:
+        if flags == ("--option",):
+            p.add_argument(*flags, action="append", default=[], help=text)
+            continue
         p.add_argument(*flags, default=default, help=text)
+    for flag, (targets, name) in options.SPELLINGS.items():  # the older flags: spellings
+        where = "/".join(targets) if isinstance(targets, tuple) else targets
+        p.add_argument(f"--{flag.replace('_', '-')}", default=None,
+                       help=f"a spelling of --option {where}.{name}=VALUE")  # fmt: skip
     for flag, text in FLAGS:
         p.add_argument(flag, action="store_true", help=text)
     p.set_defaults(func=run)
+
+
+def _spelled(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with the older flags (``--torch-compile on``...) added to ``--option`` as the
+    settings they spell (``torch.compile=on``)."""
+    specs = list(args.option or [])
+    for flag in options.SPELLINGS:
+        value = getattr(args, flag, None)
+        if value is not None:
+            specs.extend(options.spelled(flag, value))
+    return argparse.Namespace(**{**vars(args), "option": None, "options": tuple(specs)})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
 
     with interrupt_on_signals():
         try:
-            plan = Plan.from_options(BenchOptions.from_namespace(args))
+            plan = Plan.from_options(BenchOptions.from_namespace(_spelled(args)))
             if plan.dry_run:
                 print(dry_run_text(plan))
                 return 0

@@ -8,7 +8,7 @@ signature between the CLI and the measurement.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 from rosetta.errors import RosettaError
 
@@ -49,10 +49,9 @@ class CellConfig:
     device: str = "auto"  # cpu | cuda | auto: a request, resolved once by the cell (Runtime)
     seed: int = 0  # weights, sample order and dropout, in every backend
     threads: int | None = None  # None: all usable cores (the Runtime records the number)
-    torch_compile: str | None = None  # default (per task, dtype) | on | off; None: the Runtime's
-    paddle_static: str = "default"  # paddle.jit.to_static: default (per task) | on | off
-    keras_step: str = "default"  # Keras on JAX/PyTorch: default (per engine) | keras | custom
-    pytensor_linker: str = "default"  # PyTensor's linker: default | cvm | numba
+    # the backend's framework settings asked for, by name (rosetta.backends.options: opaque
+    # here, checked by the backend's declaration; the runtime in effect holds every one)
+    options: dict[str, str] = field(default_factory=dict)
     precision: str = "fp32"  # numeric policy (rosetta.runtime.PRECISIONS)
     tf32: bool = False  # allow TF32 on CUDA (recorded; refused on the CPU)
     sample_every: int | None = None  # steady state: time every n-th step (None: 1 CPU, 4 CUDA)
@@ -141,10 +140,7 @@ class CellConfig:
             precision=self.precision,
             tf32=self.tf32,
             seed=self.seed,
-            torch_compile=self.torch_compile,
-            paddle_static=self.paddle_static,
-            keras_step=self.keras_step,
-            pytensor_linker=self.pytensor_linker,
+            options=self.options,
         )
 
     def gate_identity(self) -> tuple:
@@ -152,7 +148,7 @@ class CellConfig:
         threads and round (the gate runs its own fixed batch through the same step, so those
         change the timing, not the function) and the bookkeeping ones. Two cells of one run
         with the same identity gate the same program; ``rosetta bench`` gates it once."""
-        d = self.as_dict()
+        d = {**self.as_dict(), "options": tuple(sorted(self.options.items()))}
         return tuple((k, d[k]) for k in sorted(d) if k not in _NOT_GATED)
 
     def as_dict(self) -> dict:

@@ -27,18 +27,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from rosetta import backends
+from rosetta.backends import options
 from rosetta.errors import RosettaError
 from rosetta.runner.config import CellConfig
-from rosetta.runtime import (
-    DEVICES,
-    DTYPES,
-    KERAS_STEP,
-    PADDLE_STATIC,
-    PRECISIONS,
-    PYTENSOR_LINKERS,
-    TORCH_COMPILE,
-    Runtime,
-)
+from rosetta.runtime import DEVICES, DTYPES, PRECISIONS, Runtime
 
 #: how each cell is run locally (``rosetta.runner.matrix.EXECUTORS``), and Ray on top of them
 LOCAL_EXECUTORS = ("papermill", "python")
@@ -88,10 +80,7 @@ class BenchOptions:
     cells_per_node: str = "1"
     ray_cell_executor: str = "papermill"
     ray_timeout: str = "30"
-    torch_compile: str = "default"
-    paddle_static: str = "default"
-    keras_step: str = "default"
-    pytensor_linker: str = "default"
+    options: tuple[str, ...] = ()  # --option BACKEND.NAME=VALUE (and the older flags' spellings)
     dry_run: bool = False  # check and plan only: no data made, no folder created, nothing run
 
     @classmethod
@@ -132,6 +121,8 @@ class Plan:
     device_here: str = ""  # what --device means on the driver's machine (the banner's words)
     pins: dict = field(default_factory=dict)  # extra run.json pins (oversubscribe...)
     dry_run: bool = False  # planned only (``rosetta bench --dry-run``): its data is not checked
+    #: backend -> its framework settings asked for (``rosetta.backends.options``), per cell
+    options: dict = field(default_factory=dict)
 
     @classmethod
     def from_options(cls, opts: BenchOptions) -> Plan:
@@ -177,10 +168,7 @@ class Plan:
         dtype = _choice("--dtype", opts.dtype, DTYPES)
         device = _choice("--device", opts.device, DEVICES)
         device_here = _device_here(device, opts.tf32)
-        torch_compile = _choice("--torch-compile", opts.torch_compile, TORCH_COMPILE)
-        paddle_static = _choice("--paddle-static", opts.paddle_static, PADDLE_STATIC)
-        keras_step = _choice("--keras-step", opts.keras_step, KERAS_STEP)
-        linker = _choice("--pytensor-linker", opts.pytensor_linker, PYTENSOR_LINKERS)
+        framework = options.parse(opts.options, backends.names())  # each checked by its backend
         seed = _integer("--seed", opts.seed, 0, MAX_SEED)
         batch_sizes = (
             prof.batch_sizes if opts.batch_sizes is None else _batch_list(opts.batch_sizes)
@@ -250,10 +238,6 @@ class Plan:
             seed=seed,
             tf32=opts.tf32,
             sample_every=sample_every,  # None: each cell decides from its resolved device
-            torch_compile=torch_compile,
-            paddle_static=paddle_static,
-            keras_step=keras_step,
-            pytensor_linker=linker,
         )
         pins = {"data_dir": opts.data_dir and str(Path(opts.data_dir).absolute())}
         if opts.oversubscribe:
@@ -288,20 +272,22 @@ class Plan:
             device_here=device_here,
             pins=pins,
             dry_run=opts.dry_run,
+            options=framework,
         )
 
     def pinned(self) -> dict:
         """The configuration ``run.json`` stores once (a resume must match it): the template
         less its per-cell fields, the selection, the axes and the extra pins."""
         per_cell = ("backend", "workload", "batch_size", "precision", "round", "gate_from",
-                    "data_dir")  # fmt: skip
+                    "data_dir", "options")  # fmt: skip
         out = {k: v for k, v in self.template.as_dict().items() if k not in per_cell}
         out.update(backends=list(self.backends), workloads=list(self.workloads),
                    bench_profile=self.bench_profile,
                    executor="ray" if self.ray is not None else self.executor,
                    batch_sizes=list(self.batch_sizes), precisions=list(self.precisions),
                    threads=list(self.threads), repeat=self.repeat,
-                   skip_points=list(self.skip_points))  # fmt: skip
+                   skip_points=list(self.skip_points),
+                   options={b: dict(v) for b, v in sorted(self.options.items())})  # fmt: skip
         if self.repeat > 1:  # rounds 1.. are timing rounds of this length (a resume must match)
             out["timing"] = {"warmup": self.timing_warmup, "steps": self.timing_steps}
         out.update(self.pins)
@@ -311,10 +297,14 @@ class Plan:
         """The start line: the run, the profile, dtype on the device (what ``auto`` means on
         this machine), the axes and where the records go."""
         verb = "resuming" if self.resuming else "run"
+        chosen = ", ".join(
+            f"{b}.{k}={v}" for b, kv in sorted(self.options.items()) for k, v in sorted(kv.items())
+        )
         return (
             f"{verb} {self.run_id}: profile {self.bench_profile}, {self.template.dtype} on "
             f"{self.device_here or self.template.device}, {self.axes_text()}, "
-            f"{self.estimate_text()}, records in {path}"
+            + (f"options {chosen}, " if chosen else "")
+            + f"{self.estimate_text()}, records in {path}"
         )
 
     def estimate_text(self) -> str:

@@ -28,12 +28,10 @@ RESULTS_ENV = "ROSETTA_RESULTS_DIR"
 #: configuration fields a resumed run must share with the run it resumes
 PINNED = ("profile", "dtype", "device", "seed", "threads", "data_dir", "sample_every",
           "bench_profile", "batch_sizes", "precisions", "repeat", "tf32", "backends", "workloads",
-          "executor", "oversubscribe", "skip_points", "torch_compile", "paddle_static",
-          "keras_step", "pytensor_linker", "timing")  # fmt: skip
+          "executor", "oversubscribe", "skip_points", "options", "timing")  # fmt: skip
 #: what a run made before the sweep axes (or a later pin) existed had, for the pins it lacks
 AXIS_DEFAULTS = {"batch_sizes": [None], "precisions": ["fp32"], "repeat": 1, "skip_points": [],
-                 "torch_compile": "default", "paddle_static": "default", "keras_step": "default",
-                 "pytensor_linker": "default", "timing": None}  # fmt: skip
+                 "options": {}, "timing": None}  # fmt: skip
 # ``timing`` (a run's timing-round length) is pinned once a run has rounds beyond the training
 # run: a run made before timing rounds existed repeated its training runs, and is not resumed
 # into a run of another kind (one line instead)

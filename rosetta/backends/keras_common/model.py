@@ -10,7 +10,7 @@ bf16), ``set_params``/``get_params`` through the bindings, and the manifest. Its
 (``keras_jax/model.py``, ``keras_torch/model.py``) supplies the timed face: the loader, the
 training step, the forward pass and the gradients.
 
-**The training step** is a Runtime setting (``Runtime.keras_step``, ``--keras-step``):
+**The training step** is the engine backend's option ``step`` (``--option keras_jax.step=...``):
 
 - ``keras``: Keras' own training API, ``model.compile(optimizer, loss)`` and
   ``model.train_on_batch(x, y)`` per batch (``fit`` runs whole epochs and cannot serve the

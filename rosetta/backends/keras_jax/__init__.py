@@ -5,10 +5,11 @@ The lowering, weight layouts, optimisers and source table are the Keras ones eve
 Keras' JAX engine for the process (a process whose Keras runs another engine gets one line why
 not) and reuses the ``jax`` backend's process settings, ``loader.py`` puts batches on the device
 ahead of the step, and ``model.py`` runs a jitted stateless training step (or Keras'
-``train_on_batch``: ``Runtime.keras_step``). Importing this package imports no framework.
+``train_on_batch``: its option ``step``). Importing this package imports no framework.
 """
 
 from rosetta.backends.base import BackendAPI
+from rosetta.backends.options import Option
 
 NAME = "keras_jax"
 DEVICES = ("cpu", "cuda")
@@ -26,3 +27,16 @@ configure, build, run_op = _api.configure, _api.build, _api.run_op
 PAGE_NAME = None
 COLOUR = "#0072B2"  # its colour in the report's charts
 GEMM_PROBE = None  # no probe of its own: its framework's peak is another backend's
+
+#: the framework's own settings (rosetta.backends.options), set by
+#: ``rosetta bench --option keras_jax.step=VALUE``
+OPTIONS = (
+    Option(
+        "step",
+        ("default", "keras", "custom"),
+        "default",
+        "the training step: keras is Keras' own compile + train_on_batch, custom a jitted "
+        "stateless step; default is custom on JAX",
+        "keras_common/engine.step_in_effect says why, with the benchmarks/fastpath_knob figures",
+    ),
+)

@@ -197,7 +197,7 @@ def build(workload: Workload, params, runtime: Runtime, *, keras_step: str | Non
     """Lower ``workload`` to a Keras model on JAX holding ``params`` (canonical names), under
     the configured ``runtime``; ``keras_step`` overrides the runtime's (benchmarks only)."""
     driver.check_lowerable(TABLE, workload.graph)
-    step, why = step_in_effect(keras_step or runtime.keras_step, "jax")
+    step, why = step_in_effect(keras_step or runtime.option("step"), "jax")
     fast = KerasFastPath(DATA_FORMAT, step, why, WHY_LAYOUT)
     with jrt.precision_scope(runtime.dtype), jax.default_device(jrt.jax_device(runtime.device)):
         return KerasJaxModel(workload, params, runtime, fast)

@@ -5,11 +5,12 @@ The lowering, weight layouts, optimisers and source table are the Keras ones eve
 Keras' PyTorch engine for the process (a process whose Keras runs another engine gets one line
 why not) and reuses the ``torch`` backend's process settings, ``loader.py`` is the ``torch``
 backend's ``DataLoader``, and ``model.py`` runs an eager step (forward, ``backward``,
-``optimizer.apply``; or Keras' ``train_on_batch``: ``Runtime.keras_step``). Importing this
+``optimizer.apply``; or Keras' ``train_on_batch``: its option ``step``). Importing this
 package imports no framework.
 """
 
 from rosetta.backends.base import BackendAPI
+from rosetta.backends.options import Option
 
 NAME = "keras_torch"
 DEVICES = ("cpu", "cuda")
@@ -27,3 +28,17 @@ configure, build, run_op = _api.configure, _api.build, _api.run_op
 PAGE_NAME = None
 COLOUR = "#D55E00"  # its colour in the report's charts
 GEMM_PROBE = None  # no probe of its own: its framework's peak is another backend's
+
+#: the framework's own settings (rosetta.backends.options), set by
+#: ``rosetta bench --option keras_torch.step=VALUE``
+OPTIONS = (
+    Option(
+        "step",
+        ("default", "keras", "custom"),
+        "default",
+        "the training step: keras is Keras' own compile + train_on_batch, custom an eager backward"
+        " and optimizer.apply; default is keras on the CPU",
+        "keras/custom: cnn 0.890 [0.867, 0.926] and 0.971 [0.920, 1.013], gru 1.026 [0.979, 1.063]"
+        " and 0.942 [0.903, 0.991] (benchmarks/fastpath_knob, Zen 4, 2026-11-25)",
+    ),
+)

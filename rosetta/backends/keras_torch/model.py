@@ -148,7 +148,7 @@ def build(workload: Workload, params, runtime: Runtime, *, keras_step: str | Non
     """Lower ``workload`` to a Keras model on PyTorch holding ``params`` (canonical names), under
     the configured ``runtime``; ``keras_step`` overrides the runtime's (benchmarks only)."""
     driver.check_lowerable(TABLE, workload.graph)
-    step, why = step_in_effect(keras_step or runtime.keras_step, "torch", runtime.device)
+    step, why = step_in_effect(keras_step or runtime.option("step"), "torch", runtime.device)
     fast = KerasFastPath(DATA_FORMAT, step, why, WHY_LAYOUT)
     with keras.device(trt.keras_device(runtime.device)):
         return KerasTorchModel(workload, params, runtime, fast)

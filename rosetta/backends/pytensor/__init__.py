@@ -9,12 +9,13 @@ layouts, HWIO kernels); ``lowering.py`` the build context and how layers compose
 one op table (``OPS``); ``weights.py`` the canonical <-> native layouts of a workload (NHWC images,
 each op's ``layout``); ``optim.py`` the spec's optimisers as the ``updates`` of the compiled step;
 ``loader.py`` the host batches PyTensor's CPU functions take; ``runtime.py`` the process settings
-and the linker (C via g++, or Numba: the Runtime's ``pytensor_linker``); ``model.py`` the compiled
+and the linker (C via g++, or Numba: its option ``linker``); ``model.py`` the compiled
 programs and both faces. CPU only; float32 and float64. Nothing imports PyTensor until
 ``available()``, ``build()`` or ``run_op()`` is called.
 """
 
 from rosetta.backends.base import BackendAPI
+from rosetta.backends.options import Option
 
 NAME = "pytensor"
 DEVICES = ("cpu",)
@@ -36,3 +37,16 @@ configure, build, run_op = _api.configure, _api.build, _api.run_op
 PAGE_NAME = "PyTensor"  # its column on the report's Rosetta page
 COLOUR = "#0072B2"  # its colour in the report's charts
 GEMM_PROBE = None  # no probe of its own: its framework's peak is another backend's
+
+#: the framework's own settings (rosetta.backends.options), set by
+#: ``rosetta bench --option pytensor.linker=VALUE``
+OPTIONS = (
+    Option(
+        "linker",
+        ("default", "cvm", "numba"),
+        "default",
+        "PyTensor's linker: cvm runs C ops under the C VM (needs g++), numba compiles with Numba; "
+        "default is cvm where a C++ compiler exists, else numba",
+        "runtime.resolve_linker says why (Numba compiles each new graph for minutes)",
+    ),
+)

@@ -181,7 +181,7 @@ def apply_op(op: object, x: np.ndarray, runtime: Runtime, training: bool) -> np.
     xa = np.asarray(x, dtype=runtime.dtype)
     xn = weights.image_to_native(xa) if xa.ndim == 4 else xa
     xv = pt.tensor("x", dtype=runtime.dtype, shape=(None, *xn.shape[1:]))
-    mode = settings.mode(settings.resolve_linker(runtime.pytensor_linker), runtime.threads)
+    mode = settings.mode(settings.resolve_linker(runtime.option("linker")), runtime.threads)
     run = Run(training, [])
     y = layer(xv, run)
     fn = pytensor.function([xv], y, updates=run.update(ctx), mode=mode)

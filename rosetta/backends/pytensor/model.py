@@ -64,7 +64,7 @@ class PyTensorModel(Model):
             )
         self.workload = workload
         self.runtime = runtime
-        self.linker = settings.resolve_linker(runtime.pytensor_linker)
+        self.linker = settings.resolve_linker(runtime.option("linker"))
         self._mode = settings.mode(self.linker, runtime.threads)
         self.images = len(workload.input.shape) == 3
         self._ctx = lowering.Ctx(runtime.dtype, seed=runtime.seed)

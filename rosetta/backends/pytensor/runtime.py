@@ -1,6 +1,6 @@
 """PyTensor's process settings: the linker, NumPy's BLAS threads, no device but the CPU, no TF32.
 
-**The linker** (``Runtime.pytensor_linker``: ``default`` | ``cvm`` | ``numba``). PyTensor turns
+**The linker** (the backend's option ``linker``: ``default`` | ``cvm`` | ``numba``). PyTensor turns
 a graph into a program by a *linker*: ``cvm`` runs each op's C implementation (compiled by the
 system C++ compiler, ``pytensor.config.cxx``) under PyTensor's C virtual machine, ``numba``
 compiles each op (and the loop between them) with Numba's LLVM. PyTensor 3's own default
@@ -44,10 +44,12 @@ from functools import cache
 from types import ModuleType
 
 from rosetta.errors import BackendError
-from rosetta.runtime import PYTENSOR_LINKERS
 
 #: the BLAS warning PyTensor prints at import on a pip install (recorded in the manifest instead)
 _BLAS_WARNING = "PyTensor could not link to a BLAS installation"
+
+#: the linkers (the backend's option ``linker``, declared in its ``__init__.py``)
+LINKERS = ("default", "cvm", "numba")
 
 
 @cache
@@ -150,9 +152,9 @@ def compiler_version(cxx: str) -> str:
 
 def resolve_linker(setting: str) -> Linker:
     """The linker for ``setting`` (``default`` | ``cvm`` | ``numba``), or one clear error."""
-    if setting not in PYTENSOR_LINKERS:
+    if setting not in LINKERS:
         raise BackendError(
-            f"unknown PyTensor linker {setting!r}; valid: {', '.join(PYTENSOR_LINKERS)}"
+            f"unknown PyTensor linker {setting!r}; valid: {', '.join(LINKERS)}"
         )
     cxx = compiler()
     if setting == "cvm" and not cxx:

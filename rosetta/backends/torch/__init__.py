@@ -8,6 +8,7 @@ imported only when this backend is used, never by the core.
 """
 
 from rosetta.backends.base import BackendAPI
+from rosetta.backends.options import Option
 
 NAME = "torch"
 DEVICES = ("cpu", "cuda")
@@ -32,4 +33,19 @@ for name, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
     out[name] = flop / best(lambda: torch.mm(a, b)) / 1e9
 print(json.dumps(out))
 """,
+)
+
+#: the framework's own settings (rosetta.backends.options), set by
+#: ``rosetta bench --option torch.compile=VALUE``
+OPTIONS = (
+    Option(
+        "compile",
+        ("default", "on", "off"),
+        "default",
+        "torch.compile of the timed program: default compiles a forward-only float32 program "
+        "(inductor with freezing) and runs a training step eager; on and off force it (a float64 "
+        "build and the localiser's cuts always run eager)",
+        "training gained nothing measured and paid minutes of inductor builds "
+        "(model.compile_in_effect; benchmarks/fastpath_knob --backend torch --knob torch_compile)",
+    ),
 )

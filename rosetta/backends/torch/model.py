@@ -23,7 +23,7 @@ development CPU, oneDNN/MKL, torch 2.13 CPU; rerun it before changing a choice):
   workload (features) runs* ``torch.compile`` *(inductor) with freezing*; *a training workload
   runs eager*, and so do float64 (freezing's oneDNN convolutions have no float64 kernels) and
   the localiser's prefix cuts (task ``probe``): a rule of (task, dtype) in the Runtime
-  (``rosetta.runtime.torch_compile_in_effect``, ``--torch-compile`` overrides),
+  (``compile_in_effect``, ``--torch-compile`` overrides),
   recorded with its reason in the manifest (``compile_reason``). Freezing folds the weights
   into the graph as constants (BatchNorm into the convolutions), which is only sound where the
   weights never change during the timed run, so it never applies to training, and
@@ -41,9 +41,9 @@ development CPU, oneDNN/MKL, torch 2.13 CPU; rerun it before changing a choice):
   - gru train step: 0.923 [0.646, 1.316] (n=20; ``nn.GRU`` stays one op), 18.4 s / 21.0 s.
 
   Training gains nothing whose interval excludes 1 and pays minutes of inductor C++ builds.
-  The switch is the runtime's ``torch_compile`` (``default`` | ``on`` | ``off``, set by the
+  The switch is the backend's option ``compile`` (``default`` | ``on`` | ``off``, set by the
   runner from ``rosetta bench --torch-compile``; the default is a function of the task and the
-  dtype, ``rosetta.runtime.torch_compile_in_effect``, and the manifest records the choice and
+  dtype, ``compile_in_effect``, and the manifest records the choice and
   why); the build option ``compile=True/False`` (``"aot_eager"`` or any ``torch.compile``
   backend name or callable picks that backend: the tests count compilations with one) wins
   over it, for benchmarks and tests;
@@ -85,7 +85,7 @@ from rosetta.backends.torch.lowering import (
     GatedDropout,
 )
 from rosetta.errors import BackendError
-from rosetta.runtime import Runtime, torch_compile_in_effect
+from rosetta.runtime import Runtime
 from rosetta.spec import ops
 from rosetta.spec.graph import walk
 from rosetta.spec.weights import check_weights
@@ -99,15 +99,37 @@ AUTOCAST_FP32_ON_CPU = (nn.GRU, nn.Embedding)
 CompileOption = bool | str | Callable | None
 
 
+def compile_in_effect(setting: str, task: str, dtype: str) -> tuple[bool, str]:
+    """Whether a torch build compiles its timed program (``torch.compile``), and why: ``on`` and
+    ``off`` are the user's (``--torch-compile``); ``default`` compiles a forward-only (features)
+    float32 program only. Training gains nothing measured and pays minutes of inductor builds
+    (``rosetta/backends/torch/model.py``). Whatever the setting, a float64 build runs eager
+    (inductor's freezing lowers convolutions to oneDNN's packed kernels, which have no float64
+    form: ``BackendCompilerFailed ... Double``), and so do the localiser's cuts of the graph
+    (task ``probe``: one model per op, a diagnosis never timed; compiling each would pay inductor
+    per prefix and run into dynamo's recompile limit)."""
+    if task == "probe":
+        return False, f"task {task!r}: a diagnostic cut of the graph (the localiser's), not timed"
+    if dtype == "float64":
+        return False, "float64, which inductor freezing's oneDNN convolutions do not run"
+    if setting == "on":
+        return True, "asked for (torch_compile on)"
+    if setting == "off":
+        return False, "asked for (torch_compile off)"
+    if task == "train":
+        return False, "default: a training step runs eager (compiling gains nothing measured)"
+    return True, "default: a forward-only float32 program compiles (inductor with freezing)"
+
+
 def compile_backend(
     option: CompileOption, workload: Workload, runtime: Runtime
 ) -> tuple[str | Callable | None, str]:
     """The ``torch.compile`` backend to use (None: eager) and why: the build option if given
     (True: inductor, False: eager, a string or callable: that backend), else the runtime's
-    ``torch_compile`` for this workload's task and the runtime's dtype
-    (:func:`rosetta.runtime.torch_compile_in_effect`)."""
+    option ``compile`` for this workload's task and the runtime's dtype
+    (:func:`compile_in_effect`)."""
     if option is None:
-        option, why = torch_compile_in_effect(runtime.torch_compile, workload.task, runtime.dtype)
+        option, why = compile_in_effect(runtime.option("compile"), workload.task, runtime.dtype)
     else:
         why = "the build's compile option"
     if option is False:
@@ -461,7 +483,7 @@ def build(
     """Lower ``workload`` to an ``nn.Module`` holding ``params`` (canonical), under ``runtime``.
 
     Options (benchmarks only; the runner passes none): ``compile`` (default: the Runtime's
-    ``torch_compile`` for the task and dtype) wraps the module in ``torch.compile``; ``layout``
+    option ``compile`` for the task and dtype) wraps the module in ``torch.compile``; ``layout``
     (``NCHW``/``NHWC``) overrides the memory format the graph rule picks; ``attention``
     (``sdpa``/``composed``, default ``sdpa``) the form of every attention op."""
     return TorchModel(
