@@ -11,7 +11,6 @@ records them. The runner, the plan, the CLI core and the run folder name no fram
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -38,22 +37,11 @@ SPELLINGS = {
 }
 
 
-def declared(backend: str) -> tuple[Option, ...]:
-    """The options backend ``backend`` declares (its package's ``OPTIONS``; none for a backend
-    that declares none). The package imports no framework."""
-    from rosetta import backends
-
-    package = importlib.import_module(backends.info(backend).module_name)
-    return tuple(getattr(package, "OPTIONS", ()))
-
-
-def check(
-    backend: str, values: Mapping[str, str], options: Iterable[Option] | None = None
-) -> dict[str, str]:
-    """``values`` (option name -> value) for ``backend``, each checked against its declaration
-    (``options``, default: its package's ``OPTIONS``): an unknown name or value is one
-    ``BackendError`` naming the valid ones."""
-    options = {o.name: o for o in (declared(backend) if options is None else options)}
+def check(backend: str, values: Mapping[str, str], declared: Iterable[Option]) -> dict[str, str]:
+    """``values`` (option name -> value) for ``backend``, each checked against what it
+    ``declared`` (its package's ``OPTIONS``): an unknown name or value is one ``BackendError``
+    naming the valid ones."""
+    options = {o.name: o for o in declared}
     out = {}
     for name, value in values.items():
         if name not in options:
@@ -68,10 +56,11 @@ def check(
     return out
 
 
-def parse(specs: Iterable[str], names: Iterable[str]) -> dict[str, dict[str, str]]:
+def parse(specs: Iterable[str], declared: Mapping[str, Iterable[Option]]) -> dict[str, dict]:
     """``--option`` values (``backend.name=value``) as ``{backend: {name: value}}``, each checked
-    by its backend (``names``: the registered backends); a malformed one is one line."""
-    known = list(names)
+    against what its backend declares (``declared``: backend -> its ``OPTIONS``, every registered
+    backend); a malformed one is one line."""
+    known = list(declared)
     out: dict[str, dict[str, str]] = {}
     for spec in specs:
         target, sep, value = spec.partition("=")
@@ -82,7 +71,7 @@ def parse(specs: Iterable[str], names: Iterable[str]) -> dict[str, dict[str, str
             )
         if backend not in known:
             raise BackendError(f"--option {spec!r}: unknown backend {backend!r}")
-        out.setdefault(backend, {}).update(check(backend, {name: value}))
+        out.setdefault(backend, {}).update(check(backend, {name: value}, declared[backend]))
     return out
 
 
@@ -99,11 +88,3 @@ def in_effect(backend: str, package, asked: Mapping[str, str]) -> tuple[tuple[st
     options = tuple(getattr(package, "OPTIONS", ()))
     chosen = check(backend, asked, options)
     return tuple(sorted((o.name, chosen.get(o.name, o.default)) for o in options))
-
-
-def default_of(backend: str, name: str) -> str:
-    """The declared default of option ``name`` of ``backend``."""
-    for o in declared(backend):
-        if o.name == name:
-            return o.default
-    raise BackendError(f"backend {backend!r} has no option {name!r}")

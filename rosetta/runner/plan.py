@@ -168,7 +168,8 @@ class Plan:
         dtype = _choice("--dtype", opts.dtype, DTYPES)
         device = _choice("--device", opts.device, DEVICES)
         device_here = _device_here(device, opts.tf32)
-        framework = options.parse(opts.options, backends.names())  # each checked by its backend
+        declared = {b: backends.constant(b, "OPTIONS", ()) for b in backends.names()}
+        framework = options.parse(opts.options, declared)  # each checked by its backend
         seed = _integer("--seed", opts.seed, 0, MAX_SEED)
         batch_sizes = (
             prof.batch_sizes if opts.batch_sizes is None else _batch_list(opts.batch_sizes)
