@@ -78,3 +78,32 @@ def test_the_toy_is_benched_and_reported(env, tmp_path, small_data):
     assert "toy" in page and "#123456" in page  # its cell, in its own colour
     rosetta = (report / "toy" / "rosetta.html").read_text()
     assert "Toy" in rosetta  # its column of the Rosetta page, by its PAGE_NAME
+
+
+def test_two_lanes_run_each_framework_as_it_comes_beside_the_fast_path(tmp_path, small_data):
+    """``--lanes default,fast``: torch runs twice (eager, its plain default; and the fast path),
+    each cell gated and recorded with the options in effect; numpy_ref, which declares no lanes,
+    once; the report's lanes table sets the two side by side with their cold starts."""
+    results, report = tmp_path / "results", tmp_path / "report"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = _run(env, "-m", "rosetta.cli", "bench", "--profile", "ci", "--workloads", "gru",
+                "--backends", "numpy_ref,torch", "--lanes", "default,fast", "--executor",
+                "python", "--run-id", "lanes", "--results-dir", str(results), "--report-dir",
+                str(report), "--data-dir", str(small_data), "--threads", "1",
+                "--option", "torch.compile=on", timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run = results / "lanes"
+    assert sorted(p.stem for p in run.glob("*__gru*.json")) == [
+        "numpy_ref__gru__t1", "torch__gru__t1", "torch__gru__t1-default"]  # fmt: skip
+    fast = json.loads((run / "torch__gru__t1.json").read_text())
+    plain = json.loads((run / "torch__gru__t1-default.json").read_text())
+    assert fast["manifest"]["runtime"]["options"] == {"compile": "on"}  # as asked
+    assert plain["manifest"]["runtime"]["options"] == {"compile": "off"}  # the lane's: eager
+    assert plain["point"]["lane"] == "default" and fast["point"]["lane"] == "fast"
+    for rec in (fast, plain):
+        assert rec["status"] == "ok" and rec["equivalence"]["equivalent"]
+    page = (report / "lanes" / "index.html").read_text()
+    assert 'id="lanes-table"' in page and "compile=off" in page

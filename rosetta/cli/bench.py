@@ -78,6 +78,10 @@ OPTIONS: tuple[tuple[tuple[str, ...], str | None, str], ...] = (
      f"{MAX_TIMEOUT_S:g} (default 1800)"),
     (("--memory-limit-mb",), None, "cap each cell's address space (a cell past it fails "
      "instead of the machine), at least 64"),
+    (("--lanes",), "fast", "comma list of fast (default: Rosetta's fast path) | default (each "
+     "framework as it comes, its own plain defaults: eager PyTorch, TensorFlow without XLA, "
+     "Keras' own train_on_batch, PyTensor's Numba linker; where a backend's package declares "
+     "them in LANES); the report shows each lane's step time and cold start and their ratio"),
     (("--option",), None, "BACKEND.NAME=VALUE: a framework setting of one backend, repeatable "
      "(e.g. torch.compile=off, paddle.static=on, keras_jax.step=keras, pytensor.linker=numba; "
      "each backend declares its OPTIONS, checked up front; --torch-compile, --paddle-static, "

@@ -194,6 +194,8 @@ _EMPTY_ROW = dict.fromkeys(
         "round",
         "kind",
         "point",
+        "lane",
+        "options_text",
         "tag",
         "notebook",
         "steady_median",
@@ -268,6 +270,8 @@ def cell_row(run: Run, rec: dict) -> dict:
             if text
         ),
     )
+    chosen = rt.get("options") if isinstance(rt.get("options"), dict) else {}
+    row["options_text"] = ", ".join(f"{k}={v}" for k, v in sorted(chosen.items()))
     row["node"] = node_of(man)
     row["machine"] = _text(row["node"].get("hostname"))
     eq = rec.get("equivalence")
@@ -364,12 +368,14 @@ def point_of(rec: dict, profile_batch: int | None) -> dict:
     rnd = rnd if rnd is not None else (_int(cfg.get("round")) or 0)
     # the training run or a timing round; a record made before timing rounds ran in full
     kind = "timing" if (pt.get("kind") or cfg.get("kind")) == "timing" else "training"
+    lane = str(pt.get("lane") or cfg.get("lane") or "fast")  # a record before lanes: the fast path
     label = ", ".join(
         x
         for x in (
             f"batch {batch}" if batch else "",
             str(precision),
             f"{threads} threads" if threads else "",
+            f"{lane} lane" if lane != "fast" else "",
         )
         if x
     )
@@ -379,6 +385,7 @@ def point_of(rec: dict, profile_batch: int | None) -> dict:
         "threads": threads,
         "round": rnd,
         "kind": kind,
+        "lane": lane,
         "point": label,
     }
 
@@ -388,13 +395,17 @@ def _tags(rows: list[dict]) -> None:
     and its round where there are several (empty for one point and one round)."""
     for key in dict.fromkeys((r["run_id"], r["workload"]) for r in rows):
         mine = [r for r in rows if (r["run_id"], r["workload"]) == key]
-        varies = {k: len({r[k] for r in mine}) > 1 for k in ("batch_size", "precision", "threads")}
+        varies = {
+            k: len({r[k] for r in mine}) > 1
+            for k in ("batch_size", "precision", "threads", "lane")
+        }
         rounds = len({r["round"] for r in mine}) > 1
         for r in mine:
             parts = [
                 f"b{r['batch_size']}" if varies["batch_size"] else "",
                 str(r["precision"]) if varies["precision"] else "",
                 f"t{r['threads']}" if varies["threads"] else "",
+                f"{r['lane']} lane" if varies["lane"] else "",
                 f"round {r['round']}" if rounds else "",  # as in its file name (__r1)
             ]
             r["tag"] = " ".join(p for p in parts if p)

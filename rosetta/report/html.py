@@ -15,6 +15,7 @@ from rosetta.report.compare import ratios_to_fastest
 from rosetta.report.frame import CHECKS, Tables
 from rosetta.report.groups import primary
 from rosetta.report.headline import APART
+from rosetta.report.lanes import lane_rows
 from rosetta.report.order import workload_order
 from rosetta.report.stats import NO_CLEAR, TOO_FEW, TOO_FEW_ROUNDS, passed
 
@@ -97,6 +98,7 @@ def context(t: Tables, out_dir: Path) -> dict:
         "machines": sections.machine_rows(t),
         "manifests": sections.manifests(t),
         "conditions": sections.condition_rows(t),
+        "lanes": lane_rows(t),
         "notebooks": sections.notebook_rows(t, out_dir),
         "sources": [str(r.path) for r in t.runs.runs],
     }

@@ -52,6 +52,9 @@ class CellConfig:
     # the backend's framework settings asked for, by name (rosetta.backends.options: opaque
     # here, checked by the backend's declaration; the runtime in effect holds every one)
     options: dict[str, str] = field(default_factory=dict)
+    # the lane: "fast" (Rosetta's fast path) or "default" (the framework's own plain defaults:
+    # its package's LANES["default"] options, merged into ``options`` by the plan)
+    lane: str = "fast"
     precision: str = "fp32"  # numeric policy (rosetta.runtime.PRECISIONS)
     tf32: bool = False  # allow TF32 on CUDA (recorded; refused on the CPU)
     sample_every: int | None = None  # steady state: time every n-th step (None: 1 CPU, 4 CUDA)

@@ -60,7 +60,7 @@ POLL_S = 0.5
 #: bookkeeping: where the record goes, which verdict it reused, whether it timed latency)
 KEPT_FIELDS = ("backend", "workload", "profile", "run_id", "data_dir", "dtype", "device", "seed",
                "threads", "precision", "tf32", "sample_every", "batch_size", "round",
-               "options", "kind",
+               "options", "lane", "kind",
                "timing_steps", "timing_warmup")  # fmt: skip
 _CONFIG_DEFAULTS = {f.name: f.default for f in fields(CellConfig)}
 
@@ -94,10 +94,13 @@ def round_cells(plan: Plan, round_: int = 0) -> list[CellConfig]:
             round=round_,
             **round_kind(plan, round_),
             data_source=(plan.data_sources or {}).get(w, ""),
-            options=dict(plan.options.get(b, {})),
+            options=options,
+            lane=lane,
         )
         for w in plan.workloads
         for b in plan.backends
+        for lane in plan.lanes
+        if (options := plan.lane_options(b, lane)) is not None
         for bs in plan.batch_sizes
         for prec in plan.precisions
         for t in plan.threads

@@ -34,6 +34,8 @@ from rosetta.runtime import DEVICES, DTYPES, PRECISIONS, Runtime
 
 #: how each cell is run locally (``rosetta.runner.matrix.EXECUTORS``), and Ray on top of them
 LOCAL_EXECUTORS = ("papermill", "python")
+#: the lanes a cell can run in: Rosetta's fast path, and each framework's own plain defaults
+LANES = ("fast", "default")
 MAX_REPEAT = 100  # rounds (issue 33: --repeat 100000 spent 9 minutes writing records)
 MAX_TIMING_S = 3600.0  # the timing rounds' estimate, unless the training runs take longer
 MAX_CELLS = 2000  # cells of one run, rounds included (smoke: 44 x 6 = 264, sweep: 44 x 6)
@@ -81,6 +83,7 @@ class BenchOptions:
     ray_cell_executor: str = "papermill"
     ray_timeout: str = "30"
     options: tuple[str, ...] = ()  # --option BACKEND.NAME=VALUE (and the older flags' spellings)
+    lanes: str = "fast"  # comma list of LANES
     dry_run: bool = False  # check and plan only: no data made, no folder created, nothing run
 
     @classmethod
@@ -123,6 +126,19 @@ class Plan:
     dry_run: bool = False  # planned only (``rosetta bench --dry-run``): its data is not checked
     #: backend -> its framework settings asked for (``rosetta.backends.options``), per cell
     options: dict = field(default_factory=dict)
+    #: the lanes each cell runs in (LANES): "fast" (Rosetta's fast path), "default" (each
+    #: framework's own plain defaults, where its package declares them in LANES)
+    lanes: tuple[str, ...] = ("fast",)
+
+    def lane_options(self, backend: str, lane: str) -> dict | None:
+        """The options a cell of ``backend`` runs with in ``lane``, or None where the backend
+        has no such lane (its plain defaults are its fast path: nothing to run twice)."""
+        asked = dict(self.options.get(backend, {}))
+        if lane == "fast":
+            return asked
+        if not _has_lane(backend, lane):
+            return None
+        return {**asked, **backends.constant(backend, "LANES")[lane]}
 
     @classmethod
     def from_options(cls, opts: BenchOptions) -> Plan:
@@ -193,9 +209,11 @@ class Plan:
             if opts.batch_sizes is None and opts.precisions is None and opts.threads is None
             else ()
         )  # the profile's grid holds while it chooses every axis; an axis given runs the product
-        per_round = _cells_per_round(
-            len(workload_list) * len(backend_list), batch_sizes, precisions, threads, skip_points
-        )
+        lanes = tuple(_select(opts.lanes, list(LANES), "lane"))
+        functions = len(workload_list) * sum(
+            1 for lane in lanes for b in backend_list if _has_lane(b, lane)
+        )  # each backend once per lane it has
+        per_round = _cells_per_round(functions, batch_sizes, precisions, threads, skip_points)
         _check_size(repeat, per_round, prof, opts.allow_large_run)
         wait_quiet = _seconds("--wait-quiet", opts.wait_quiet, 0.0, MAX_WAIT_QUIET_S)
         timeout = _seconds("--timeout", opts.timeout, MIN_TIMEOUT_S, MAX_TIMEOUT_S)
@@ -274,13 +292,14 @@ class Plan:
             pins=pins,
             dry_run=opts.dry_run,
             options=framework,
+            lanes=lanes,
         )
 
     def pinned(self) -> dict:
         """The configuration ``run.json`` stores once (a resume must match it): the template
         less its per-cell fields, the selection, the axes and the extra pins."""
         per_cell = ("backend", "workload", "batch_size", "precision", "round", "gate_from",
-                    "data_dir", "options")  # fmt: skip
+                    "data_dir", "options", "lane")  # fmt: skip
         out = {k: v for k, v in self.template.as_dict().items() if k not in per_cell}
         out.update(backends=list(self.backends), workloads=list(self.workloads),
                    bench_profile=self.bench_profile,
@@ -288,7 +307,8 @@ class Plan:
                    batch_sizes=list(self.batch_sizes), precisions=list(self.precisions),
                    threads=list(self.threads), repeat=self.repeat,
                    skip_points=list(self.skip_points),
-                   options={b: dict(v) for b, v in sorted(self.options.items())})  # fmt: skip
+                   options={b: dict(v) for b, v in sorted(self.options.items())},
+                   lanes=list(self.lanes))  # fmt: skip
         if self.repeat > 1:  # rounds 1.. are timing rounds of this length (a resume must match)
             out["timing"] = {"warmup": self.timing_warmup, "steps": self.timing_steps}
         out.update(self.pins)
@@ -305,6 +325,7 @@ class Plan:
             f"{verb} {self.run_id}: profile {self.bench_profile}, {self.template.dtype} on "
             f"{self.device_here or self.template.device}, {self.axes_text()}, "
             + (f"options {chosen}, " if chosen else "")
+            + (f"lanes {', '.join(self.lanes)}, " if self.lanes != ("fast",) else "")
             + f"{self.estimate_text()}, records in {path}"
         )
 
@@ -329,10 +350,12 @@ class Plan:
         from rosetta.runner.profiles import bench_profile
 
         prof = bench_profile(self.bench_profile or "ci")
+        functions = len(self.workloads) * sum(
+            1 for lane in self.lanes for b in self.backends if _has_lane(b, lane)
+        )
         per_round = _cells_per_round(
-            len(self.backends) * len(self.workloads), self.batch_sizes, self.precisions,
-            self.threads, self.skip_points,
-        )  # fmt: skip
+            functions, self.batch_sizes, self.precisions, self.threads, self.skip_points
+        )
         return per_round * (prof.cell_s + max(self.repeat - 1, 0) * prof.timing_cell_s)
 
     def axes_text(self) -> str:
@@ -366,6 +389,12 @@ class Plan:
 
 
 # -- the checks, one per kind of option ----------------------------------------------------------
+
+
+def _has_lane(backend: str, lane: str) -> bool:
+    """Whether ``backend`` runs in ``lane``: every backend in "fast", one that declares how to
+    run as its framework comes (its package's ``LANES``) in the others."""
+    return lane == "fast" or lane in (backends.constant(backend, "LANES") or {})
 
 
 def _select(arg: str, valid: list[str], what: str) -> list[str]:

@@ -92,6 +92,7 @@ def point(config: dict, runtime: dict | None = None) -> dict:
         "precision": config.get("precision", "fp32"),
         "round": int(config.get("round", 0)),
         "kind": str(config.get("kind", "training")),  # the training run or a timing round
+        "lane": str(config.get("lane", "fast")),  # the fast path, or the framework's defaults
     }
 
 
@@ -102,7 +103,8 @@ def cell_key(config) -> str:
     round 0), so runs made before the axes existed still load; otherwise
     ``{backend}__{workload}__{parts}`` where ``parts`` joins with ``-``, in this order, only the
     parts off their default: ``b{batch_size}`` (a batch size was asked), ``{precision}`` (not
-    fp32), ``t{threads}`` (a thread count was asked), ``r{round}`` (round > 0). Examples:
+    fp32), ``t{threads}`` (a thread count was asked), ``r{round}`` (round > 0), the lane (not
+    ``fast``). Examples:
     ``torch__cnn__b16-bf16-t1-r2``, ``jax__gru__t2``, ``numpy_ref__gru__r1``.
     ``config`` is a ``CellConfig`` or its dict."""
     c = config if isinstance(config, dict) else config.as_dict()
@@ -115,6 +117,8 @@ def cell_key(config) -> str:
         parts.append(f"t{c['threads']}")
     if c.get("round", 0):
         parts.append(f"r{c['round']}")
+    if c.get("lane", "fast") != "fast":
+        parts.append(str(c["lane"]))  # a lane besides the fast path: ``torch__resnet50__default``
     base = f"{c['backend']}__{c['workload']}"
     return f"{base}__{'-'.join(parts)}" if parts else base
 

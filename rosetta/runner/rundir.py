@@ -28,10 +28,10 @@ RESULTS_ENV = "ROSETTA_RESULTS_DIR"
 #: configuration fields a resumed run must share with the run it resumes
 PINNED = ("profile", "dtype", "device", "seed", "threads", "data_dir", "sample_every",
           "bench_profile", "batch_sizes", "precisions", "repeat", "tf32", "backends", "workloads",
-          "executor", "oversubscribe", "skip_points", "options", "timing")  # fmt: skip
+          "executor", "oversubscribe", "skip_points", "options", "lanes", "timing")  # fmt: skip
 #: what a run made before the sweep axes (or a later pin) existed had, for the pins it lacks
 AXIS_DEFAULTS = {"batch_sizes": [None], "precisions": ["fp32"], "repeat": 1, "skip_points": [],
-                 "options": {}, "timing": None}  # fmt: skip
+                 "options": {}, "lanes": ["fast"], "timing": None}  # fmt: skip
 # ``timing`` (a run's timing-round length) is pinned once a run has rounds beyond the training
 # run: a run made before timing rounds existed repeated its training runs, and is not resumed
 # into a run of another kind (one line instead)

@@ -40,3 +40,6 @@ OPTIONS = (
         "keras_common/engine.step_in_effect says why, with the benchmarks/fastpath_knob figures",
     ),
 )
+#: the lanes besides Rosetta's fast path (``rosetta bench --lanes default,fast``): the options
+#: that make this framework run as it comes, its own plain defaults
+LANES = {"default": {"step": "keras"}}  # Keras' own compile + train_on_batch

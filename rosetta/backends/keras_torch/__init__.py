@@ -42,3 +42,6 @@ OPTIONS = (
         " and 0.942 [0.903, 0.991] (benchmarks/fastpath_knob, Zen 4, 2026-11-25)",
     ),
 )
+#: the lanes besides Rosetta's fast path (``rosetta bench --lanes default,fast``): the options
+#: that make this framework run as it comes, its own plain defaults
+LANES = {"default": {"step": "keras"}}  # Keras' own compile + train_on_batch

@@ -50,3 +50,6 @@ OPTIONS = (
         "runtime.resolve_linker says why (Numba compiles each new graph for minutes)",
     ),
 )
+#: the lanes besides Rosetta's fast path (``rosetta bench --lanes default,fast``): the options
+#: that make this framework run as it comes, its own plain defaults
+LANES = {"default": {"linker": "numba"}}  # PyTensor 3's own default linker

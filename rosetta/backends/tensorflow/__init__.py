@@ -10,6 +10,7 @@ backend; importing it imports TensorFlow). Importing this package imports no fra
 """
 
 from rosetta.backends.base import BackendAPI
+from rosetta.backends.options import Option
 
 NAME = "tensorflow"
 DEVICES = ("cpu", "cuda")
@@ -37,3 +38,19 @@ for name, dt in (("fp32", tf.float32), ("bf16", tf.bfloat16)):
 print(json.dumps(out))
 """,
 )
+
+#: the framework's own settings (rosetta.backends.options), set by
+#: ``rosetta bench --option tensorflow.xla=VALUE``
+OPTIONS = (
+    Option(
+        "xla",
+        ("default", "on", "off"),
+        "default",
+        "XLA (jit_compile) on the train and predict steps: default chooses by the graph (on for "
+        "a GRU on the CPU, off for convolutions and attention), on and off force it",
+        "model.choose says why for each graph (benchmarks/lowering_tensorflow --xla)",
+    ),
+)
+#: the lanes besides Rosetta's fast path (``rosetta bench --lanes default,fast``): the options
+#: that make this framework run as it comes, its own plain defaults
+LANES = {"default": {"xla": "off"}}  # tf.function without XLA, TensorFlow's own default

@@ -361,5 +361,7 @@ def build(
     configured ``runtime``. ``layout`` (``"NHWC"``/``"NCHW"``) and ``jit_compile`` override the
     fast path (``choose``); the benchmarks use them, the runner does not."""
     driver.check_lowerable(TABLE, workload.graph)
+    if jit_compile is None and runtime.option("xla") != "default":  # the backend's option
+        jit_compile = runtime.option("xla") == "on"
     fast = choose(workload, runtime.device, layout=layout, jit_compile=jit_compile)
     return KerasModel(workload, params, runtime, fast)

@@ -49,3 +49,6 @@ OPTIONS = (
         "(model.compile_in_effect; benchmarks/fastpath_knob --backend torch --knob torch_compile)",
     ),
 )
+#: the lanes besides Rosetta's fast path (``rosetta bench --lanes default,fast``): the options
+#: that make this framework run as it comes, its own plain defaults
+LANES = {"default": {"compile": "off"}}  # PyTorch as it comes: eager
