@@ -1,10 +1,11 @@
 """Harness overhead: the runner's timed training loop against a bare loop, interleaved.
 
-The same backend model runs the same native batches through ``rosetta.runner.cell.run_epoch``
-(the loop that produces every record: a sync and a clock read around each sampled step, losses
-kept native) and through a bare ``for batch in batches: model.train_step(batch)`` loop. Rounds
-alternate A B A B in one process after warm-up; the figure is the ratio of median round times
-with a bootstrap 95% interval. Target: <= 1.01 for every backend.
+The same backend model runs the same native batches through
+``rosetta.runner.steps.timed_steps`` (the one timed loop that produces every record: a sync and a
+clock read around each sampled step, losses kept native) and through a bare
+``for batch in batches: model.train_step(batch)`` loop. Rounds alternate A B A B in one process
+after warm-up; the figure is the ratio of median round times with a bootstrap 95% interval.
+Target: <= 1.01 for every backend.
 
     python -m benchmarks harness_overhead [--backend numpy_ref] [--workloads cnn,gru]
                                           [--rounds 12] [--steps 4]
@@ -18,7 +19,7 @@ import numpy as np
 
 from benchmarks.common import interleaved, ratio, report
 from rosetta import backends
-from rosetta.runner.cell import run_epoch
+from rosetta.runner.steps import timed_steps
 from rosetta.spec import canonical_weights, get_workload
 
 
@@ -51,8 +52,7 @@ def main(argv: list[str]) -> int:
         batches = _batches(model, w, args.steps, bs)
 
         def harness(model=model, batches=batches):
-            losses, _, _ = run_epoch(model, batches, sample_every=1, step=0, samples=[])
-            model.sync(losses[-1])
+            timed_steps(model, model.train_step, batches, cold=False, keep_outputs=True)
 
         def bare(model=model, batches=batches):
             loss = None
