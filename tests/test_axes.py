@@ -54,10 +54,11 @@ def test_point_is_the_effective_batch_and_the_report_reads_threads_in_effect():
     cfg = CellConfig("numpy_ref", "gru", "ci", threads=None).as_dict()
     spec_batch = get_workload("gru").profile("ci").batch_size
     assert records.point(cfg) == {"batch_size": spec_batch, "precision": "fp32", "round": 0,
-                                  "kind": "training"}  # fmt: skip
+                                  "kind": "training", "lane": "fast"}  # fmt: skip
     rec = records.make_record(backend="b", workload="gru", profile="ci", status="failed",
                               config={**cfg, "batch_size": 8, "round": 3})  # fmt: skip
-    assert rec["point"] == {"batch_size": 8, "precision": "fp32", "round": 3, "kind": "training"}
+    assert rec["point"] == {"batch_size": 8, "precision": "fp32", "round": 3, "kind": "training",
+                            "lane": "fast"}  # fmt: skip
     # threads are stored once: the count in effect (an ok record's runtime), else the request
     ok = {**rec, "manifest": {"runtime": {"threads": 2}}, "config": {**cfg, "threads": None}}
     assert point_of(ok, None)["threads"] == 2
@@ -212,7 +213,7 @@ def test_a_ci_sweep_records_every_point_and_skips_bf16_with_its_reason(
         ok = recs[f"numpy_ref__gru__b{b}"]
         assert ok["status"] == "ok" and ok["equivalence"]["equivalent"]
         assert ok["point"] == {"batch_size": b, "precision": "fp32", "round": 0,
-                               "kind": "training"}  # fmt: skip
+                               "kind": "training", "lane": "fast"}  # fmt: skip
         assert ok["manifest"]["runtime"]["threads"] >= 1  # the count in effect, stored once
         assert "threads" not in ok["manifest"] and "device" not in ok["manifest"]
         assert ok["metrics"]["steps"] == prof.epochs * (prof.train_samples // b)  # samples kept

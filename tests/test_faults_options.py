@@ -57,8 +57,9 @@ def _bench(tmp_path, *args: str) -> None:
         (["--option", "torch.fuse=yes"], "backend 'torch' has no option 'fuse' (its options: "
          "compile)"),
         (["--option", "torch.compile"], "--option 'torch.compile': expected BACKEND.NAME=VALUE"),
-        (["--option", "tensorflow.xla=on"], "backend 'tensorflow' has no option 'xla' (its "
-         "options: none)"),
+        (["--option", "chainer.xla=on"], "backend 'chainer' has no option 'xla' (its options: "
+         "none)"),
+        (["--lanes", "fastest"], "--lanes: unknown lane 'fastest'; valid: fast, default"),
         (["--dtype", "float16"], "--dtype 'float16': valid: float32, float64"),
         # issue 33, item 5: the run's size bounded up front, with a time estimate
         (["--repeat", "100000"], "--repeat 100000: 100,000 cells, about 138.9 h (1 training run "
