@@ -273,3 +273,15 @@ def test_code_all_refuses_to_write_through_a_symlink(tmp_path, capsys, dangling)
         assert not outside.exists()
     else:
         assert outside.read_text() == "keep me\n"
+
+
+def test_the_numpy_file_defines_each_top_level_name_once():
+    """The plain-NumPy file concatenates the reference's kernel modules and layers: a name two of
+    them define (the GRU's logistic helper and the sigmoid layer were both ``sigmoid``) would
+    silently shadow the first in the file, while the package kept them apart."""
+    tree = ast.parse(codegen.generate("gru", "numpy_ref").text)
+    names = [
+        n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)
+    ]  # fmt: skip
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    assert not repeated, f"defined more than once in the generated NumPy file: {repeated}"

@@ -17,6 +17,7 @@ import numpy as np
 __all__ = [
     "relu_forward",
     "relu_backward",
+    "logistic",
     "sigmoid_forward",
     "sigmoid_backward",
     "dropout_mask",
@@ -54,11 +55,20 @@ def relu_backward(dy: np.ndarray, cache: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- sigmoid
 
 
+def logistic(a: np.ndarray) -> np.ndarray:
+    """Logistic function ``1 / (1 + exp(-a))``, overflow-free for any |a|, dtype preserved.
+
+    Uses ``e = exp(-|a|)`` (always in (0, 1]): ``1 / (1 + e)`` for a >= 0 and ``e / (1 + e)``
+    for a < 0, so no ``exp`` ever overflows, even in float32.
+    """
+    e = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1 / (1 + e), e / (1 + e))
+
+
 def sigmoid_forward(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``y = 1 / (1 + exp(-x))`` elementwise, any shape, without overflow: ``exp(-|x|)`` never
-    exceeds 1 (``exp(x) / (1 + exp(x))`` where x < 0). The cache is ``y``."""
-    z = np.exp(-np.abs(x))  # in (0, 1]
-    y = np.where(x >= 0, 1 / (1 + z), z / (1 + z))  # a Python 1 does not promote: dtype kept
+    """The sigmoid op: ``y = logistic(x)`` elementwise, any shape (overflow-free, the GRU's
+    gates use the same function). The cache is ``y``."""
+    y = logistic(x)
     return y, y
 
 

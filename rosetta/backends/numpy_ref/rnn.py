@@ -35,17 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["GRUCache", "sigmoid", "gru_forward", "gru_backward"]
+from rosetta.backends.numpy_ref.nn import logistic
 
-
-def sigmoid(a: np.ndarray) -> np.ndarray:
-    """Logistic function ``1 / (1 + exp(-a))``, overflow-free for any |a|, dtype preserved.
-
-    Uses ``e = exp(-|a|)`` (always in (0, 1]): ``1 / (1 + e)`` for a >= 0 and ``e / (1 + e)``
-    for a < 0, so no ``exp`` ever overflows, even in float32.
-    """
-    e = np.exp(-np.abs(a))
-    return np.where(a >= 0, 1 / (1 + e), e / (1 + e))
+__all__ = ["GRUCache", "gru_forward", "gru_backward"]
 
 
 @dataclass(frozen=True)
@@ -92,8 +84,8 @@ def gru_forward(
         h = hs[t]  # (N, H)
         hproj = h @ recurrent_kernel + bias_recurrent  # (N, H) @ (H, 3H) -> (N, 3H)
         xp = xproj[:, t]  # (N, 3H)
-        z = sigmoid(xp[:, :hsz] + hproj[:, :hsz])
-        r = sigmoid(xp[:, hsz : 2 * hsz] + hproj[:, hsz : 2 * hsz])
+        z = logistic(xp[:, :hsz] + hproj[:, :hsz])
+        r = logistic(xp[:, hsz : 2 * hsz] + hproj[:, hsz : 2 * hsz])
         hh = hproj[:, 2 * hsz :]
         n = np.tanh(xp[:, 2 * hsz :] + r * hh)
         hs[t + 1] = z * h + (1 - z) * n
