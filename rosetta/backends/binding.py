@@ -1,5 +1,6 @@
 """One canonical tensor bound to the framework tensor that holds it, and the exact layout
-conversions the op modules of the module-based backends (torch, paddle) name.
+conversions the op modules of several backends name (torch and paddle: the binding and the GRU
+gate swaps; jax, pytensor and Keras: the dense rows after an NHWC flatten).
 
 Framework-free: an op module (``<backend>/ops/<op>.py``) imports this at its top and still loads
 with NumPy alone. Every conversion is a transpose or a block reorder, so a round trip returns the
@@ -57,3 +58,19 @@ def gru_kernel_from_rzn_rows(w: np.ndarray) -> np.ndarray:
 def gru_bias_rzn(b: np.ndarray) -> np.ndarray:
     """A GRU bias (3H,) z|r|h <-> r|z|n (its own inverse)."""
     return swap_first_two_blocks(b, axis=0)
+
+
+def rows_chw_to_hwc(chw: tuple[int, int, int]) -> tuple[Convert, Convert]:
+    """A dense kernel's rows after a flatten of ``chw`` = (C, H, W): the spec's C, H, W order
+    <-> an NHWC backend's H, W, C order, both ways (to native, to canonical)."""
+    c, h, w = chw
+
+    def to_native(k: np.ndarray) -> np.ndarray:
+        # (C*H*W, O) -> (C, H, W, O) -> (H, W, C, O) -> (H*W*C, O)
+        return k.reshape(c, h, w, -1).transpose(1, 2, 0, 3).reshape(c * h * w, -1)
+
+    def to_canonical(k: np.ndarray) -> np.ndarray:
+        # (H*W*C, O) -> (H, W, C, O) -> (C, H, W, O) -> (C*H*W, O)
+        return k.reshape(h, w, c, -1).transpose(2, 0, 1, 3).reshape(c * h * w, -1)
+
+    return to_native, to_canonical

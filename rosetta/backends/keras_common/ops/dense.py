@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rosetta.backends.binding import rows_chw_to_hwc
 from rosetta.backends.driver import Site
 from rosetta.backends.keras_common.ops import get_layer
 from rosetta.backends.keras_common.weights import Arrays, Binding, identity, kernel_and_bias
@@ -71,23 +72,19 @@ def weights(op: ops.Dense, layer: layers.Dense, ctx: Ctx) -> Binding:
 
 def chw_rows_to_hwc(chw: tuple[int, int, int]) -> Callable[..., Arrays]:
     """Dense kernel rows from the spec's ``C, H, W`` flatten order to NHWC's ``H, W, C``."""
-    c, h, w = chw
+    to_native, _ = rows_chw_to_hwc(chw)
 
     def convert(kernel: np.ndarray, *rest: np.ndarray) -> Arrays:
-        o = kernel.shape[1]
-        # (C*H*W, O) -> (C, H, W, O) -> (H, W, C, O) -> (H*W*C, O)
-        return (kernel.reshape(c, h, w, o).transpose(1, 2, 0, 3).reshape(-1, o), *rest)
+        return (to_native(kernel), *rest)
 
     return convert
 
 
 def hwc_rows_to_chw(chw: tuple[int, int, int]) -> Callable[..., Arrays]:
     """The inverse of ``chw_rows_to_hwc``."""
-    c, h, w = chw
+    _, to_canonical = rows_chw_to_hwc(chw)
 
     def convert(kernel: np.ndarray, *rest: np.ndarray) -> Arrays:
-        o = kernel.shape[1]
-        # (H*W*C, O) -> (H, W, C, O) -> (C, H, W, O) -> (C*H*W, O)
-        return (kernel.reshape(h, w, c, o).transpose(2, 0, 1, 3).reshape(-1, o), *rest)
+        return (to_canonical(kernel), *rest)
 
     return convert

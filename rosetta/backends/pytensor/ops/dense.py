@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from rosetta.backends.binding import rows_chw_to_hwc
 from rosetta.backends.driver import Site
-from rosetta.backends.pytensor.ops import Convert, Layout, Prev, param, weight
+from rosetta.backends.pytensor.ops import Layout, Prev, param, weight
 from rosetta.backends.snippet import RenderCtx, Snippet, fmt_shape
 from rosetta.spec import ops
 
@@ -53,21 +52,6 @@ def render(op: ops.Dense, site: Site, ctx: RenderCtx) -> Snippet:
         notes = (f"{op.name}.kernel: rows permuted from C, H, W to H, W, C",)
     weights = [kernel] + ([weight(f"{op.name}.bias")] if op.bias else [])
     return Snippet(forward=(line,), weights=tuple(weights), helpers=helpers, notes=notes)
-
-
-def rows_chw_to_hwc(chw: tuple[int, int, int]) -> tuple[Convert, Convert]:
-    """Both directions of the dense rows' permutation after a flatten of ``chw``."""
-    c, h, w = chw
-
-    def to_native(k: np.ndarray) -> np.ndarray:
-        # (C*H*W, O) -> (C, H, W, O) -> (H, W, C, O) -> (H*W*C, O)
-        return k.reshape(c, h, w, -1).transpose(1, 2, 0, 3).reshape(c * h * w, -1)
-
-    def to_canonical(k: np.ndarray) -> np.ndarray:
-        # (H*W*C, O) -> (H, W, C, O) -> (C, H, W, O) -> (C*H*W, O)
-        return k.reshape(h, w, c, -1).transpose(2, 0, 1, 3).reshape(c * h * w, -1)
-
-    return to_native, to_canonical
 
 
 def layout(op: ops.Dense, prev: Prev) -> dict[str, Layout]:
