@@ -192,16 +192,59 @@ def batchnorm_case(rng, dtype, x_shape) -> Case:
     return Case(forward, backward, inputs, ("x", "gamma", "beta"))
 
 
-def add_case(rng, dtype) -> Case:
-    def backward(dy, cache):
-        da, db = nn.add_backward(dy, cache)
-        return {"a": da, "b": db}
+def add_case(rng, dtype, n: int = 2) -> Case:
+    names = ("a", "b", "c")[:n]
 
+    def backward(dy, cache):
+        return dict(zip(names, nn.add_backward(dy, cache), strict=True))
+
+    inputs = {k: rng.standard_normal((2, 3, 4)).astype(dtype) for k in names}
+    return Case(lambda **xs: nn.add_forward(*xs.values()), backward, inputs, names)
+
+
+def concat_case(rng, dtype, axis: int) -> Case:
+    """Three parts of different sizes along ``axis`` (of the batched array)."""
+    shapes = []
+    for size in (2, 1, 3):
+        shape = [2, 3, 4, 5]
+        shape[axis] = size
+        shapes.append(tuple(shape))
+    inputs = {k: rng.standard_normal(s).astype(dtype) for k, s in zip("abc", shapes, strict=True)}
+
+    def backward(dy, cache):
+        return dict(zip("abc", nn.concat_backward(dy, cache), strict=True))
+
+    return Case(
+        lambda **xs: nn.concat_forward(list(xs.values()), axis), backward, inputs, ("a", "b", "c")
+    )
+
+
+def graph_case(rng, dtype) -> Case:
+    """A wired graph whose input and one inner output are each read twice: ``a = x Wa``,
+    ``b = a Wb``, ``y = a + b + x`` (the backward must sum both paths into ``x`` and ``a``)."""
+    from rosetta.backends.numpy_ref import layers
+
+    model = layers.graph(
+        [layers.dense("a", False), layers.dense("b", False), layers.add()],
+        [(-1,), (0,), (0, 1, -1)],
+    )
     inputs = {
-        "a": rng.standard_normal((2, 3, 4)).astype(dtype),
-        "b": rng.standard_normal((2, 3, 4)).astype(dtype),
+        "x": rng.standard_normal((4, 5)).astype(dtype),
+        "wa": rng.standard_normal((5, 5)).astype(dtype),
+        "wb": rng.standard_normal((5, 5)).astype(dtype),
     }
-    return Case(nn.add_forward, backward, inputs, ("a", "b"))
+
+    def forward(x, wa, wb):
+        ctx = layers.Ctx({"a.kernel": wa, "b.kernel": wb}, training=True, rng=None)
+        y, back = model(x, ctx)
+        return y, (back, ctx)
+
+    def backward(dy, cache):
+        back, ctx = cache
+        dx = back(dy)
+        return {"x": dx, "wa": ctx.grads["a.kernel"], "wb": ctx.grads["b.kernel"]}
+
+    return Case(forward, backward, inputs, ("x", "wa", "wb"))
 
 
 def embedding_case(rng, dtype) -> Case:
@@ -278,6 +321,10 @@ CASES: dict[str, Callable[[np.random.Generator, Any], Case]] = {
     "batchnorm_4d": lambda rng, dt: batchnorm_case(rng, dt, (2, 3, 4, 5)),
     "batchnorm_2d": lambda rng, dt: batchnorm_case(rng, dt, (6, 4)),
     "add": add_case,
+    "add_three": lambda rng, dt: add_case(rng, dt, 3),
+    "concat_channels": lambda rng, dt: concat_case(rng, dt, 1),
+    "concat_width": lambda rng, dt: concat_case(rng, dt, 3),
+    "graph_fanout": graph_case,
     "embedding": embedding_case,
     "softmax_ce": softmax_ce_case,
     "gru": gru_case,

@@ -25,9 +25,11 @@ folder's ``__init__.py`` declares ``UNSUPPORTED = {op: reason}``: an op neither 
 declared is a gap the conformance suite fails (:meth:`OpTable.gaps`). Entry names come from the
 op (``op.OP``); no table is spelled out by hand.
 
-A backend's ``source.py`` makes its table (``discover`` plus how it composes a sequence and
-joins a residual block's two branches) and ``lowering.py`` takes its native face; the driver
-walks either face as a :class:`LoweringTable`, and ``lower(..., on_op=hook)`` hands each op's
+A backend's ``source.py`` makes its table (``discover`` plus how it composes a sequence, joins a
+residual block's two branches and wires a graph whose layers name their inputs: ``graph(layers,
+wiring, site, ctx)``, where a variadic op, ``add`` or ``concat``, reads several) and
+``lowering.py`` takes its native face; the driver walks either face as a
+:class:`LoweringTable`, and ``lower(..., on_op=hook)`` hands each op's
 result to ``hook`` as it goes, which is how ``rosetta code`` collects the rows of the report's
 Rosetta page. There is no other walker.
 """
@@ -56,11 +58,32 @@ class Site:
     out_shape: Shape  # per-sample canonical output shape
     at_input: bool  # reads the input of its sequence (the caller's batch or a shared branch input)
     path: str = ""  # e.g. "3" or "4.body.2": index in the graph, residual branches opened
+    #: a variadic op's (``add``, ``concat``) input shapes, in order (``in_shape`` is the first)
+    in_shapes: tuple[Shape, ...] = ()
 
     @property
     def depth(self) -> int:
         """How many residual branches are open around this op (0 at the top level)."""
         return sum(part in ("body", "shortcut") for part in self.path.split("."))
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """How a wired graph's layers read one another (``rosetta.spec.ops.Graph``): layer ``j``
+    reads the outputs of the layers ``inputs[j]`` (``-1``: the graph's own input, in order;
+    several for a variadic op) and the last layer's output is the graph's."""
+
+    inputs: tuple[tuple[int, ...], ...]
+    ids: tuple[str, ...]  # per layer: its YAML ``id`` ("" where none), for names in source
+
+    def consumers(self) -> list[int]:
+        """Per layer output (and, last, the graph's input), how many layers read it: what a
+        backward pass sums over, and when a value held for later may be dropped."""
+        counts = [0] * (len(self.inputs) + 1)
+        for src in self.inputs:
+            for k in src:
+                counts[k] += 1  # k == -1 counts at the end: the graph's input
+        return counts
 
 
 @dataclass(frozen=True)
@@ -73,6 +96,9 @@ class LoweringTable(Generic[L]):
     residual: Callable[[L, L, Site, Any], L]  # body, shortcut -> body(x) + shortcut(x)
     #: op name -> why the backend does not lower it (its ``UNSUPPORTED``), for the error
     declared: Mapping[str, str] = field(default_factory=dict)
+    #: layers, their wiring -> one layer (a wired graph: ``add``, ``concat``, shared inputs);
+    #: None where the backend composes no graph (lowering one is then the contract's error)
+    graph: Callable[[list[L], Wiring, Site, Any], L] | None = None
 
     def entry(self, op: object) -> Callable[[Any, Site, Any], L]:
         """The entry for ``op``, or the contract's error naming the backend, the op and, where
@@ -89,7 +115,8 @@ OnOp = Callable[[str, Any, Site, Any], None]
 
 @dataclass(frozen=True)
 class Entry:
-    """A composing entry of a backend's table (``sequence`` or ``residual``), with both faces:
+    """A composing entry of a backend's table (``sequence``, ``residual`` or ``graph``), with
+    both faces:
     ``build`` names the function of the backend's ``lowering.py`` that composes native layers
     (a name, so the table loads without the framework), ``render`` is the function that writes
     the same composition as source text."""
@@ -101,6 +128,8 @@ class Entry:
 #: ops the driver composes itself (a residual block is its branches' sequences and an add):
 #: no backend writes an op module for them
 STRUCTURAL = frozenset({"residual"})
+#: the name :meth:`OpTable.gaps` gives a backend's missing ``graph`` entry (wired graphs)
+GRAPH = "graph (a wired graph's composition: source.py's Entry('graph', ...))"
 
 
 @dataclass(frozen=True)
@@ -114,6 +143,7 @@ class OpTable:
     entries: Mapping[type, ModuleType]  # op class -> its module: build(), render(), weights
     sequence: Entry
     residual: Entry
+    graph: Entry | None = None  # a wired graph's layers and their Wiring -> one layer
     #: source text of the functions the rendered lines call, by name (``Snippet.helpers``)
     helpers: Mapping[str, str] = field(default_factory=dict)
     #: op name -> why this backend does not lower it (``ops/__init__.py`` ``UNSUPPORTED``)
@@ -128,6 +158,7 @@ class OpTable:
             self.sequence.render,
             self.residual.render,
             self.unsupported,
+            self.graph.render if self.graph else None,
         )
 
     def lowering(self, namespace: Mapping[str, Any]) -> LoweringTable:
@@ -146,7 +177,12 @@ class OpTable:
 
         entries = {op: m.build for op, m in self.entries.items()}
         return LoweringTable(
-            self.backend, entries, build(self.sequence), build(self.residual), self.unsupported
+            self.backend,
+            entries,
+            build(self.sequence),
+            build(self.residual),
+            self.unsupported,
+            build(self.graph) if self.graph else None,
         )
 
     def module(self, op: object) -> ModuleType:
@@ -159,13 +195,16 @@ class OpTable:
 
     def gaps(self) -> tuple[str, ...]:
         """The ops of the spec this backend neither lowers nor lists as unsupported: each is a
-        failure of its conformance (a gap is declared, never silent)."""
+        failure of its conformance (a gap is declared, never silent); and :data:`GRAPH` where
+        it lowers a variadic op (``add``, ``concat``) but composes no wired graph to use it in."""
         lowered = {t.OP for t in self.entries}
-        return tuple(
+        missing = tuple(
             n
             for n in ops.OPS
             if n not in STRUCTURAL and n not in lowered and n not in self.unsupported
         )
+        variadic = any(ops.is_variadic(t) for t in self.entries)
+        return missing + ((GRAPH,) if variadic and self.graph is None else ())
 
 
 def discover(
@@ -174,6 +213,7 @@ def discover(
     sequence: Entry,
     residual: Entry,
     helpers: Mapping[str, str] | None = None,
+    graph: Entry | None = None,
 ) -> OpTable:
     """The op table of ``backend`` from the op modules of ``package`` (``<backend>.ops``): each
     module ``<op>.py`` lowers the spec's op of that name (``ops.OPS``) through its ``build(op,
@@ -212,7 +252,7 @@ def discover(
     unknown = sorted(set(declared) - set(ops.OPS))
     if unknown:
         raise BackendError(f"{where}: UNSUPPORTED names no op of the spec: {', '.join(unknown)}")
-    return OpTable(backend, entries, sequence, residual, merged, declared, package)
+    return OpTable(backend, entries, sequence, residual, graph, merged, declared, package)
 
 
 def unsupported(
@@ -238,6 +278,13 @@ def check_lowerable(table: LoweringTable, nodes: Sequence[object]) -> None:
         if isinstance(node, ops.Residual):
             check_lowerable(table, node.body)
             check_lowerable(table, node.shortcut)
+        elif isinstance(node, ops.Graph):
+            if table.graph is None:
+                raise BackendError(
+                    f"backend {table.backend!r} cannot lower a wired graph (layers naming their "
+                    "inputs): its op table has no graph entry"
+                )
+            check_lowerable(table, node.nodes)
         else:
             table.entry(node)
 
@@ -261,17 +308,41 @@ def lower(
         here = f"{path}.{i}" if path else str(i)
         out = node.out_shape(shape)
         site = Site(shape, out, at_input and i == 0, here)
-        if isinstance(node, ops.Residual):
-            body = lower(table, node.body, shape, ctx, path=f"{here}.body", on_op=on_op)
-            shortcut = lower(table, node.shortcut, shape, ctx, path=f"{here}.shortcut", on_op=on_op)
-            layers.append(table.residual(body, shortcut, site, ctx))
-        else:
-            layer = table.entry(node)(node, site, ctx)
-            if on_op is not None:
-                on_op(here, node, site, layer)
-            layers.append(layer)
+        layers.append(_node(table, node, site, ctx, on_op))
         shape = out
     return table.sequence(layers, Site(in_shape, shape, at_input, path), ctx)
+
+
+def _node(table: LoweringTable[L], node: Any, site: Site, ctx: Any, on_op: OnOp | None) -> L:
+    """One node of a chain or of a wired graph at ``site``: an op's entry, a residual block
+    (its branches' sequences joined by the backend's ``residual``), or a wired graph (its nodes,
+    each at its own site, composed by the backend's ``graph``)."""
+    here, shape = site.path, site.in_shape
+    if isinstance(node, ops.Residual):
+        body = lower(table, node.body, shape, ctx, path=f"{here}.body", on_op=on_op)
+        shortcut = lower(table, node.shortcut, shape, ctx, path=f"{here}.shortcut", on_op=on_op)
+        return table.residual(body, shortcut, site, ctx)
+    if isinstance(node, ops.Graph):
+        assert table.graph is not None  # check_lowerable said so
+        layers = []
+        for j, (inner, (arg, out)) in enumerate(
+            zip(node.nodes, node.node_shapes(shape), strict=True)
+        ):
+            many = ops.is_variadic(inner)
+            reads = node.inputs[j]
+            inner_site = Site(
+                arg[0] if many else arg,
+                out,
+                site.at_input and reads[0] < 0,
+                f"{here}.{j}",
+                tuple(arg) if many else (),
+            )
+            layers.append(_node(table, inner, inner_site, ctx, on_op))
+        return table.graph(layers, Wiring(node.inputs, node.ids), site, ctx)
+    layer = table.entry(node)(node, site, ctx)
+    if on_op is not None:
+        on_op(here, node, site, layer)
+    return layer
 
 
 def lower_op(table: LoweringTable[L], op: object, in_shape: Shape, ctx: Any) -> L:

@@ -176,3 +176,32 @@ def fmt_shape(dims: tuple[int, ...], batch: str = "N") -> str:
 def nhwc(shape: tuple[int, ...]) -> tuple[int, ...]:
     """A canonical ``(C, H, W)`` shape in channels-last order (other ranks unchanged)."""
     return (shape[1], shape[2], shape[0]) if len(shape) == 3 else shape
+
+
+def wired_statements(parts: list[Snippet], wiring: Any, site: Site) -> Snippet:
+    """A wired graph in statement style: each layer's lines on a variable of its own (named for
+    its ``id``: ``h_<id>``, else ``h<j>``; a nested graph's names carry its path), a variadic
+    layer's templates reading ``{x0}``, ``{x1}``... for its inputs; the graph's input is ``{x}``
+    and its output is assigned back to ``{x}`` at the end. ``wiring`` is the driver's
+    :class:`rosetta.backends.driver.Wiring`."""
+    nested = "_".join(p for p in site.path.split(".")[1:])
+    prefix = f"h{nested}_" if nested else "h_"
+    names = [
+        f"{prefix}{attr(ident)}" if ident else f"{prefix}{j}" for j, ident in enumerate(wiring.ids)
+    ]
+
+    def var(k: int) -> str:
+        return "{x}" if k < 0 else names[k]
+
+    forward: list[str] = []
+    for j, (part, src) in enumerate(zip(parts, wiring.inputs, strict=True)):
+        out = names[j]
+        lines = list(part.forward)
+        if len(src) > 1:  # a variadic op: its templates read {x0}, {x1}... and write {x}
+            for i, k in enumerate(src):
+                lines = [line.replace(f"{{x{i}}}", var(k)) for line in lines]
+        else:  # a one-input layer's lines read and write one variable: its own
+            forward.append(f"{out} = {var(src[0])}")
+        forward.extend(line.replace("{x}", out) for line in lines)
+    forward.append(f"{{x}} = {names[-1]}")
+    return combine(parts, tuple(forward))

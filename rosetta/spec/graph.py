@@ -1,7 +1,9 @@
-"""Walks over a graph (a tuple of nodes, residuals nested): shapes, parameters, FLOPs.
+"""Walks over a graph (a tuple of nodes, residuals and wired graphs nested): shapes, parameters,
+FLOPs.
 
-A graph is sequential; the only branching node is ``Residual``, whose ``branches`` are graphs
-themselves. Backends walk it the same way: a sequence of ops, recursing into branches.
+A tuple of nodes is a chain. Two nodes branch: ``Residual``, whose ``branches`` are chains
+themselves, and ``Graph``, a list wired by name whose nodes each read their own inputs
+(``node_shapes``). Backends walk it the same way (``rosetta.backends.driver``).
 This module knows ops only through the :class:`Op` protocol (``rosetta.spec.ops`` imports it,
 never the other way round).
 """
@@ -51,14 +53,19 @@ def count_flops(nodes: Sequence[Op], in_shape: Shape) -> int:
 
 
 def walk(nodes: Sequence[Op], in_shape: Shape) -> Iterator[tuple[Op, Shape, Shape]]:
-    """Yield ``(node, in_shape, out_shape)`` for every leaf op, depth first, branches opened."""
+    """Yield ``(node, in_shape, out_shape)`` for every leaf op, depth first, branches opened
+    (a variadic op's ``in_shape`` is the tuple of its inputs' shapes)."""
     shape = in_shape
     for node in nodes:
         out = node.out_shape(shape)
         branches = getattr(node, "branches", None)
+        wired = getattr(node, "node_shapes", None)
         if branches is not None:
             for branch in branches:
                 yield from walk(branch, shape)
+        elif wired is not None:
+            for inner, (arg, _) in zip(node.nodes, wired(shape), strict=True):
+                yield from walk((inner,), arg)
         else:
             yield node, shape, out
         shape = out

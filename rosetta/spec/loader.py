@@ -313,24 +313,83 @@ class _Parser:
 
     # -- layers ------------------------------------------------------------------------------
     def layers(self, raw: Any, field: str, blocks: dict, defaults: dict, prefix: str) -> tuple:
+        """A layers list: a chain (a tuple of nodes), or, where an item names an ``id`` or its
+        ``inputs``, one :class:`ops.Graph` wired by those names (``input``: the list's own
+        input; an item without ``inputs`` reads the item before it)."""
         if not isinstance(raw, list) or not raw:
             raise self.fail(field, "a non-empty list of layers", raw)
         out: list[ops.Node] = []
+        wires: list[tuple[int, ...]] = []
+        names: list[str] = []
+        known: dict[str, int] = {}  # id -> index of its node in ``out``
+        wired = any(isinstance(it, dict) and ("id" in it or "inputs" in it) for it in raw)
         for i, item in enumerate(raw):
             where = f"{field}[{i}]"
             item = self.mapping(item, where)
             if "block" in item:
-                out.extend(self.block_instance(item, where, blocks, defaults, prefix))
-            else:
-                node = self.op(item, where, blocks, defaults, prefix)
-                self.where[id(node)] = where
-                out.append(node)
-                self.leaves += not isinstance(node, ops.Residual)
-                if self.leaves > self.limits.max_layers:
-                    raise self.too_large(
-                        where, f"more than {self.limits.max_layers:,} layers", "max_layers"
-                    )
-        return tuple(out)
+                for node in self.block_instance(item, where, blocks, defaults, prefix):
+                    wires.append((len(out) - 1,))
+                    names.append("")
+                    out.append(node)
+                continue
+            item = dict(item)
+            ident, sources = item.pop("id", None), item.pop("inputs", None)
+            node = self.op(item, where, blocks, defaults, prefix)
+            wires.append(self.sources(sources, node, where, known, len(out)))
+            if ident is not None:
+                ident = self.name(ident, f"{where}.id")
+                if ident in known or ident == "input":
+                    raise self.fail(f"{where}.id", "an id unique in its list, not 'input'", ident)
+                known[ident] = len(out)
+            names.append(ident or "")
+            self.where[id(node)] = where
+            out.append(node)
+            self.leaves += not isinstance(node, ops.Residual)
+            if self.leaves > self.limits.max_layers:
+                raise self.too_large(
+                    where, f"more than {self.limits.max_layers:,} layers", "max_layers"
+                )
+        if not wired:
+            return tuple(out)
+        read = {k for src in wires for k in src}
+        for k in range(len(out) - 1):
+            if k not in read:
+                label = f"{self.where.get(id(out[k]), field)}"
+                raise self.fail(
+                    label,
+                    "a layer whose output is read (a later layer's inputs, or the next layer "
+                    "by default); only the list's last layer is its output",
+                    "<read by no layer>",
+                )
+        graph = ops.Graph(tuple(out), tuple(wires), tuple(names))
+        self.where[id(graph)] = field
+        return (graph,)
+
+    def sources(
+        self, raw: Any, node: object, field: str, known: dict[str, int], index: int
+    ) -> tuple[int, ...]:
+        """A layer's ``inputs`` as node indices (-1: the list's input); without ``inputs`` it
+        reads the layer before it. A variadic op names two or more, any other op one."""
+        many = ops.is_variadic(node)
+        if raw is None:
+            if many:
+                raise self.fail(
+                    f"{field}.inputs", f"the {node.OP} layer's inputs: a list of two or more ids"
+                )
+            return (index - 1,)
+        if not isinstance(raw, list) or not raw or not all(isinstance(r, str) for r in raw):
+            raise self.fail(f"{field}.inputs", "a list of ids of earlier layers", raw)
+        if many and len(raw) < 2:
+            raise self.fail(f"{field}.inputs", f"two or more inputs for {node.OP}", raw)
+        if not many and len(raw) != 1:
+            raise self.fail(f"{field}.inputs", f"one input for {getattr(node, 'OP', 'it')}", raw)
+        for r in raw:
+            if r != "input" and r not in known:
+                valid = ", ".join(["input", *known])
+                raise self.fail(
+                    f"{field}.inputs", f"ids of earlier layers of this list ({valid})", r
+                )
+        return tuple(-1 if r == "input" else known[r] for r in raw)
 
     def op(self, item: dict, field: str, blocks: dict, defaults: dict, prefix: str) -> ops.Node:
         kind = self.req(item, "op", field)
@@ -654,29 +713,40 @@ class _Parser:
 
     def _check(self, nodes: tuple, shape: tuple, field: str, names: set[str]) -> tuple:
         for i, node in enumerate(nodes):
-            where = self.where.get(id(node), f"{field}[{i}]")
-            label = getattr(node, "name", type(node).__name__.lower())
-            if isinstance(node, ops.Residual):  # check each branch where its layers are written
-                self._check(node.body, shape, f"{where}.body", names)
-                self._check(node.shortcut, shape, f"{where}.shortcut.layers", names)
-            else:
-                if hasattr(node, "name"):
-                    if node.name in names:
-                        raise self.fail(f"{where}.name", "a name unique in the model", node.name)
-                    names.add(node.name)
-            try:
-                out = node.out_shape(shape)
-            except ops.FieldValueError as exc:  # the op's own field is at fault: name it
-                raise self.fail(
-                    f"{where}.{exc.field}", f"a value that fits layer {label!r}", f"<{exc}>"
-                ) from None
-            except ValueError as exc:
-                raise self.fail(where, f"an input that fits layer {label!r}", f"<{exc}>") from None
-            if not isinstance(node, ops.Residual):  # a residual's params are its layers'
-                self.count_params(node, shape, where)
-            self.check_values(out, where)
-            shape = out
+            shape = self._check_node(node, shape, self.where.get(id(node), f"{field}[{i}]"), names)
         return shape
+
+    def _check_node(self, node: Any, shape: Any, where: str, names: set[str]) -> tuple:
+        """One node's output shape, its errors naming where it is written (a wired graph's
+        nodes each at their own item, with the shapes they read)."""
+        if isinstance(node, ops.Graph):
+            outs: list[tuple] = []
+            for j, (inner, src) in enumerate(zip(node.nodes, node.inputs, strict=True)):
+                shapes = tuple(shape if k < 0 else outs[k] for k in src)
+                arg = shapes if ops.is_variadic(inner) else shapes[0]
+                at = self.where.get(id(inner), f"{where}[{j}]")
+                outs.append(self._check_node(inner, arg, at, names))
+            return outs[-1]
+        label = getattr(node, "name", type(node).__name__.lower())
+        if isinstance(node, ops.Residual):  # check each branch where its layers are written
+            self._check(node.body, shape, f"{where}.body", names)
+            self._check(node.shortcut, shape, f"{where}.shortcut.layers", names)
+        elif hasattr(node, "name"):
+            if node.name in names:
+                raise self.fail(f"{where}.name", "a name unique in the model", node.name)
+            names.add(node.name)
+        try:
+            out = node.out_shape(shape)
+        except ops.FieldValueError as exc:  # the op's own field is at fault: name it
+            raise self.fail(
+                f"{where}.{exc.field}", f"a value that fits layer {label!r}", f"<{exc}>"
+            ) from None
+        except ValueError as exc:
+            raise self.fail(where, f"an input that fits layer {label!r}", f"<{exc}>") from None
+        if not isinstance(node, ops.Residual):  # a residual's params are its layers'
+            self.count_params(node, shape, where)
+        self.check_values(out, where)
+        return out
 
     def count_params(self, node: Any, shape: tuple, where: str) -> None:
         self.params += sum(numel(p.shape) for p in node.param_specs(shape))
@@ -723,7 +793,7 @@ class _Parser:
                     f"shape [{w.dataset.get('maxlen')}] int32 (dataset.maxlen)",
                     [list(w.input.shape), w.input.dtype],
                 )
-            emb = w.graph[0]
+            emb = next(walk(w.graph, w.input.shape))[0]  # the first op (a graph's first node)
             if not isinstance(emb, ops.Embedding) or emb.vocab < int(w.dataset.get("num_words")):
                 raise self.fail(
                     "layers[0]",

@@ -48,6 +48,9 @@ class Probe:
     fields: Mapping[str, Any] = field(default_factory=dict)  # the op's YAML fields
     input: str = "image"  # image (3, 6, 6) | features (12,) | tokens (8,) ids | sequence (8, 8)
     output: str = "image"  # image | vector | sequence: what the op returns (picks the head)
+    #: a variadic op's inputs: one layer list per input, each reading the probe's input (an
+    #: empty list: that input itself); empty for an op of one input
+    inputs: tuple[tuple[Mapping[str, Any], ...], ...] = ()
 
 
 def register(name: str, probes: tuple[Probe, ...] = ()) -> Callable[[_T], _T]:
@@ -504,6 +507,164 @@ class Residual:
         return count_flops(self.body, in_shape) + count_flops(self.shortcut, in_shape) + _numel(out)
 
 
+def is_variadic(node: object) -> bool:
+    """Whether ``node`` reads several inputs (``add``, ``concat``): its ``out_shape``,
+    ``param_specs`` and ``flops`` then take the tuple of its input shapes."""
+    return bool(getattr(node, "VARIADIC", False))
+
+
+def _need_inputs(op: str, in_shapes: tuple[Shape, ...]) -> None:
+    if len(in_shapes) < 2 or not all(isinstance(s, tuple) for s in in_shapes):
+        raise ValueError(f"{op} reads two or more inputs (name them: inputs: [a, b])")
+
+
+@register(
+    "add",
+    probes=(
+        Probe("two convolutions of one image", {}, "image", "image", inputs=(
+            ({"op": "conv2d", "name": "left", "out_channels": 4, "kernel": [3, 3],
+              "stride": [1, 1], "padding": [1, 1, 1, 1], "bias": True,
+              "init": {"kernel": "glorot_uniform", "bias": _BIAS}},),
+            ({"op": "conv2d", "name": "right", "out_channels": 4, "kernel": [1, 1],
+              "stride": [1, 1], "padding": [0, 0, 0, 0], "bias": False,
+              "init": {"kernel": "glorot_uniform"}},),
+        )),
+        Probe("three inputs: two dense layers and the features themselves", {}, "features",
+              "vector", inputs=(
+            ({"op": "dense", "name": "left", "units": 12, "bias": True,
+              "init": {"kernel": "glorot_uniform", "bias": _BIAS}},),
+            ({"op": "dense", "name": "right", "units": 12, "bias": False,
+              "init": {"kernel": "glorot_uniform"}}, {"op": "relu"}),
+            (),
+        )),
+        Probe("attention beside the identity, a row of padding only (the mask in a graph)", {},
+              "sequence", "sequence", inputs=(
+            ({"op": "attention", "name": "attn", "heads": 2, "mask": "tokens",
+              "init": {"kernel": "glorot_uniform", "bias": _BIAS}},),
+            (),
+        )),
+    ),
+)  # fmt: skip
+@dataclass(frozen=True)
+class Add:
+    """The elementwise sum of two or more inputs of one shape (a ``residual`` block is a
+    ``body``, a ``shortcut`` and an ``add``, written as sugar)."""
+
+    VARIADIC = True
+
+    def out_shape(self, in_shapes: tuple[Shape, ...]) -> Shape:
+        _need_inputs("add", in_shapes)
+        if len(set(in_shapes)) != 1:
+            raise ValueError(f"add: its inputs' shapes differ: {', '.join(map(str, in_shapes))}")
+        return in_shapes[0]
+
+    def param_specs(self, in_shapes: tuple[Shape, ...]) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shapes: tuple[Shape, ...]) -> int:
+        return (len(in_shapes) - 1) * _numel(self.out_shape(in_shapes))
+
+
+@register(
+    "concat",
+    probes=(
+        Probe("channels of a convolution and of the image itself", {"axis": 0}, "image",
+              "image", inputs=(
+            ({"op": "conv2d", "name": "left", "out_channels": 2, "kernel": [3, 3],
+              "stride": [1, 1], "padding": [1, 1, 1, 1], "bias": True,
+              "init": {"kernel": "glorot_uniform", "bias": _BIAS}},),
+            (),
+        )),
+        Probe("along the width (axis 2: a spatial axis in either layout)", {"axis": 2},
+              "image", "image", inputs=(
+            (),
+            ({"op": "conv2d", "name": "right", "out_channels": 3, "kernel": [1, 3],
+              "stride": [1, 1], "padding": [0, 0, 0, 0], "bias": True,
+              "init": {"kernel": "glorot_uniform", "bias": _BIAS}},),
+        )),
+        Probe("features: a dense layer's and the input's", {"axis": 0}, "features", "vector",
+              inputs=(
+            ({"op": "dense", "name": "left", "units": 5, "bias": True,
+              "init": {"kernel": "glorot_uniform", "bias": _BIAS}},),
+            (),
+        )),
+        Probe("a sequence's features (axis 1)", {"axis": 1}, "sequence", "sequence", inputs=(
+            (), ({"op": "gelu", "form": "erf"},),
+        )),
+    ),
+)  # fmt: skip
+@dataclass(frozen=True)
+class Concat:
+    """Two or more inputs joined along the per-sample canonical ``axis`` (0: an image's
+    channels or a vector's features; 1, 2: its height, width; for a sequence ``(T, E)``, 0 is
+    time and 1 the features). Channels-last backends map the axis to their layout."""
+
+    VARIADIC = True
+    axis: int = spec_field("nonnegint")
+
+    def out_shape(self, in_shapes: tuple[Shape, ...]) -> Shape:
+        _need_inputs("concat", in_shapes)
+        rank = len(in_shapes[0])
+        if self.axis >= rank:
+            raise FieldValueError(
+                "axis", f"concat: axis {self.axis} is outside its rank-{rank} inputs (no batch)"
+            )
+        rest = {s[: self.axis] + s[self.axis + 1 :] for s in in_shapes}
+        if any(len(s) != rank for s in in_shapes) or len(rest) != 1:
+            raise ValueError(
+                f"concat along axis {self.axis}: its inputs differ elsewhere: "
+                + ", ".join(map(str, in_shapes))
+            )
+        size = sum(s[self.axis] for s in in_shapes)
+        first = in_shapes[0]
+        return first[: self.axis] + (size,) + first[self.axis + 1 :]
+
+    def param_specs(self, in_shapes: tuple[Shape, ...]) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shapes: tuple[Shape, ...]) -> int:
+        return 0  # a copy
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A layers list whose items are wired by name (``id``, ``inputs``): node ``i`` reads the
+    outputs of the nodes ``inputs[i]`` (``-1``: the list's own input) and the last node's
+    output is the graph's. Nothing else may be left unread. The loader makes one only where a
+    list names an ``id`` or ``inputs``; a plain chain stays a tuple of nodes, and a
+    ``residual`` block stays sugar for a body, a shortcut and their ``add``."""
+
+    nodes: tuple[Node, ...]
+    inputs: tuple[tuple[int, ...], ...]  # per node: indices of the nodes it reads, -1 the input
+    ids: tuple[str, ...] = ()  # per node: its YAML ``id`` ("" where none): names in source
+
+    def node_shapes(self, in_shape: Shape) -> list[tuple[Any, Shape]]:
+        """Per node, ``(what it reads, its output shape)``: a shape, or a variadic node's tuple
+        of its inputs' shapes."""
+        outs: list[Shape] = []
+        res: list[tuple[Any, Shape]] = []
+        for node, src in zip(self.nodes, self.inputs, strict=True):
+            shapes = tuple(in_shape if k < 0 else outs[k] for k in src)
+            arg = shapes if is_variadic(node) else shapes[0]
+            out = node.out_shape(arg)
+            outs.append(out)
+            res.append((arg, out))
+        return res
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        return self.node_shapes(in_shape)[-1][1]
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        shapes = self.node_shapes(in_shape)
+        return [
+            p for n, (arg, _) in zip(self.nodes, shapes, strict=True) for p in n.param_specs(arg)
+        ]
+
+    def flops(self, in_shape: Shape) -> int:
+        shapes = self.node_shapes(in_shape)
+        return sum(n.flops(arg) for n, (arg, _) in zip(self.nodes, shapes, strict=True))
+
+
 # -- sequence ops of the Transformer encoder (rosetta/models/transformer.yaml) ------------------
 # A ``mask: tokens`` field means: the positions where the model's input token id is 0 are
 # padding. The mask is made once from the model's input and handed to every op that declares it
@@ -716,5 +877,6 @@ class MaskedMean:
 
 Node = (
     Conv2D | MaxPool2D | ReLU | Dropout | Flatten | Dense | BatchNorm | GlobalAvgPool | Embedding
-    | GRU | Residual | LayerNorm | GELU | PositionEmbedding | Attention | MaskedMean
+    | GRU | Residual | LayerNorm | GELU | PositionEmbedding | Attention | MaskedMean | Add
+    | Concat | Graph
 )  # fmt: skip

@@ -91,7 +91,7 @@ def probe_spec(op: str, index: int) -> dict:
         "task": "train",
         "dataset": dict(dataset),
         "input": {"shape": shape, "dtype": dtype},
-        "layers": [*before, {"op": op, **probe.fields}, *HEADS[probe.output], head],
+        "layers": [*_wired(before, op, probe), *HEADS[probe.output], head],
         "loss": {"op": "softmax_cross_entropy", "reduction": "mean"},
         "optimizer": {"op": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": False},
         "profiles": {
@@ -100,6 +100,29 @@ def probe_spec(op: str, index: int) -> dict:
         },
         "tolerances": TOLERANCES,
     }
+
+
+def _wired(before: list[dict], op: str, probe: ops.Probe) -> list[dict]:
+    """The layers up to the op: ``before``, then, for a variadic op, each of its input branches
+    reading ``before``'s output (named ``source``) and the op reading the branches' ends."""
+    if not probe.inputs:
+        return [*before, {"op": op, **probe.fields}]
+    layers = [dict(layer) for layer in before]
+    source = "input"
+    if layers:
+        layers[-1]["id"] = source = "source"
+    ends = []
+    for k, branch in enumerate(probe.inputs):
+        if not branch:
+            ends.append(source)
+            continue
+        for j, layer in enumerate(branch):
+            layers.append(
+                {**layer, **({"inputs": [source]} if j == 0 else {}),
+                 **({"id": f"branch{k}"} if j == len(branch) - 1 else {})}
+            )  # fmt: skip
+        ends.append(f"branch{k}")
+    return [*layers, {"op": op, **probe.fields, "inputs": ends}]
 
 
 def probe_workload(op: str, index: int) -> Workload:

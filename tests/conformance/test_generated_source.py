@@ -18,6 +18,7 @@ import pytest
 from rosetta import codegen
 from rosetta.runner.gate import run_gate
 from rosetta.spec import get_workload
+from rosetta.spec.probes import probe_batch, probe_workload
 from tests.conformance.conftest import DTYPES, WORKLOADS, gate_batch, weights
 from tests.conformance.engine_process import keras_engine
 from tests.conformance.generated_run import GeneratedRun, gate_generated, run_file
@@ -118,3 +119,34 @@ def test_keras_stock_adam_instead_of_the_written_out_one_fails_at_float64(tmp_pa
     result = run_gate(GeneratedRun("tensorflow", out, params), workload, params, x, y, "float64")
     verdict = {c.what: c.ok for c in result.checks}
     assert verdict == {"forward": True, "loss": True, "grads": True, "params": False}
+
+
+#: the wired graphs' probes (rosetta.spec.probes): every graph form the renderers write: two
+#: branches joined by add and by concat (channels-first's axis 1 becomes channels-last's), three
+#: inputs, and a masked op inside a graph
+GRAPH_PROBES = (("add", 0), ("add", 1), ("add", 2), ("concat", 0), ("concat", 1), ("concat", 3))
+
+
+def _graph_cases():
+    for backend in codegen.BACKENDS:
+        marks = [pytest.mark.slow]
+        if keras_engine(backend):
+            marks.append(pytest.mark.xdist_group(f"conformance-{backend}"))
+        for op, index in GRAPH_PROBES:
+            yield pytest.param(backend, op, index, marks=marks, id=f"{backend}-{op}-{index}")
+
+
+@pytest.mark.parametrize("backend, op, index", list(_graph_cases()))
+def test_generated_graph_matches_reference(backend, op, index, tmp_path):
+    """A wired graph (layers naming their inputs) as each framework's source: the file
+    computes what the float64 reference computes, at float64 (the probes' strict tolerances)."""
+    _skip_unless_installed(backend)
+    workload = probe_workload(op, index)
+    params = weights(workload)
+    x, y = probe_batch(workload)
+    gen = codegen.generate(workload, backend)
+    result = gate_generated(gen, workload, params, x, y, "float64", tmp_path)
+    detail = "; ".join(
+        f"{c.what} {c.violation:.3g}x (worst {c.worst or '-'})" for c in result.checks
+    )
+    assert result.equivalent, f"{gen.name}: {result.divergence} [{detail}]"

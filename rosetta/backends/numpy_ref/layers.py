@@ -4,7 +4,10 @@ A layer runs its op's forward (the kernels of ``conv.py``, ``nn.py``, ``rnn.py``
 closure mapping the output gradient to the input gradient while adding the op's parameter
 gradients to ``ctx.grads``. A sequence records these closures on a tape and its backward plays
 the tape in reverse (micrograd's idea, one layer at a time); a residual block adds its two
-branches and sends the gradient down both.
+branches and sends the gradient down both; a wired graph runs its layers in order, each on the
+outputs it names, and its backward sums the gradients of every output read more than once. A
+variadic layer (``add``, ``concat``) takes the list of its inputs and its backward returns one
+gradient per input.
 
 Written once, used twice: ``lowering.py`` makes these layers from the spec's ops, and the
 generated NumPy file (``rosetta code WORKLOAD --backend numpy_ref``) carries this module's
@@ -33,6 +36,8 @@ from rosetta.backends.numpy_ref.nn import (
     add_forward,
     batchnorm_backward,
     batchnorm_forward,
+    concat_backward,
+    concat_forward,
     dense_backward,
     dense_forward,
     dropout_backward,
@@ -363,3 +368,60 @@ def residual(body: Layer, shortcut: Layer) -> Layer:
         return y, back
 
     return residual_layer
+
+
+def add() -> Layer:
+    """The elementwise sum of its inputs (a list); each input's gradient is the output's."""
+
+    def add_layer(xs: list[np.ndarray], ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = add_forward(*xs)
+        return y, lambda dy: add_backward(dy, cache)
+
+    return add_layer
+
+
+def concat(axis: int) -> Layer:
+    """Its inputs (a list) joined along ``axis`` of the batched arrays; the gradient is cut
+    back into their parts."""
+
+    def concat_layer(xs: list[np.ndarray], ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = concat_forward(xs, axis)
+        return y, lambda dy: concat_backward(dy, cache)
+
+    return concat_layer
+
+
+def graph(layers: list[Layer], inputs: list[tuple[int, ...]]) -> Layer:
+    """Layers wired by index: layer ``j`` reads the outputs of the layers ``inputs[j]`` (-1: the
+    graph's input; two or more: a variadic layer, given their list); the last layer's output is
+    the graph's. The backward runs the layers' closures in reverse and sums, per output, the
+    gradients of every layer that read it."""
+
+    def graph_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        values: list[np.ndarray] = []
+        tape = []
+        for layer, src in zip(layers, inputs, strict=True):
+            args = [x if k < 0 else values[k] for k in src]
+            y, back = layer(args if len(src) > 1 else args[0], ctx)
+            values.append(y)
+            tape.append(back)
+
+        def back(dy: np.ndarray) -> np.ndarray | None:
+            grads: list = [None] * len(layers)
+            grads[-1] = dy
+            dx = None
+            for j in reversed(range(len(layers))):
+                src = inputs[j]
+                d = tape[j](grads[j])
+                for k, dk in zip(src, d if len(src) > 1 else [d], strict=True):
+                    if dk is None:  # the model's token ids: no gradient
+                        continue
+                    if k < 0:
+                        dx = dk if dx is None else dx + dk
+                    else:
+                        grads[k] = dk if grads[k] is None else grads[k] + dk
+            return dx
+
+        return values[-1], back
+
+    return graph_layer

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rosetta.backends.driver import LoweringTable, Site, lower_op
+from rosetta.backends.driver import LoweringTable, Site, Wiring, lower_op
 from rosetta.backends.numpy_ref import layers
 from rosetta.backends.numpy_ref.layers import Ctx, Layer
 from rosetta.backends.numpy_ref.loader import as_input
@@ -38,6 +38,12 @@ def is_token_input(site: Site) -> bool:
 def residual(body: Layer, shortcut: Layer, site: Site, build: None) -> Layer:
     """``body(x) + shortcut(x)``; the output gradient flows into both branches."""
     return layers.residual(body, shortcut)
+
+
+def graph(parts: list[Layer], wiring: Wiring, site: Site, build: None) -> Layer:
+    """Layers wired by index (``wiring.inputs``); the backward sums the gradients of every
+    output read more than once."""
+    return layers.graph(parts, list(wiring.inputs))
 
 
 TABLE: LoweringTable[Layer] = OPS.lowering(globals())  # the native face of source.OPS

@@ -227,16 +227,37 @@ def batchnorm_backward(
 # --------------------------------------------------------------------------- residual add
 
 
-def add_forward(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, None]:
-    """Residual add ``y = a + b`` of two tensors of the same shape (no broadcasting)."""
-    if a.shape != b.shape:
-        raise ValueError(f"add: shapes differ, {a.shape} vs {b.shape}")
-    return a + b, None
+def add_forward(*xs: np.ndarray) -> tuple[np.ndarray, int]:
+    """``y = x0 + x1 + ...`` of two or more tensors of one shape (no broadcasting): a residual
+    block's join and the ``add`` op."""
+    if len({x.shape for x in xs}) != 1:
+        raise ValueError(f"add: shapes differ, {' vs '.join(str(x.shape) for x in xs)}")
+    y = xs[0] + xs[1]
+    for x in xs[2:]:
+        y = y + x
+    return y, len(xs)
 
 
-def add_backward(dy: np.ndarray, cache: None) -> tuple[np.ndarray, np.ndarray]:
-    """``(da, db) = (dy, dy)``, as two independent arrays (safe to accumulate into in place)."""
-    return dy.copy(), dy.copy()
+def add_backward(dy: np.ndarray, cache: int) -> tuple[np.ndarray, ...]:
+    """``dy`` for each of the ``cache`` inputs, as independent arrays (safe to accumulate into in
+    place)."""
+    return tuple(dy.copy() for _ in range(cache))
+
+
+# --------------------------------------------------------------------------- concat
+
+
+def concat_forward(xs: list[np.ndarray], axis: int) -> tuple[np.ndarray, tuple]:
+    """The inputs joined along ``axis`` (of the batched array: 1 is an image's channels)."""
+    sizes = [x.shape[axis] for x in xs]
+    return np.concatenate(xs, axis=axis), (sizes, axis)
+
+
+def concat_backward(dy: np.ndarray, cache: tuple) -> list[np.ndarray]:
+    """``dy`` cut back into the inputs' parts along the axis they were joined on."""
+    sizes, axis = cache
+    cuts = np.cumsum(sizes)[:-1]
+    return [np.ascontiguousarray(d) for d in np.split(dy, cuts, axis=axis)]
 
 
 # --------------------------------------------------------------------------- embedding

@@ -9,7 +9,7 @@ down both branches. Canonical layouts throughout: no weight changes layout. Text
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Entry, Site, discover
+from rosetta.backends.driver import Entry, Site, Wiring, discover
 from rosetta.backends.snippet import RenderCtx, Snippet, combine, fmt_shape
 
 NAME = "numpy_ref"
@@ -41,9 +41,21 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
     return combine([body, shortcut], lines)
 
 
+def graph(parts: list[Snippet], wiring: Wiring, site: Site, ctx: RenderCtx) -> Snippet:
+    """``graph([...], inputs=[...])``: the layers, each reading the outputs it names (-1: the
+    graph's input), the last one's output the graph's."""
+    reads = ", ".join(str(tuple(src)) for src in wiring.inputs)
+    lines = ("graph([", *_expr(parts), f"], inputs=[{reads}]),  # {fmt_shape(site.out_shape)}")
+    return combine(parts, lines)
+
+
 #: the backend's one op table: the op modules of ``ops/`` and how they compose;
 #: ``lowering.TABLE`` and ``RENDER`` are its two faces
 OPS = discover(
-    NAME, "rosetta.backends.numpy_ref.ops", Entry("sequence", sequence), Entry("residual", residual)
+    NAME,
+    "rosetta.backends.numpy_ref.ops",
+    Entry("sequence", sequence),
+    Entry("residual", residual),
+    graph=Entry("graph", graph),
 )
 RENDER = OPS.rendering()
