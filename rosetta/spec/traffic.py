@@ -59,6 +59,8 @@ def saved_elements(op: object, in_shape: Shape, out_shape: Shape) -> int:
     """Elements per sample that ``op`` materialises (0 where it fuses into its producer)."""
     if getattr(op, "OP", "") == "gru":
         return in_shape[0] * op.units  # type: ignore[attr-defined]  # every step's state (T, H)
+    if getattr(op, "VARIADIC", False):  # add, concat: their output, read by what follows
+        return numel(out_shape)
     n_in, n_out = numel(in_shape), numel(out_shape)
     if n_out == n_in and op.flops(in_shape) <= 2 * n_in:  # type: ignore[attr-defined]
         return 0  # elementwise or a reshape: fused
