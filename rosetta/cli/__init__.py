@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    from rosetta.cli import bench, code, data, env, export, report
+    from rosetta.cli import bench, code, data, env, export, importer, report
     from rosetta.cli import list as list_cmd
 
     list_cmd.add_parser(sub)
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_parser(sub)  # pandas, matplotlib, Jinja2 load only when a report is made
     code.add_parser(sub)  # text only: generating source imports no framework
     export.add_parser(sub)  # onnx loads only when a graph is exported
+    importer.add_parser(sub)  # `rosetta import`: onnx loads only when a file is read
     return parser
 
 

@@ -21,6 +21,7 @@ DISTS: dict[str, dict[str, object]] = {
     "glorot_uniform": {},  # U(-a, a), a = sqrt(6 / (fan_in + fan_out))
     "he_normal": {"mode": "fan_in"},  # N(0, 2 / fan), untruncated (PyTorch's kaiming_normal_)
     "orthogonal": {"gain": 1.0},  # QR of a standard normal matrix, sign-corrected
+    "file": {},  # the workload's weights file holds the values (an imported model): never drawn
 }
 _STR_ARGS = {"mode": ("fan_in", "fan_out")}
 
@@ -77,6 +78,8 @@ def sample(
         return rng.normal(0.0, np.sqrt(2.0 / fan), size=shape)
     if d == "orthogonal":
         return float(init.arg("gain")) * _orthogonal(shape, rng)
+    if d == "file":
+        raise ValueError("init 'file': the values are the workload's weights file, not drawn")
     raise AssertionError(f"unhandled initialiser {d}")  # make_init validated the name
 
 

@@ -38,6 +38,7 @@ from rosetta.spec.workload import (
     Profile,
     Tolerance,
     Tolerances,
+    WeightsRef,
     Workload,
 )
 
@@ -47,7 +48,16 @@ TOP_LEVEL = {
 }  # fmt: skip
 TITLE_MAX = 120  # characters of a report title: one line of a table caption
 DEFAULT_ORDER = 1000  # a spec without ``order`` comes after those that have one, by name
-TOP_LEVEL |= {"loss", "optimizer", "profiles", "tolerances"}
+TOP_LEVEL |= {"loss", "optimizer", "profiles", "tolerances", "weights", "provenance"}
+#: an imported model's weights file: a plain name beside the spec (never a path elsewhere)
+WEIGHTS_FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\.npz$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+#: ``provenance:`` keys and their kinds (text is shown, never run): an imported model's origin
+PROVENANCE = {
+    "file": "str", "sha256": "str", "producer": "str", "producer_version": "str",
+    "opset": "nonnegint", "checked_against": "str", "check_max_abs": "float",
+    "check_max_rel": "float", "check_tolerance": "str", "importer": "str",
+}  # fmt: skip
 TASKS = ("train", "features")
 PROFILES = ("ci", "smoke", "full")
 DTYPES = ("float32", "float64")
@@ -217,6 +227,7 @@ class _Parser:
         self.sizes: dict[int, int] = {}  # id(YAML value) -> its size, aliases expanded
         self.copied = 0  # YAML values copied by block instances and defaults so far
         self.leaves = 0  # leaf ops built so far
+        self.from_file = False  # the spec names a weights file: its layers may omit ``init``
 
     def too_large(self, field: str, what: str, limit: str) -> SpecError:
         return SpecError(f"{self.path}: field '{field}': {what} (limit {limit})")
@@ -410,7 +421,9 @@ class _Parser:
         }
         if "name" in values:
             values["name"] = prefix + self.name(values["name"], f"{field}.name")
-        if init_names:
+        if init_names and self.from_file and "init" not in item:
+            values["init"] = {n: make_init("file") for n in init_names}  # the weights file's
+        elif init_names:
             inits = self.mapping(self.req(item, "init", field), f"{field}.init", set(init_names))
             needed = [n for n in init_names if not (n == "bias" and not values.get("bias", True))]
             values["init"] = {
@@ -507,6 +520,8 @@ class _Parser:
             self.name(bname, f"blocks.{bname}")
             self.mapping(block, f"blocks.{bname}", {"params", "layers"})
             self.req(block, "layers", f"blocks.{bname}")
+        weights = self.weights(m.get("weights"))
+        self.from_file = weights is not None
         defaults = self.mapping(m.get("defaults", {}), "defaults", set(ops.OPS) - {"residual"})
         graph = self.layers(self.req(m, "layers", ""), "layers", blocks, defaults, "")
         input_spec = InputSpec(tuple(shape), dtype)
@@ -533,11 +548,50 @@ class _Parser:
             profiles=self.profiles(self.req(m, "profiles", ""), task),
             tolerances=self.tolerances(self.req(m, "tolerances", ""), task),
             source=self.path,
+            weights=weights,
+            provenance=self.provenance(m.get("provenance")),
         )
         self.check_consistency(workload)
         self.check_masks(workload)
         self.check_profile_shapes(workload)
         return workload
+
+    def weights(self, raw: Any) -> WeightsRef | None:
+        """``weights: {file: NAME.npz, sha256: HEX}``: an imported model's weights, a plain file
+        name beside the spec (its layers may then leave ``init`` out)."""
+        if raw is None:
+            return None
+        m = self.mapping(raw, "weights", {"file", "sha256"})
+        name = self.req(m, "file", "weights")
+        if not (isinstance(name, str) and WEIGHTS_FILE.fullmatch(name)):
+            raise self.fail(
+                "weights.file", "a plain .npz file name beside the spec (no folder)", name
+            )
+        digest = self.req(m, "sha256", "weights")
+        if not (isinstance(digest, str) and SHA256.fullmatch(digest)):
+            raise self.fail("weights.sha256", "64 lowercase hex digits", digest)
+        return WeightsRef(self.path.parent / name, digest)
+
+    def provenance(self, raw: Any) -> tuple[tuple[str, object], ...]:
+        """``provenance:``: where an imported model came from, each value a short printable
+        string or a number (shown in the report and the record, never run)."""
+        if raw is None:
+            return ()
+        m = self.mapping(raw, "provenance", set(PROVENANCE))
+        out = []
+        for key, value in m.items():
+            field = f"provenance.{key}"
+            if PROVENANCE[key] == "float":
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise self.fail(field, "a number", value)
+                value = float(value)
+            elif PROVENANCE[key] == "str":
+                if not (isinstance(value, str) and value.isprintable() and len(value) <= 200):
+                    raise self.fail(field, "one printable line of at most 200 characters", value)
+            else:
+                value = self.scalar(value, PROVENANCE[key], field)
+            out.append((key, value))
+        return tuple(out)
 
     def title_order(self, m: dict, name: str) -> tuple[str, int]:
         """The report's title (one line, default: the name) and place (default: after the rest)."""

@@ -8,6 +8,8 @@ canonical name plus ``__meta__``, a JSON string naming the workload, seed and dt
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import zlib
@@ -24,13 +26,44 @@ _META = "__meta__"
 
 
 def canonical_weights(workload: Workload, seed: int = 0, dtype: str = "float32") -> Params:
-    """All parameters and buffers of ``workload`` drawn from ``seed``, by canonical name."""
+    """All parameters and buffers of ``workload`` drawn from ``seed``, by canonical name; an
+    imported model's are its weights file's (the seed does not apply), checked against the
+    sha256 its spec states."""
+    if workload.weights is not None:
+        return {k: np.ascontiguousarray(v, dtype=dtype) for k, v in imported(workload).items()}
     params: Params = {}
     for spec in workload.param_specs:
         rng = np.random.default_rng([seed, zlib.crc32(spec.name.encode())])
         values = sample(spec.init, spec.shape, spec.fan_in, spec.fan_out, rng)
         params[spec.name] = np.ascontiguousarray(values, dtype=dtype)
     return params
+
+
+def imported(workload: Workload) -> Params:
+    """The weights file of an imported workload (``weights: {file, sha256}``), read only if it
+    is a regular file beside the spec whose sha256 is the stated one, and checked by name and
+    shape against the spec."""
+    ref = workload.weights
+    assert ref is not None
+    path = ref.path
+    if path.is_symlink() or not path.is_file():
+        raise RosettaError(
+            f"{path}: the weights file of workload {workload.name!r} is missing or not a regular "
+            "file; re-run `rosetta import` for it"
+        )
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != ref.sha256:
+        raise RosettaError(
+            f"{path}: sha256 differs from the one workload {workload.name!r} states (the file "
+            "changed since it was imported); re-run `rosetta import`"
+        )
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files if k != _META}
+    except (ValueError, OSError, EOFError) as exc:
+        raise RosettaError(f"{path}: not a readable weights .npz ({exc})") from None
+    check_weights(workload, arrays, source=str(path))
+    return arrays
 
 
 def save_weights(

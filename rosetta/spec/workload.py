@@ -23,6 +23,15 @@ class InputSpec:
 
 
 @dataclass(frozen=True)
+class WeightsRef:
+    """An imported model's weights: a ``.npz`` beside its spec and the file's sha256 (its
+    canonical weights are these, not a seeded draw)."""
+
+    path: Path  # the spec's folder / the file name the spec gives (a plain name)
+    sha256: str
+
+
+@dataclass(frozen=True)
 class DatasetRef:
     """Which data set feeds the workload, with its preprocessing options (e.g. IMDB's)."""
 
@@ -189,6 +198,10 @@ class Workload:
     profiles: dict[str, Profile]
     tolerances: dict[str, Tolerances]  # by dtype "float32", "float64"; by policy "bf16"
     source: Path
+    weights: WeightsRef | None = None  # an imported model's weights file (``rosetta import``)
+    #: where an imported model came from (spec ``provenance:``: its file's name and sha256, the
+    #: producer, the opset, the check against the file): data, shown and recorded, never run
+    provenance: tuple[tuple[str, object], ...] = ()
 
     @cached_property
     def output_shape(self) -> Shape:

@@ -1,0 +1,287 @@
+"""One small function per ONNX node type: what it becomes in the spec (ONNX's reference
+evaluator's layout: one function per op, one table).
+
+A rule reads its node's inputs from the :class:`~rosetta.importer.translate.Ctx`, checks every
+attribute the spec op does not express (a grouped or dilated convolution, ``ceil_mode``, a
+``Gemm`` with ``alpha`` != 1...) and raises :class:`~rosetta.importer.translate.Unsupported` naming
+it, then emits the spec op with its weights in the canonical layouts (``rosetta.spec.ops``):
+ONNX's ``Conv`` kernel is OIHW like the spec's; ``Gemm``'s ``B`` is the spec's IO kernel,
+transposed when ``transB`` (PyTorch's ``Linear``); ONNX pads are ``(top, left, bottom, right)``
+and the spec's ``(top, bottom, left, right)``; ONNX's BatchNormalization ``momentum`` is the
+running average's keep rate (Keras' convention), the spec's PyTorch's ``1 - momentum``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from rosetta.importer.translate import Ctx, Unsupported, Value, layer_name
+from rosetta.spec import ops
+from rosetta.spec.init import make_init
+
+_FILE = make_init("file")
+
+
+def attrs(node: Any) -> dict[str, Any]:
+    """The node's attributes as Python values."""
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _image(v: Value, what: str) -> None:
+    if len(v.shape) != 3 or v.ones:
+        raise Unsupported(
+            f"{what} of a rank-{len(v.shape) + 1} tensor (the spec's is (N, C, H, W))"
+        )
+
+
+def _pads(a: dict, what: str) -> tuple[int, int, int, int]:
+    if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
+        raise Unsupported(f"{what} auto_pad={a['auto_pad']!r} (export with explicit pads)")
+    top, left, bottom, right = a.get("pads", [0, 0, 0, 0])
+    return (int(top), int(bottom), int(left), int(right))  # ONNX: begins, then ends
+
+
+def _unit(a: dict, key: str, what: str) -> None:
+    if any(d != 1 for d in a.get(key, [1, 1])):
+        raise Unsupported(f"{what} with {key}={list(a[key])} (the spec's is 1)")
+
+
+def conv(ctx: Ctx, node: Any) -> None:
+    a = attrs(node)
+    x = ctx.value(node.input[0])
+    _image(x, "Conv")
+    if a.get("group", 1) != 1:
+        raise Unsupported(f"grouped convolution (group={a['group']}): not in the spec yet")
+    _unit(a, "dilations", "Conv")
+    w = ctx.const(node.input[1])
+    b = ctx.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+    name = layer_name(ctx, node, node.input[1], "conv")
+    op = ops.Conv2D(
+        name=name,
+        out_channels=int(w.shape[0]),
+        kernel=(int(w.shape[2]), int(w.shape[3])),
+        stride=tuple(int(s) for s in a.get("strides", [1, 1])),
+        padding=_pads(a, "Conv"),
+        bias=b is not None,
+        init={"kernel": _FILE, **({"bias": _FILE} if b is not None else {})},
+    )
+    params = {"kernel": w, **({"bias": b} if b is not None else {})}  # OIHW as the spec's
+    ctx.emit(op, node.output[0], [x], params)
+
+
+def maxpool(ctx: Ctx, node: Any) -> None:
+    a = attrs(node)
+    x = ctx.value(node.input[0])
+    _image(x, "MaxPool")
+    if a.get("ceil_mode", 0):
+        raise Unsupported("MaxPool with ceil_mode=1 (the spec floors the output size)")
+    if len(node.output) > 1 and node.output[1]:
+        raise Unsupported("MaxPool's Indices output (the spec's max-pool gives values only)")
+    _unit(a, "dilations", "MaxPool")
+    op = ops.MaxPool2D(
+        kernel=tuple(int(k) for k in a["kernel_shape"]),
+        stride=tuple(int(s) for s in a.get("strides", [1, 1])),
+        padding=_pads(a, "MaxPool"),
+    )
+    ctx.emit(op, node.output[0], [x])
+
+
+def _elementwise(op: object) -> Callable[[Ctx, Any], None]:
+    def rule(ctx: Ctx, node: Any) -> None:
+        ctx.emit(op, node.output[0], [_flat(ctx.value(node.input[0]))])
+
+    return rule
+
+
+def _flat(v: Value) -> Value:
+    """A value as the spec sees it (the unit axes ONNX keeps are not the spec's)."""
+    return Value(v.layer, v.shape)
+
+
+def gelu(ctx: Ctx, node: Any) -> None:
+    if attrs(node).get("approximate", b"none") not in (b"none", "none"):
+        raise Unsupported("GELU's tanh approximation (the spec's is exact: erf)")
+    ctx.emit(ops.GELU(form="erf"), node.output[0], [_flat(ctx.value(node.input[0]))])
+
+
+def global_avgpool(ctx: Ctx, node: Any) -> None:
+    x = ctx.value(node.input[0])
+    _image(x, "GlobalAveragePool")
+    v = ctx.emit(ops.GlobalAvgPool(), node.output[0], [x])
+    ctx.values[node.output[0]] = Value(v.layer, v.shape, ones=2)  # ONNX keeps (C, 1, 1)
+
+
+def flatten(ctx: Ctx, node: Any) -> None:
+    axis = attrs(node).get("axis", 1)
+    x = ctx.value(node.input[0])
+    if axis != 1:
+        raise Unsupported(f"Flatten with axis={axis} (the spec flattens each sample: axis 1)")
+    _to_flat(ctx, node, x)
+
+
+def _to_flat(ctx: Ctx, node: Any, x: Value) -> None:
+    if len(x.shape) == 1:
+        ctx.alias(node.output[0], _flat(x), "a flat tensor stays flat")
+    else:
+        ctx.emit(ops.Flatten(order="CHW"), node.output[0], [x])
+
+
+def reshape(ctx: Ctx, node: Any) -> None:
+    x = ctx.value(node.input[0])
+    target = [int(d) for d in ctx.const(node.input[1]).reshape(-1)]
+    size = int(np.prod(x.shape))
+    flat = len(target) == 2 and target[1] in (-1, size) and target[0] in (-1, 0, 1)
+    same = target[1:] == list(x.shape) + [1] * x.ones and target[0] in (-1, 0, 1)
+    if same:
+        ctx.alias(node.output[0], x, "a reshape to the same shape")
+    elif flat:
+        _to_flat(ctx, node, x)
+    else:
+        raise Unsupported(
+            f"Reshape of {list(x.shape)} to {target[1:]} per sample (only flattening is read)"
+        )
+
+
+def gemm(ctx: Ctx, node: Any) -> None:
+    a = attrs(node)
+    if a.get("transA", 0) or a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0:
+        raise Unsupported("Gemm with transA, alpha or beta (the spec's dense is x W + b)")
+    x = _flat(ctx.value(node.input[0]))
+    if len(x.shape) != 1:
+        raise Unsupported(f"Gemm of a rank-{len(x.shape) + 1} tensor")
+    w = ctx.const(node.input[1])
+    kernel = w.T if a.get("transB", 0) else w  # Linear's (out, in) -> the spec's IO
+    b = ctx.const(node.input[2]).reshape(-1) if len(node.input) > 2 and node.input[2] else None
+    _dense(ctx, node, x, kernel, b)
+
+
+def _dense(ctx: Ctx, node: Any, x: Value, kernel: np.ndarray, bias: np.ndarray | None) -> None:
+    name = layer_name(ctx, node, node.input[1], "dense")
+    op = ops.Dense(
+        name=name,
+        units=int(kernel.shape[1]),
+        bias=bias is not None,
+        init={"kernel": _FILE, **({"bias": _FILE} if bias is not None else {})},
+    )
+    params = {"kernel": kernel, **({"bias": bias} if bias is not None else {})}
+    ctx.emit(op, node.output[0], [x], params)
+
+
+def matmul(ctx: Ctx, node: Any) -> None:
+    x = _flat(ctx.value(node.input[0]))
+    w = ctx.const(node.input[1])
+    if w.ndim != 2:
+        raise Unsupported("MatMul with a weight of rank other than 2")
+    _dense(ctx, node, x, w, None)
+
+
+def add(ctx: Ctx, node: Any) -> None:
+    a, b = node.input
+    if a in ctx.values and b in ctx.values:
+        xs = [_flat(ctx.values[a]), _flat(ctx.values[b])]
+        if xs[0].shape != xs[1].shape:
+            raise Unsupported(f"Add with broadcasting ({list(xs[0].shape)} + {list(xs[1].shape)})")
+        ctx.emit(ops.Add(), node.output[0], xs)
+        return
+    data, const = (a, b) if a in ctx.values else (b, a)
+    _bias(ctx, node, ctx.value(data), ctx.const(const).reshape(-1), data)
+
+
+def _bias(ctx: Ctx, node: Any, x: Value, bias: np.ndarray, tensor: str) -> None:
+    """``MatMul`` then ``Add`` of a constant: the bias of the dense layer before it, if that
+    layer has none and nothing else reads its output."""
+    item = ctx.layers[x.layer] if x.layer >= 0 else {}
+    if item.get("op") != "dense" or item["bias"] or ctx.consumers[tensor] != 1:
+        raise Unsupported("Add of a constant that is not a dense layer's bias")
+    if bias.shape != (item["units"],):
+        raise Unsupported(f"Add of a constant of shape {list(bias.shape)} (a bias is (units,))")
+    item["bias"] = True
+    ctx.weights[f"{item['name']}.bias"] = np.ascontiguousarray(bias, dtype=np.float32)
+    ctx.values[node.output[0]] = x
+    ctx.became.add("dense (its bias)")
+
+
+def sum_(ctx: Ctx, node: Any) -> None:
+    xs = [_flat(ctx.value(n)) for n in node.input]
+    if len(xs) == 1:
+        ctx.alias(node.output[0], xs[0], "a sum of one")
+    else:
+        ctx.emit(ops.Add(), node.output[0], xs)
+
+
+def concat(ctx: Ctx, node: Any) -> None:
+    xs = [ctx.value(n) for n in node.input]
+    rank = len(xs[0].shape) + xs[0].ones + 1
+    axis = attrs(node)["axis"]
+    axis = axis + rank if axis < 0 else axis
+    if axis == 0:
+        raise Unsupported("Concat along the batch axis")
+    if axis - 1 >= len(xs[0].shape):
+        raise Unsupported("Concat along a unit axis the spec does not keep")
+    ctx.emit(ops.Concat(axis=axis - 1), node.output[0], [_flat(x) for x in xs])
+
+
+def batchnorm(ctx: Ctx, node: Any) -> None:
+    a = attrs(node)
+    if a.get("training_mode", 0):
+        raise Unsupported("BatchNormalization in training mode (the spec's is inference)")
+    x = ctx.value(node.input[0])
+    _image(x, "BatchNormalization")
+    scale, bias, mean, var = (ctx.const(n) for n in node.input[1:5])
+    name = layer_name(ctx, node, node.input[1], "bn")
+    momentum = round(1.0 - float(a.get("momentum", 0.9)), 12)  # ONNX keeps, the spec updates
+    op = ops.BatchNorm(
+        name=name,
+        eps=float(a.get("epsilon", 1e-5)),
+        momentum=momentum,
+        init={k: _FILE for k in ("gamma", "beta", "mean", "var")},
+    )
+    params = {"gamma": scale, "beta": bias, "mean": mean, "var": var}
+    ctx.emit(op, node.output[0], [x], params)
+
+
+def identity(ctx: Ctx, node: Any) -> None:
+    ctx.alias(node.output[0], ctx.value(node.input[0]), "the identity")
+
+
+def dropout(ctx: Ctx, node: Any) -> None:
+    if len(node.output) > 1 and node.output[1]:
+        raise Unsupported("Dropout's mask output")
+    ctx.alias(node.output[0], ctx.value(node.input[0]), "dropout: the identity at inference")
+
+
+def constant(ctx: Ctx, node: Any) -> None:
+    from onnx import numpy_helper
+
+    a = attrs(node)
+    if "value" not in a:
+        raise Unsupported("a Constant other than a tensor value")
+    ctx.constants[node.output[0]] = numpy_helper.to_array(a["value"])
+    ctx.became.add("absorbed (a constant its reader takes)")
+
+
+#: ONNX op type -> its rule
+RULES: dict[str, Callable[[Ctx, Any], None]] = {
+    "Conv": conv,
+    "MaxPool": maxpool,
+    "Relu": _elementwise(ops.ReLU()),
+    "Sigmoid": _elementwise(ops.Sigmoid()),
+    "Gelu": gelu,
+    "GlobalAveragePool": global_avgpool,
+    "Flatten": flatten,
+    "Reshape": reshape,
+    "Gemm": gemm,
+    "MatMul": matmul,
+    "Add": add,
+    "Sum": sum_,
+    "Concat": concat,
+    "BatchNormalization": batchnorm,
+    "Identity": identity,
+    "Dropout": dropout,
+    "Constant": constant,
+}
