@@ -234,15 +234,21 @@ def batchnorm(ctx: Ctx, node: Any) -> None:
     _image(x, "BatchNormalization")
     scale, bias, mean, var = (ctx.const(n) for n in node.input[1:5])
     name = layer_name(ctx, node, node.input[1], "bn")
-    momentum = round(1.0 - float(a.get("momentum", 0.9)), 12)  # ONNX keeps, the spec updates
+    momentum = _f32(1.0 - _f32(a.get("momentum", 0.9)))  # ONNX keeps, the spec updates
     op = ops.BatchNorm(
         name=name,
-        eps=float(a.get("epsilon", 1e-5)),
+        eps=_f32(a.get("epsilon", 1e-5)),
         momentum=momentum,
         init={k: _FILE for k in ("gamma", "beta", "mean", "var")},
     )
     params = {"gamma": scale, "beta": bias, "mean": mean, "var": var}
     ctx.emit(op, node.output[0], [x], params)
+
+
+def _f32(value: float) -> float:
+    """An ONNX float attribute (stored as float32) as the decimal it was written as: 1e-05, not
+    9.999999747378752e-06 (7 significant digits round-trip every float32)."""
+    return float(f"{float(value):.7g}")
 
 
 def identity(ctx: Ctx, node: Any) -> None:

@@ -122,7 +122,9 @@ def _fields(op: object) -> dict:
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
-_SUFFIX = re.compile(r"[._](weight|bias|kernel|scale|running_mean|running_var|W|B)$")
+_SUFFIX = re.compile(
+    r"[._](weight|bias|kernel|scale|running_mean|running_var|gamma|beta|mean|var|table|W|B)$"
+)
 
 
 def spec_name(raw: str) -> str:
@@ -232,9 +234,9 @@ def wire(ctx: Ctx, last: int) -> list[dict]:
         return layers
     needs_id = {k for i, r in enumerate(reads) for k in r if r != (i - 1,) and k >= 0}
     ids: dict[int, str] = {}
-    taken = set(ctx.names) | {"input"}
+    taken = {"input"}
     for k in sorted(needs_id):
-        base = spec_name(ctx.outputs[order[k]]) or f"t{k}"
+        base = layers[k].get("name") or spec_name(ctx.outputs[order[k]]) or f"t{k}"
         ident, n = base, 2
         while ident in taken:
             ident, n = f"{base[:60]}_{n}", n + 1

@@ -154,9 +154,16 @@ def check_against_source(source: Any, workload: Any) -> Check:
 
     n = source.batch or 2
     x = np.random.default_rng(0).random((n, *source.input_shape), dtype=np.float32)
-    session = ort.InferenceSession(
-        source.model.SerializeToString(), providers=["CPUExecutionProvider"]
-    )
+    try:
+        session = ort.InferenceSession(
+            source.model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:  # ORT's own refusal (an invalid graph): one line, its words
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise RosettaError(
+            f"{source.path}: ONNX Runtime cannot run the file, so nothing checks the import "
+            f"against it ({first})"
+        ) from None
     ours = np.asarray(
         make(
             "numpy_ref", workload, canonical_weights(workload, 0, "float64"), dtype="float64"

@@ -1,0 +1,369 @@
+"""Bring your own model: ``rosetta import`` of ONNX files the tests build themselves.
+
+The corpus is written with ``torch.nn`` here and exported with ``torch.onnx.export`` (no
+download): an MLP, the seed's VGG-style CNN, a ResNet-18-style net with projection shortcuts and
+BatchNorm, an Inception-style block of four branches joined by a concat. Each is imported, its
+float64 reference output compared with PyTorch's own output on the same input, and (slow tier)
+gated on every backend. The round trip: a built-in workload through the exporter and back is the
+same function with bit-equal weights. And the refusals: each one line, nothing written.
+
+Tolerance of the PyTorch comparison: PyTorch computes in float32 and the reference in float64,
+so the difference is float32's summation-order error, which compounds with depth (the built-in
+ResNet-50's float32 gate is 1e-3 relative to the largest output); 1e-4 relative suffices for
+these shallow nets (measured <= 1e-6) while a wrong layout or a dropped bias moves O(1).
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rosetta import backends
+from rosetta.cli import main
+from rosetta.errors import RosettaError
+from rosetta.spec import canonical_weights, load_workload
+
+torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
+nn = torch.nn
+TORCH_RTOL = 1e-4
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(48, 32), nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(torch.flatten(x, 1))))
+
+
+def vgg():
+    """The seed's CNN (rosetta/models/cnn.yaml), narrower."""
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1),
+        nn.MaxPool2d(2), nn.ReLU(), nn.Dropout(0.25), nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(),
+        nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 8 * 8, 32), nn.ReLU(), nn.Dropout(0.5),
+        nn.Linear(32, 10),
+    )  # fmt: skip
+
+
+class Block(nn.Module):
+    """ResNet's basic block; a projection shortcut where the shape changes."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.proj = None
+        if stride != 1 or cin != cout:
+            self.proj = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                      nn.BatchNorm2d(cout))  # fmt: skip
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+        return torch.relu(y + (x if self.proj is None else self.proj(x)))
+
+
+class ResNet18ish(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 1, 1, bias=False), nn.BatchNorm2d(8),
+                                  nn.ReLU())  # fmt: skip
+        self.layers = nn.Sequential(Block(8, 8, 1), Block(8, 16, 2), Block(16, 16, 1))
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.layers(self.stem(x))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+class Inceptionish(nn.Module):
+    """Four branches of one input, their channels concatenated."""
+
+    def __init__(self):
+        super().__init__()
+        self.b1 = nn.Conv2d(3, 4, 1)
+        self.b3 = nn.Sequential(nn.Conv2d(3, 4, 1), nn.ReLU(), nn.Conv2d(4, 6, 3, padding=1))
+        self.b5 = nn.Sequential(nn.Conv2d(3, 2, 1), nn.ReLU(), nn.Conv2d(2, 3, 3, padding=1),
+                                nn.ReLU(), nn.Conv2d(3, 3, 3, padding=1))  # fmt: skip
+        self.pool = nn.Sequential(nn.MaxPool2d(3, 1, 1), nn.Conv2d(3, 2, 1))
+        self.fc = nn.Linear(15, 10)
+
+    def forward(self, x):
+        y = torch.cat([self.b1(x), self.b3(x), self.b5(x), self.pool(x)], dim=1)
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(torch.relu(y), 1), 1))
+
+
+#: name -> (model, per-sample input shape, export keeps BatchNorm nodes)
+CORPUS = {
+    "mlp": (Mlp, (3, 4, 4), False),
+    "vgg": (vgg, (3, 32, 32), False),
+    "resnet18ish": (ResNet18ish, (3, 16, 16), True),
+    "inceptionish": (Inceptionish, (3, 8, 8), False),
+}
+
+
+def export(model, shape, path: Path, keep_bn: bool = False, **kw) -> Path:
+    """``model`` (eval mode) to ONNX with PyTorch's TorchScript exporter at opset 17."""
+    torch.manual_seed(0)
+    model.eval()
+    for m in model.modules():  # BatchNorm statistics away from 0 and 1: each term shows
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.2, 0.2)
+            m.running_var.uniform_(0.5, 1.5)
+            m.weight.data.uniform_(0.8, 1.2)
+            m.bias.data.uniform_(-0.2, 0.2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model, (torch.rand(1, *shape),), str(path), dynamo=False, opset_version=17,
+            do_constant_folding=not keep_bn, **kw,
+        )  # fmt: skip
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """Every corpus model exported and imported: name -> (torch model, workload)."""
+    folder = tmp_path_factory.mktemp("corpus")
+    models = folder / "models"
+    models.mkdir()
+    out = {}
+    for name, (make_model, shape, keep_bn) in CORPUS.items():
+        torch.manual_seed(1)
+        model = make_model()
+        path = export(model, shape, folder / f"{name}.onnx", keep_bn)
+        assert main(["import", str(path), "--models-dir", str(models), "--name", name]) == 0
+        out[name] = (model, load_workload(models / f"{name}.yaml"))
+    return out
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_the_reference_computes_what_pytorch_computes(corpus, name):
+    model, workload = corpus[name]
+    x = np.random.default_rng(3).random((3, *workload.input.shape), dtype=np.float32)
+    with torch.no_grad():
+        theirs = model(torch.from_numpy(x)).numpy().astype(np.float64)
+    ref = backends.make("numpy_ref", workload, canonical_weights(workload, 0, "float64"),
+                        dtype="float64")  # fmt: skip
+    ours = ref.predict_numpy(x)
+    scale = np.abs(ours).max()
+    assert np.abs(ours - theirs).max() <= TORCH_RTOL * scale, name
+    facts = dict(workload.provenance)
+    assert facts["check_max_rel"] <= 1e-3 and facts["producer"] == "pytorch"
+    assert (
+        facts["sha256"]
+        == __import__("hashlib")
+        .sha256((workload.source.parent.parent / f"{name}.onnx").read_bytes())
+        .hexdigest()
+    )
+
+
+def test_the_corpus_reads_as_specs_do(corpus):
+    """Chains stay chains; a branching file is one wired graph whose names are the file's."""
+    from rosetta.spec import ops
+
+    assert not any(isinstance(n, ops.Graph) for n in corpus["vgg"][1].graph)
+    (graph,) = corpus["inceptionish"][1].graph
+    assert isinstance(graph, ops.Graph)
+    assert sum(isinstance(n, ops.Concat) for n in graph.nodes) == 1
+    names = [p.name for p in corpus["resnet18ish"][1].param_specs]
+    assert "layers_1_proj_0.kernel" in names and "layers_1_proj_1.var" in names
+    text = corpus["resnet18ish"][1].source.read_text()
+    assert "{op: add, inputs: [" in text and "op: batchnorm" in text
+
+
+def test_check_prints_the_coverage_table_and_writes_nothing(tmp_path, capsys):
+    path = export(vgg(), (3, 32, 32), tmp_path / "vgg.onnx")
+    assert main(["import", "--check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Conv           3  conv2d" in out and "Gemm           2  dense" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vgg.onnx"]
+
+
+def _unsupported_model():
+    """A depthwise convolution (MobileNet's) and a tanh: node types the spec lacks yet."""
+    return nn.Sequential(nn.Conv2d(3, 3, 3, padding=1, groups=3), nn.Tanh(), nn.Flatten(),
+                         nn.Linear(3 * 4 * 4, 2))  # fmt: skip
+
+
+def test_unsupported_nodes_exit_2_with_the_table_and_nothing_written(tmp_path, capsys):
+    path = export(_unsupported_model(), (3, 4, 4), tmp_path / "mobile.onnx")
+    models = tmp_path / "models"
+    models.mkdir()
+    assert main(["import", str(path), "--models-dir", str(models)]) == 2
+    captured = capsys.readouterr()
+    assert "unsupported: grouped convolution (group=3)" in captured.out
+    assert "Tanh" in captured.out and "no rule" in captured.out
+    (line,) = captured.err.strip().splitlines()
+    assert "unsupported node types: Conv x1, Tanh x1" in line and "nothing written" in line
+    assert list(models.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["cnn", "resnet50"])
+def test_export_then_import_is_the_same_function(tmp_path, name):
+    """A built-in workload through ``rosetta export`` and back: bit-equal weights in the same
+    order (names made spec names: ``layer1.0.conv1`` -> ``layer1_0_conv1``), equal outputs."""
+    from rosetta.export import graph as exporter
+    from rosetta.importer.run import import_model
+    from rosetta.spec import get_workload
+
+    w = get_workload(name).at_image_size(32)
+    params = canonical_weights(w, 0)
+    path = tmp_path / f"{name}.onnx"
+    path.write_bytes(exporter.to_model(w, params, "float32", 17).SerializeToString())
+    done = import_model(path, tmp_path, f"back_{name}")
+    back = load_workload(done.spec_path)
+    theirs = canonical_weights(back, 0)
+    assert [p.shape for p in w.param_specs] == [p.shape for p in back.param_specs]
+    assert [p.name.replace(".", "_") for p in w.param_specs] == [
+        p.name.replace(".", "_") for p in back.param_specs
+    ]
+    assert all(np.array_equal(params[a.name], theirs[b.name])
+               for a, b in zip(w.param_specs, back.param_specs, strict=True))  # fmt: skip
+    x = np.random.default_rng(0).random((2, 3, 32, 32), dtype=np.float32)
+    # both from the float32 values the file holds (the built-in's float64 draw is not them)
+    outs = [
+        backends.make("numpy_ref", v, {k: a.astype(np.float64) for k, a in p.items()},
+                      dtype="float64").predict_numpy(x)
+        for v, p in ((w, params), (back, theirs))
+    ]  # fmt: skip
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+# -- refusals: one line, nothing written ------------------------------------------------------
+
+
+def _refused(tmp_path, capsys, argv, words) -> None:
+    models = tmp_path / "models"
+    models.mkdir(exist_ok=True)
+    rc = main(["import", *argv, "--models-dir", str(models)])
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and len(err.splitlines()) == 1 and words in err, err
+    assert list(models.iterdir()) == []
+
+
+def test_a_truncated_or_foreign_file_is_refused(tmp_path, capsys):
+    good = export(Mlp(), (3, 4, 4), tmp_path / "mlp.onnx").read_bytes()
+    (tmp_path / "cut.onnx").write_bytes(good[: len(good) // 3])
+    _refused(tmp_path, capsys, [str(tmp_path / "cut.onnx")], "not an ONNX model")
+    (tmp_path / "text.onnx").write_text("name: cnn\nlayers: []\n")
+    _refused(tmp_path, capsys, [str(tmp_path / "text.onnx")], "not an ONNX model")
+    _refused(tmp_path, capsys, [str(tmp_path / "absent.onnx")], "not a regular file")
+
+
+def _with_external(tmp_path, location: str) -> Path:
+    """The MLP with its first weight stored as external data at ``location``."""
+    path = export(Mlp(), (3, 4, 4), tmp_path / "ext.onnx")
+    model = onnx.load(str(path))
+    tensor = next(t for t in model.graph.initializer if t.name == "fc1.weight")
+    tensor.ClearField("raw_data")
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    entry = tensor.external_data.add()
+    entry.key, entry.value = "location", location
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+@pytest.mark.parametrize("where", ["../outside.bin", "/etc/hostname", "link.bin"])
+def test_external_data_leaving_the_folder_is_refused(tmp_path, capsys, where):
+    (tmp_path / "link.bin").symlink_to("/etc/hostname")
+    path = _with_external(tmp_path, where)
+    _refused(tmp_path, capsys, [str(path)], "leaves the model's folder")
+
+
+def test_an_initializer_over_the_bound_is_refused(tmp_path, capsys, monkeypatch):
+    import rosetta.importer.source as source
+
+    monkeypatch.setattr(source, "MAX_TENSOR_VALUES", 100)  # fc1.weight holds 48 x 32
+    path = export(Mlp(), (3, 4, 4), tmp_path / "mlp.onnx")
+    _refused(tmp_path, capsys, [str(path)], "brings the values over 100")
+
+
+def test_dynamic_dimensions_need_an_input_shape(tmp_path, capsys):
+    path = export(
+        vgg(), (3, 32, 32), tmp_path / "dyn.onnx",
+        input_names=["x"], dynamic_axes={"x": {0: "n", 2: "h", 3: "w"}},
+    )  # fmt: skip
+    _refused(tmp_path, capsys, [str(path)], "--input-shape C,H,W")
+    models = tmp_path / "models"
+    assert main(["import", str(path), "--models-dir", str(models), "--input-shape", "3,32,32"]) == 0
+    assert (models / "dyn.yaml").is_file()
+
+
+def test_token_inputs_and_old_opsets_are_refused(tmp_path, capsys):
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, [1, 8])
+    graph = helper.make_graph([helper.make_node("Identity", ["ids"], ["y"])], "g", [x], [y])
+    path = tmp_path / "ids.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+                     .SerializeToString())  # fmt: skip
+    _refused(tmp_path, capsys, [str(path)], "only float inputs")
+    f = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+    g = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
+    old = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [f], [g])
+    path.write_bytes(helper.make_model(old, opset_imports=[helper.make_opsetid("", 11)])
+                     .SerializeToString())  # fmt: skip
+    _refused(tmp_path, capsys, [str(path)], "opset 11 is below 13")
+
+
+def test_names_in_the_file_are_data(tmp_path):
+    """An initializer named like code becomes a plain spec name; the file's text never reaches
+    the spec or the generated source as anything but that name."""
+    from rosetta import codegen
+    from rosetta.importer.run import import_model
+
+    path = export(Mlp(), (3, 4, 4), tmp_path / "mlp.onnx")
+    model = onnx.load(str(path))
+    evil = "__import__('os').system('echo pwned')#.weight"
+    for t in model.graph.initializer:
+        if t.name == "fc1.weight":
+            t.name = evil
+    for i, node in enumerate(model.graph.node):
+        node.input[:] = [evil if n == "fc1.weight" else n for n in node.input]
+        node.name = f"x\ny: {{op: relu}} {i}"
+    path.write_bytes(model.SerializeToString())
+    done = import_model(path, tmp_path, "evil")
+    text = done.spec_path.read_text()
+    assert "system" not in text.replace("__import___os___system", "") and "pwned" not in text
+    w = load_workload(done.spec_path)
+    source = codegen.generate(w, "torch").text
+    assert "pwned" not in source and "import__" not in source.replace("__import___os", "")
+    assert all(p.name.split(".")[0].isidentifier() for p in w.param_specs)
+
+
+def test_a_changed_weights_file_is_refused(corpus):
+    _, workload = corpus["mlp"]
+    blob = workload.weights.path.read_bytes()
+    try:
+        workload.weights.path.write_bytes(blob[:-1] + bytes([blob[-1] ^ 1]))
+        with pytest.raises(RosettaError, match="sha256 differs"):
+            canonical_weights(workload, 0)
+    finally:
+        workload.weights.path.write_bytes(blob)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(CORPUS))
+@pytest.mark.parametrize("backend", [b for b in backends.names() if b != "numpy_ref"])
+def test_every_backend_runs_the_imported_model(corpus, name, backend):
+    """Each imported model on each backend, gated against the float64 reference (forward, the
+    workload's float32 tolerances)."""
+    from rosetta.runner.gate import run_gate
+    from tests.conformance.conftest import usable_backend
+
+    usable_backend(backend)
+    _, workload = corpus[name]
+    params = canonical_weights(workload, 0)
+    model = backends.make(backend, workload, params, dtype="float32")
+    x = np.random.default_rng(0).random((2, *workload.input.shape), dtype=np.float32)
+    result = run_gate(model, workload, params, x, None, "float32")
+    assert result.equivalent, f"{backend} {name}: {result.divergence}"
