@@ -175,6 +175,10 @@ def test_the_corpus_reads_as_specs_do(corpus):
     assert sum(isinstance(n, ops.Concat) for n in graph.nodes) == 1
     names = [p.name for p in corpus["resnet18ish"][1].param_specs]
     assert "layers_1_proj_0.kernel" in names and "layers_1_proj_1.var" in names
+    from rosetta.spec.facts import spec_facts
+
+    stated = spec_facts(corpus["resnet18ish"][1], 8, 8, "fp32")["provenance"]  # the record's
+    assert stated["file"] == "resnet18ish.onnx" and stated["check_max_rel"] <= 1e-3
     text = corpus["resnet18ish"][1].source.read_text()
     assert "{op: add, inputs: [" in text and "op: batchnorm" in text
 

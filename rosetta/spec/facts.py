@@ -14,7 +14,8 @@ def spec_facts(workload: Workload, profile_batch: int, batch: int, precision: st
     """The record's ``spec``: ``workload`` (at the input size it ran) at ``batch`` samples a
     step in ``precision``: its task, the spec profile's batch size, the input shape, the forward
     FLOPs per sample and per step (training: 3x forward), the bytes one step must move at least
-    (``rosetta.spec.traffic``; None for a precision it does not know) and the parameter count."""
+    (``rosetta.spec.traffic``; None for a precision it does not know), the parameter count and,
+    for an imported model, its provenance."""
     factor = TRAIN_FLOP_FACTOR if workload.task == "train" else 1
     flops = workload.flops_per_sample()
     try:
@@ -30,4 +31,7 @@ def spec_facts(workload: Workload, profile_batch: int, batch: int, precision: st
         "flops_per_step": batch * flops * factor,
         "bytes_per_step": step_bytes,
         "num_params": workload.num_params,
+        # an imported model's origin: its file, sha256, producer, opset and the reference's
+        # error against ONNX Runtime on it (``rosetta import``); absent for a written spec
+        **({"provenance": dict(workload.provenance)} if workload.provenance else {}),
     }
