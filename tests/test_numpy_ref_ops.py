@@ -247,6 +247,39 @@ def graph_case(rng, dtype) -> Case:
     return Case(forward, backward, inputs, ("x", "wa", "wb"))
 
 
+def _elementwise_case(forward, backward, x) -> Case:
+    return Case(forward, lambda dy, c: {"x": backward(dy, c)}, {"x": x}, ("x",))
+
+
+def tanh_case(rng, dtype) -> Case:
+    x = (rng.standard_normal((3, 4, 5)) * 2).astype(dtype)
+    return _elementwise_case(nn.tanh_forward, nn.tanh_backward, x)
+
+
+def hardswish_case(rng, dtype) -> Case:
+    """Values on every piece, none within 0.05 of a kink (-3, 3: finite differences)."""
+    x = rng.uniform(-6, 6, (4, 6))
+    x = np.where(np.abs(np.abs(x) - 3) < 0.05, x + 0.1, x).astype(dtype)
+    return _elementwise_case(nn.hardswish_forward, nn.hardswish_backward, x)
+
+
+def clip_case(rng, dtype) -> Case:
+    """Values on both sides of both bounds, none within 0.05 of one."""
+    x = rng.uniform(-1, 7, (4, 6))
+    x = np.where((np.abs(x) < 0.05) | (np.abs(x - 6) < 0.05), x + 0.1, x).astype(dtype)
+    return _elementwise_case(lambda x: nn.clip_forward(x, 0.0, 6.0), nn.clip_backward, x)
+
+
+def mul_case(rng, dtype) -> Case:
+    names = ("a", "b", "c")
+
+    def backward(dy, cache):
+        return dict(zip(names, nn.mul_backward(dy, cache), strict=True))
+
+    inputs = {k: rng.standard_normal((2, 3, 4)).astype(dtype) for k in names}
+    return Case(lambda **xs: nn.mul_forward(*xs.values()), backward, inputs, names)
+
+
 def embedding_case(rng, dtype) -> Case:
     ids = np.array([[1, 3, 1, 0], [3, 3, 5, 1]])  # repeated ids; ids 2 and 4 never used
     inputs = {"ids": ids, "table": rng.standard_normal((6, 3)).astype(dtype)}
@@ -325,6 +358,10 @@ CASES: dict[str, Callable[[np.random.Generator, Any], Case]] = {
     "concat_channels": lambda rng, dt: concat_case(rng, dt, 1),
     "concat_width": lambda rng, dt: concat_case(rng, dt, 3),
     "graph_fanout": graph_case,
+    "tanh": tanh_case,
+    "hardswish": hardswish_case,
+    "clip": clip_case,
+    "mul_three": mul_case,
     "embedding": embedding_case,
     "softmax_ce": softmax_ce_case,
     "gru": gru_case,

@@ -251,6 +251,30 @@ def _f32(value: float) -> float:
     return float(f"{float(value):.7g}")
 
 
+def clip(ctx: Ctx, node: Any) -> None:
+    x = _flat(ctx.value(node.input[0]))
+    a = attrs(node)
+    bounds = []
+    for k, key, default in ((1, "min", -np.inf), (2, "max", np.inf)):
+        if len(node.input) > k and node.input[k]:  # opset 11+: the bounds are inputs
+            bounds.append(float(ctx.const(node.input[k]).reshape(())))
+        else:
+            bounds.append(float(a.get(key, default)))
+    if not all(np.isfinite(bounds)):
+        raise Unsupported("Clip with one bound only (the spec's clip has both)")
+    ctx.emit(ops.Clip(min=bounds[0], max=bounds[1]), node.output[0], [x])
+
+
+def mul(ctx: Ctx, node: Any) -> None:
+    a, b = node.input
+    if a not in ctx.values or b not in ctx.values:
+        raise Unsupported("Mul by a constant (a scale the spec does not express yet)")
+    xs = [_flat(ctx.values[a]), _flat(ctx.values[b])]
+    if xs[0].shape != xs[1].shape:
+        raise Unsupported(f"Mul with broadcasting ({list(xs[0].shape)} * {list(xs[1].shape)})")
+    ctx.emit(ops.Mul(), node.output[0], xs)
+
+
 def identity(ctx: Ctx, node: Any) -> None:
     ctx.alias(node.output[0], ctx.value(node.input[0]), "the identity")
 
@@ -277,6 +301,10 @@ RULES: dict[str, Callable[[Ctx, Any], None]] = {
     "MaxPool": maxpool,
     "Relu": _elementwise(ops.ReLU()),
     "Sigmoid": _elementwise(ops.Sigmoid()),
+    "Tanh": _elementwise(ops.Tanh()),
+    "HardSwish": _elementwise(ops.HardSwish()),
+    "Clip": clip,
+    "Mul": mul,
     "Gelu": gelu,
     "GlobalAveragePool": global_avgpool,
     "Flatten": flatten,

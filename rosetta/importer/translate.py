@@ -131,7 +131,7 @@ def spec_name(raw: str) -> str:
     """``features.0.weight`` -> ``features_0``; ``/layer1/layer1.0/conv1/Conv`` ->
     ``layer1_0_conv1``; '' where nothing usable remains."""
     text = raw.strip()
-    if text.startswith("/"):  # a torch.onnx node name: /scope/scope.qualified/leaf/OpType
+    if text.startswith("/") and text.count("/") > 1:  # a torch.onnx name: /scope/.../OpType
         parts = [p for p in text.split("/") if p][:-1]
         parts = [
             p for i, p in enumerate(parts) if not any(q.startswith(p + ".") for q in parts[i + 1 :])

@@ -42,6 +42,7 @@ KINDS: dict[str, Kind] = {
     "posint": Kind("a positive integer", lambda v: _int(v) and v > 0),
     "nonnegint": Kind("an integer >= 0", lambda v: _int(v) and v >= 0),
     "posfloat": Kind("a positive number", lambda v: _num(v) and v > 0, float),
+    "float": Kind("a finite number", lambda v: _num(v) and abs(v) < float("inf"), float),
     "rate": Kind("a number in [0, 1)", lambda v: _num(v) and 0 <= v < 1, float),
     "pair": Kind("[h, w] of positive integers", lambda v: _ints(v, 2, 1), tuple),
     "quad": Kind("[top, bottom, left, right] of integers >= 0", lambda v: _ints(v, 4, 0), tuple),

@@ -46,7 +46,9 @@ class Probe:
 
     case: str  # what it exercises, e.g. "asymmetric padding, stride (2, 1), no bias"
     fields: Mapping[str, Any] = field(default_factory=dict)  # the op's YAML fields
-    input: str = "image"  # image (3, 6, 6) | features (12,) | tokens (8,) ids | sequence (8, 8)
+    #: image (3, 6, 6) | features (12,) | wide: 12 features spanning about [-8, 8] | tokens (8,)
+    #: ids | sequence (8, 8)
+    input: str = "image"
     output: str = "image"  # image | vector | sequence: what the op returns (picks the head)
     #: a variadic op's inputs: one layer list per input, each reading the probe's input (an
     #: empty list: that input itself); empty for an op of one input
@@ -228,6 +230,76 @@ class Sigmoid:
 
     def flops(self, in_shape: Shape) -> int:
         return _numel(in_shape)  # 1 per element, as a GRU gate's sigmoid counts
+
+
+@register(
+    "tanh",
+    probes=(
+        Probe("elementwise on an image"),
+        Probe("on a sequence (T, E)", {}, "sequence", "sequence"),
+    ),
+)  # fmt: skip
+@dataclass(frozen=True)
+class Tanh:
+    """The hyperbolic tangent, elementwise (an LSTM's and a GRU's candidate activation)."""
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        return in_shape
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shape: Shape) -> int:
+        return _numel(in_shape)  # 1 per element, as a GRU's tanh counts
+
+
+@register(
+    "hardswish",
+    probes=(Probe("elementwise on features spanning both kinks (-3, 3)", {}, "wide", "vector"),),
+)  # fmt: skip
+@dataclass(frozen=True)
+class HardSwish:
+    """``x * min(max(x + 3, 0), 6) / 6``, elementwise (MobileNetV3's activation; ONNX
+    ``HardSwish``). Its gradient at the kinks is PyTorch's, the middle piece's ``x / 3 + 1/2``
+    (-1/2 at x = -3, 3/2 at x = 3)."""
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        return in_shape
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shape: Shape) -> int:
+        return 4 * _numel(in_shape)  # add, clamp (counted as 1), multiply, divide
+
+
+@register(
+    "clip",
+    probes=(
+        Probe("ReLU6: [0, 6] on features crossing both bounds", {"min": 0.0, "max": 6.0}, "wide",
+              "vector"),
+        Probe("[-0.2, 0.3] on an image", {"min": -0.2, "max": 0.3}),
+    ),
+)  # fmt: skip
+@dataclass(frozen=True)
+class Clip:
+    """``min(max(x, min), max)``, elementwise (``ReLU6`` is ``[0, 6]``; ONNX ``Clip``). The
+    gradient is 1 where ``min <= x <= max`` (the bounds included, as PyTorch's ``clamp``),
+    else 0."""
+
+    min: float = spec_field("float")
+    max: float = spec_field("float")
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        if not self.min < self.max:
+            raise FieldValueError("max", f"clip: max {self.max} is not above min {self.min}")
+        return in_shape
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shape: Shape) -> int:
+        return 2 * _numel(in_shape)  # two comparisons
 
 
 @register(
@@ -626,6 +698,48 @@ class Concat:
         return 0  # a copy
 
 
+@register(
+    "mul",
+    probes=(
+        Probe("a gate: a convolution times the sigmoid of another (SiLU, GLU)", {}, "image",
+              "image", inputs=(
+            ({"op": "conv2d", "name": "left", "out_channels": 3, "kernel": [3, 3],
+              "stride": [1, 1], "padding": [1, 1, 1, 1], "bias": True,
+              "init": {"kernel": "glorot_uniform", "bias": _BIAS}},),
+            ({"op": "conv2d", "name": "right", "out_channels": 3, "kernel": [1, 1],
+              "stride": [1, 1], "padding": [0, 0, 0, 0], "bias": True,
+              "init": {"kernel": "glorot_uniform", "bias": _BIAS}}, {"op": "sigmoid"}),
+        )),
+        Probe("three inputs: the features and two dense layers of them", {}, "features",
+              "vector", inputs=(
+            (),
+            ({"op": "dense", "name": "left", "units": 12, "bias": True,
+              "init": {"kernel": "glorot_uniform", "bias": _BIAS}},),
+            ({"op": "dense", "name": "right", "units": 12, "bias": True,
+              "init": {"kernel": "glorot_uniform", "bias": _BIAS}},),
+        )),
+    ),
+)  # fmt: skip
+@dataclass(frozen=True)
+class Mul:
+    """The elementwise product of two or more inputs of one shape (a gate: SiLU is
+    ``x * sigmoid(x)``, a GLU ``a * sigmoid(b)``)."""
+
+    VARIADIC = True
+
+    def out_shape(self, in_shapes: tuple[Shape, ...]) -> Shape:
+        _need_inputs("mul", in_shapes)
+        if len(set(in_shapes)) != 1:
+            raise ValueError(f"mul: its inputs' shapes differ: {', '.join(map(str, in_shapes))}")
+        return in_shapes[0]
+
+    def param_specs(self, in_shapes: tuple[Shape, ...]) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shapes: tuple[Shape, ...]) -> int:
+        return (len(in_shapes) - 1) * _numel(self.out_shape(in_shapes))
+
+
 @dataclass(frozen=True)
 class Graph:
     """A layers list whose items are wired by name (``id``, ``inputs``): node ``i`` reads the
@@ -878,5 +992,5 @@ class MaskedMean:
 Node = (
     Conv2D | MaxPool2D | ReLU | Dropout | Flatten | Dense | BatchNorm | GlobalAvgPool | Embedding
     | GRU | Residual | LayerNorm | GELU | PositionEmbedding | Attention | MaskedMean | Add
-    | Concat | Graph
+    | Concat | Graph | Tanh | HardSwish | Clip | Mul
 )  # fmt: skip

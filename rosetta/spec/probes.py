@@ -36,6 +36,13 @@ _DENSE_INIT = {"kernel": "glorot_uniform", "bias": {"dist": "normal", "mean": 0.
 INPUTS = {
     "image": (list(IMAGE), "float32", _IMAGE_DATA, []),
     "features": ([3, 2, 2], "float32", _IMAGE_DATA, [{"op": "flatten", "order": "CHW"}]),
+    "wide": (
+        [3, 2, 2], "float32", _IMAGE_DATA,
+        [{"op": "flatten", "order": "CHW"},
+         {"op": "dense", "name": "probe_wide", "units": 12, "bias": True,
+          "init": {"kernel": {"dist": "normal", "mean": 0.0, "std": 3.0},
+                   "bias": {"dist": "normal", "mean": 0.0, "std": 1.0}}}],
+    ),
     "tokens": ([LENGTH], "int32", _TOKEN_DATA, []),
     "sequence": (
         [LENGTH], "int32", _TOKEN_DATA,

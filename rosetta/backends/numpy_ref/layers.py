@@ -36,6 +36,8 @@ from rosetta.backends.numpy_ref.nn import (
     add_forward,
     batchnorm_backward,
     batchnorm_forward,
+    clip_backward,
+    clip_forward,
     concat_backward,
     concat_forward,
     dense_backward,
@@ -47,10 +49,16 @@ from rosetta.backends.numpy_ref.nn import (
     embedding_forward,
     flatten_backward,
     flatten_forward,
+    hardswish_backward,
+    hardswish_forward,
+    mul_backward,
+    mul_forward,
     relu_backward,
     relu_forward,
     sigmoid_backward,
     sigmoid_forward,
+    tanh_backward,
+    tanh_forward,
 )
 from rosetta.backends.numpy_ref.rnn import gru_backward, gru_forward
 from rosetta.backends.numpy_ref.seq import (
@@ -139,6 +147,46 @@ def sigmoid() -> Layer:
         return y, lambda dy: sigmoid_backward(dy, cache)
 
     return sigmoid_layer
+
+
+def tanh() -> Layer:
+    """tanh(x)."""
+
+    def tanh_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = tanh_forward(x)
+        return y, lambda dy: tanh_backward(dy, cache)
+
+    return tanh_layer
+
+
+def hardswish() -> Layer:
+    """x * min(max(x + 3, 0), 6) / 6."""
+
+    def hardswish_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = hardswish_forward(x)
+        return y, lambda dy: hardswish_backward(dy, cache)
+
+    return hardswish_layer
+
+
+def clip(lo: float, hi: float) -> Layer:
+    """min(max(x, lo), hi)."""
+
+    def clip_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = clip_forward(x, lo, hi)
+        return y, lambda dy: clip_backward(dy, cache)
+
+    return clip_layer
+
+
+def mul() -> Layer:
+    """The elementwise product of its inputs (a list); one gradient per input."""
+
+    def mul_layer(xs: list[np.ndarray], ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = mul_forward(*xs)
+        return y, lambda dy: mul_backward(dy, cache)
+
+    return mul_layer
 
 
 def dropout(rate: float) -> Layer:

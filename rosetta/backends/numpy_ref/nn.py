@@ -77,6 +77,76 @@ def sigmoid_backward(dy: np.ndarray, cache: np.ndarray) -> np.ndarray:
     return dy * cache * (1 - cache)
 
 
+# --------------------------------------------------------------------------- tanh
+
+
+def tanh_forward(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``y = tanh(x)`` elementwise, any shape; the cache is ``y``."""
+    y = np.tanh(x)
+    return y, y
+
+
+def tanh_backward(dy: np.ndarray, cache: np.ndarray) -> np.ndarray:
+    """``dx = dy * (1 - y^2)``."""
+    return dy * (1 - cache * cache)
+
+
+# --------------------------------------------------------------------------- hardswish
+
+
+def hardswish_forward(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``y = x * min(max(x + 3, 0), 6) / 6`` elementwise; the cache is ``x``."""
+    return x * np.clip(x + 3, 0, 6) / 6, x
+
+
+def hardswish_backward(dy: np.ndarray, cache: np.ndarray) -> np.ndarray:
+    """``dx = dy * (0 for x < -3; x / 3 + 1/2 for -3 <= x <= 3; 1 for x > 3)``: the kinks as
+    PyTorch takes them (-1/2 at x = -3, 3/2 at x = 3)."""
+    x = cache
+    slope = np.where(x < -3, 0, np.where(x <= 3, x / 3 + 0.5, 1))
+    return dy * slope.astype(dy.dtype, copy=False)
+
+
+# --------------------------------------------------------------------------- clip
+
+
+def clip_forward(x: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """``y = min(max(x, lo), hi)`` elementwise; the cache is the mask ``lo <= x <= hi``."""
+    inside = (x >= lo) & (x <= hi)
+    return np.clip(x, x.dtype.type(lo), x.dtype.type(hi)), inside
+
+
+def clip_backward(dy: np.ndarray, cache: np.ndarray) -> np.ndarray:
+    """``dx = dy`` where ``lo <= x <= hi`` (the bounds included, as PyTorch's clamp), else 0."""
+    return np.where(cache, dy, 0)
+
+
+# --------------------------------------------------------------------------- mul
+
+
+def mul_forward(*xs: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """``y = x0 * x1 * ...`` of two or more tensors of one shape (no broadcasting); the cache
+    is the inputs."""
+    if len({x.shape for x in xs}) != 1:
+        raise ValueError(f"mul: shapes differ, {' vs '.join(str(x.shape) for x in xs)}")
+    y = xs[0] * xs[1]
+    for x in xs[2:]:
+        y = y * x
+    return y, xs
+
+
+def mul_backward(dy: np.ndarray, cache: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """``dx_i = dy * prod(x_j, j != i)`` (products of the others, never a division)."""
+    out = []
+    for i in range(len(cache)):
+        g = dy
+        for j, x in enumerate(cache):
+            if j != i:
+                g = g * x
+        out.append(g)
+    return tuple(out)
+
+
 # --------------------------------------------------------------------------- dropout
 
 
