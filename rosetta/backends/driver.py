@@ -56,7 +56,9 @@ class Site:
 
     in_shape: Shape  # per-sample canonical input shape, e.g. (3, 32, 32) or (150,)
     out_shape: Shape  # per-sample canonical output shape
-    at_input: bool  # reads the input of its sequence (the caller's batch or a shared branch input)
+    #: reads the input of its sequence (the caller's batch or a shared branch input), or, in a
+    #: wired graph, a value another node reads too: never written in place
+    at_input: bool
     path: str = ""  # e.g. "3" or "4.body.2": index in the graph, residual branches opened
     #: a variadic op's (``add``, ``concat``) input shapes, in order (``in_shape`` is the first)
     in_shapes: tuple[Shape, ...] = ()
@@ -324,21 +326,22 @@ def _node(table: LoweringTable[L], node: Any, site: Site, ctx: Any, on_op: OnOp 
         return table.residual(body, shortcut, site, ctx)
     if isinstance(node, ops.Graph):
         assert table.graph is not None  # check_lowerable said so
+        wiring = Wiring(node.inputs, node.ids)
+        read = wiring.consumers()  # read[-1]: the graph's input
         layers = []
         for j, (inner, (arg, out)) in enumerate(
             zip(node.nodes, node.node_shapes(shape), strict=True)
         ):
             many = ops.is_variadic(inner)
-            reads = node.inputs[j]
+            first = node.inputs[j][0]
+            # a shared input (read by another node too, or the caller's) is never written in
+            # place: the site says so as a sequence's first op's does
+            shared = read[first] > 1 or (first < 0 and site.at_input)
             inner_site = Site(
-                arg[0] if many else arg,
-                out,
-                site.at_input and reads[0] < 0,
-                f"{here}.{j}",
-                tuple(arg) if many else (),
+                arg[0] if many else arg, out, shared, f"{here}.{j}", tuple(arg) if many else ()
             )
             layers.append(_node(table, inner, inner_site, ctx, on_op))
-        return table.graph(layers, Wiring(node.inputs, node.ids), site, ctx)
+        return table.graph(layers, wiring, site, ctx)
     layer = table.entry(node)(node, site, ctx)
     if on_op is not None:
         on_op(here, node, site, layer)

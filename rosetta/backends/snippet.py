@@ -179,29 +179,31 @@ def nhwc(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def wired_statements(parts: list[Snippet], wiring: Any, site: Site) -> Snippet:
-    """A wired graph in statement style: each layer's lines on a variable of its own (named for
-    its ``id``: ``h_<id>``, else ``h<j>``; a nested graph's names carry its path), a variadic
-    layer's templates reading ``{x0}``, ``{x1}``... for its inputs; the graph's input is ``{x}``
-    and its output is assigned back to ``{x}`` at the end. ``wiring`` is the driver's
+    """A wired graph in statement style: each layer's lines on a variable (named for its
+    ``id``: ``h_<id>``, else ``h<j>``; a nested graph's names carry its path); a layer that is
+    the only reader of its one input continues on that input's variable, as a chain does. A
+    variadic layer's templates read ``{x0}``, ``{x1}``... for its inputs; the graph's input is
+    ``{x}`` and its output is assigned back to ``{x}`` at the end. ``wiring`` is the driver's
     :class:`rosetta.backends.driver.Wiring`."""
     nested = "_".join(p for p in site.path.split(".")[1:])
     prefix = f"h{nested}_" if nested else "h_"
-    names = [
-        f"{prefix}{attr(ident)}" if ident else f"{prefix}{j}" for j, ident in enumerate(wiring.ids)
-    ]
-
-    def var(k: int) -> str:
-        return "{x}" if k < 0 else names[k]
-
+    read = wiring.consumers()
+    names: list[str] = []
     forward: list[str] = []
     for j, (part, src) in enumerate(zip(parts, wiring.inputs, strict=True)):
-        out = names[j]
+        ident = wiring.ids[j] if j < len(wiring.ids) else ""
         lines = list(part.forward)
-        if len(src) > 1:  # a variadic op: its templates read {x0}, {x1}... and write {x}
+        if len(src) == 1 and src[0] >= 0 and read[src[0]] == 1 and not ident:
+            out = names[src[0]]  # its input's only reader: it continues on that variable
+        else:
+            out = f"{prefix}{attr(ident)}" if ident else f"{prefix}{j}"
+            if len(src) == 1:  # a one-input layer's lines read and write one variable
+                forward.append(f"{out} = " + ("{x}" if src[0] < 0 else names[src[0]]))
+        names.append(out)
+        lines = [line.replace("{x}", out) for line in lines]
+        if len(src) > 1:  # a variadic op: its templates read {x0}, {x1}... (the input: {x})
             for i, k in enumerate(src):
-                lines = [line.replace(f"{{x{i}}}", var(k)) for line in lines]
-        else:  # a one-input layer's lines read and write one variable: its own
-            forward.append(f"{out} = {var(src[0])}")
-        forward.extend(line.replace("{x}", out) for line in lines)
+                lines = [line.replace(f"{{x{i}}}", "{x}" if k < 0 else names[k]) for line in lines]
+        forward.extend(lines)
     forward.append(f"{{x}} = {names[-1]}")
     return combine(parts, tuple(forward))

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rosetta.backends.driver import LoweringTable, Site, lower_op
+from rosetta.backends.driver import LoweringTable, Site, Wiring, lower_op
 from rosetta.backends.torch.loader import TORCH_DTYPES
 from rosetta.backends.torch.source import OPS
 from rosetta.runtime import Runtime
@@ -222,6 +222,72 @@ class MaskedMean(nn.Module):
         return total / w.sum(dim=1, keepdim=True).clamp(min=1)
 
 
+class Sum(nn.Module):
+    """The elementwise sum of its inputs, a new tensor (never in place: an input may be read by
+    another layer of the graph)."""
+
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        out = xs[0] + xs[1]
+        for x in xs[2:]:
+            out += x  # in place on the new tensor only
+        return out
+
+
+class Product(nn.Module):
+    """The elementwise product of its inputs, a new tensor."""
+
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        out = xs[0] * xs[1]
+        for x in xs[2:]:
+            out = out * x
+        return out
+
+
+class Concat(nn.Module):
+    """``torch.cat`` of its inputs along ``dim``."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        return torch.cat(xs, dim=self.dim)
+
+
+class Graph(nn.Module):
+    """Layers wired by index (``rosetta.spec.ops.Graph``): layer ``j`` runs on the outputs of
+    the layers ``inputs[j]`` (-1: the graph's input; several: a variadic layer, given them as
+    arguments), the last one's output is the graph's. Each value is dropped once its last
+    reader has run. With masked layers the (N, T) mask is handed to those that take it."""
+
+    def __init__(self, layers: list[nn.Module], inputs: tuple[tuple[int, ...], ...]) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.inputs = inputs
+        self.takes_mask = _masked(layers)
+        last: dict[int, int] = {}
+        for j, src in enumerate(inputs):
+            for k in src:
+                last[k] = j
+        #: per layer, the values whose last reader it is (freed after it runs)
+        self.frees = tuple(
+            tuple(k for k, j2 in last.items() if j2 == j) for j in range(len(inputs))
+        )
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        values: dict[int, torch.Tensor] = {-1: x}
+        out = x
+        for j, (layer, src) in enumerate(zip(self.layers, self.inputs, strict=True)):
+            args = [values[k] for k in src]
+            if getattr(layer, "takes_mask", False):
+                args.append(valid)
+            out = layer(*args)
+            for k in self.frees[j]:
+                del values[k]
+            values[j] = out
+        return out
+
+
 def _masked(layers: list[nn.Module]) -> bool:
     return any(getattr(m, "takes_mask", False) for m in layers)
 
@@ -241,6 +307,13 @@ def residual(body: nn.Module, shortcut: nn.Module, site: Site, ctx: Build) -> nn
     if _masked([body, shortcut]):
         return MaskedResidual(body, shortcut)
     return Residual(body, shortcut)
+
+
+def graph(layers: list[nn.Module], wiring: Wiring, site: Site, ctx: Build) -> nn.Module:
+    """A wired graph: :class:`Graph` (its layers in an ``nn.ModuleList``, so their parameters
+    keep their place in the model); at the model's top on token ids, the token sequence makes
+    the mask it hands on."""
+    return Graph(layers, wiring.inputs)
 
 
 TABLE: LoweringTable[nn.Module] = OPS.lowering(globals())  # the native face of source.OPS

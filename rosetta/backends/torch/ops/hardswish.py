@@ -1,0 +1,24 @@
+"""hardswish in PyTorch: ``nn.Hardswish`` (the spec's kinks are PyTorch's)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rosetta.backends.driver import Site
+from rosetta.backends.snippet import RenderCtx, Snippet
+from rosetta.spec import ops
+
+if TYPE_CHECKING:  # the framework is imported by build() alone
+    from torch import nn
+
+    from rosetta.backends.torch.lowering import Build
+
+
+def build(op: ops.HardSwish, site: Site, ctx: Build) -> nn.Module:
+    from torch import nn
+
+    return nn.Hardswish()
+
+
+def render(op: ops.HardSwish, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=("{x} = F.hardswish({x})",))
