@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rosetta.backends.driver import LoweringTable, Site, lower_op
+from rosetta.backends.driver import LoweringTable, Site, Wiring, lower_op
 from rosetta.backends.paddle.compat import paddle
 from rosetta.backends.paddle.source import OPS
 from rosetta.runtime import Runtime
@@ -242,6 +242,74 @@ class MaskedMean(nn.Layer):
         return total / w.sum(axis=1, keepdim=True).clip(min=1)
 
 
+class Sum(nn.Layer):
+    """The elementwise sum of its inputs, a new tensor (an input may be read elsewhere)."""
+
+    def forward(self, *xs):
+        out = xs[0] + xs[1]
+        for x in xs[2:]:
+            out = out + x
+        return out
+
+
+class Product(nn.Layer):
+    """The elementwise product of its inputs, a new tensor."""
+
+    def forward(self, *xs):
+        out = xs[0] * xs[1]
+        for x in xs[2:]:
+            out = out * x
+        return out
+
+
+class Concat(nn.Layer):
+    """``paddle.concat`` of its inputs along ``axis``."""
+
+    def __init__(self, axis: int) -> None:
+        super().__init__()
+        self.axis = axis
+
+    def forward(self, *xs):
+        return paddle.concat(list(xs), axis=self.axis)
+
+
+class Clip(nn.Layer):
+    """``paddle.clip`` with bounds in the input's dtype (``nn.Hardtanh`` holds them as float32
+    attributes: a float64 model clipped at 0.30000001, measured 1.2e-8 off the spec's 0.3)."""
+
+    def __init__(self, lo: float, hi: float) -> None:
+        super().__init__()
+        self.lo, self.hi = lo, hi
+
+    def forward(self, x):
+        lo = paddle.full([], self.lo, dtype=x.dtype)
+        hi = paddle.full([], self.hi, dtype=x.dtype)
+        return paddle.clip(x, lo, hi)
+
+
+class Graph(nn.Layer):
+    """Layers wired by index (``rosetta.spec.ops.Graph``): layer ``j`` runs on the outputs of
+    the layers ``inputs[j]`` (-1: the graph's input; several: a variadic layer, given them as
+    arguments), the last one's output is the graph's; the mask handed to the layers that take
+    it."""
+
+    def __init__(self, layers: list[nn.Layer], inputs: tuple[tuple[int, ...], ...]) -> None:
+        super().__init__()
+        self.layers = nn.LayerList(layers)
+        self.inputs = inputs
+        self.takes_mask = _masked(layers)
+
+    def forward(self, x, valid=None):
+        values = {-1: x}
+        out = x
+        for j, (layer, src) in enumerate(zip(self.layers, self.inputs, strict=True)):
+            args = [values[k] for k in src]
+            if getattr(layer, "takes_mask", False):
+                args.append(valid)
+            out = values[j] = layer(*args)
+        return out
+
+
 def _masked(layers: list[nn.Layer]) -> bool:
     return any(getattr(m, "takes_mask", False) for m in layers)
 
@@ -261,6 +329,11 @@ def residual(body: nn.Layer, shortcut: nn.Layer, site: Site, ctx: Build) -> nn.L
     if _masked([body, shortcut]):
         return MaskedResidual(body, shortcut)
     return Residual(body, shortcut)
+
+
+def graph(layers: list[nn.Layer], wiring: Wiring, site: Site, ctx: Build) -> nn.Layer:
+    """A wired graph: :class:`Graph` (its layers in an ``nn.LayerList``)."""
+    return Graph(layers, wiring.inputs)
 
 
 TABLE: LoweringTable[nn.Layer] = OPS.lowering(globals())  # the native face of source.OPS

@@ -1,0 +1,26 @@
+"""concat in Paddle: ``paddle.concat`` along the spec's axis + 1 (NCHW, the spec's layout,
+behind the batch axis)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rosetta.backends.driver import Site
+from rosetta.backends.snippet import RenderCtx, Snippet
+from rosetta.spec import ops
+
+if TYPE_CHECKING:  # the framework is imported by build() alone
+    from paddle import nn
+
+    from rosetta.backends.paddle.lowering import Build
+
+
+def build(op: ops.Concat, site: Site, ctx: Build) -> nn.Layer:
+    from rosetta.backends.paddle.lowering import Concat
+
+    return Concat(op.axis + 1)
+
+
+def render(op: ops.Concat, site: Site, ctx: RenderCtx) -> Snippet:
+    parts = ", ".join(f"{{x{i}}}" for i in range(len(site.in_shapes)))
+    return Snippet(forward=(f"{{x}} = paddle.concat([{parts}], axis={op.axis + 1})",))

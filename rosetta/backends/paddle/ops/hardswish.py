@@ -1,0 +1,24 @@
+"""hardswish in Paddle: ``nn.Hardswish``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rosetta.backends.driver import Site
+from rosetta.backends.snippet import RenderCtx, Snippet
+from rosetta.spec import ops
+
+if TYPE_CHECKING:  # the framework is imported by build() alone
+    from paddle import nn
+
+    from rosetta.backends.paddle.lowering import Build
+
+
+def build(op: ops.HardSwish, site: Site, ctx: Build) -> nn.Layer:
+    from rosetta.backends.paddle.lowering import nn
+
+    return nn.Hardswish()
+
+
+def render(op: ops.HardSwish, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=("{x} = F.hardswish({x})",))

@@ -1,0 +1,24 @@
+"""tanh in Paddle: ``nn.Tanh``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rosetta.backends.driver import Site
+from rosetta.backends.snippet import RenderCtx, Snippet
+from rosetta.spec import ops
+
+if TYPE_CHECKING:  # the framework is imported by build() alone
+    from paddle import nn
+
+    from rosetta.backends.paddle.lowering import Build
+
+
+def build(op: ops.Tanh, site: Site, ctx: Build) -> nn.Layer:
+    from rosetta.backends.paddle.lowering import nn
+
+    return nn.Tanh()
+
+
+def render(op: ops.Tanh, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=("{x} = F.tanh({x})",))
