@@ -36,7 +36,7 @@ import numpy as np
 from rosetta.backends.chainer import compat
 from rosetta.backends.chainer import runtime as rt
 from rosetta.backends.chainer.source import OPS
-from rosetta.backends.driver import LoweringTable, Site, lower_op
+from rosetta.backends.driver import LoweringTable, Site, Wiring, lower_op
 from rosetta.runtime import Runtime
 
 chainer = compat.load()
@@ -216,6 +216,49 @@ class MaskedResidual(Residual):
         return _run(self.body, x, valid) + side
 
 
+class Graph(chainer.Sequential):
+    """Layers wired by index (``rosetta.spec.ops.Graph``), held as Chainer's own container (its
+    links registered as a sequence's are): layer ``j`` runs on the outputs of the layers
+    ``inputs[j]`` (-1: the graph's input; several: a variadic layer, given them as arguments);
+    the last one's output is the graph's; the mask handed to the layers that take it."""
+
+    def __init__(self, layers: list, inputs: tuple[tuple[int, ...], ...]) -> None:
+        super().__init__(*layers)
+        self.inputs = inputs
+        self.takes_mask = any(_takes_mask(layer) for layer in layers)
+
+    def forward(self, x, valid=None):
+        values = {-1: x}
+        out = x
+        for j, (layer, src) in enumerate(zip(self._layers, self.inputs, strict=True)):
+            args = [values[k] for k in src]
+            if _takes_mask(layer):
+                args.append(valid)
+            out = values[j] = layer(*args)
+        return out
+
+
+def add(*xs):
+    """The elementwise sum of its inputs."""
+    out = xs[0] + xs[1]
+    for x in xs[2:]:
+        out = out + x
+    return out
+
+
+def mul(*xs):
+    """The elementwise product of its inputs."""
+    out = xs[0] * xs[1]
+    for x in xs[2:]:
+        out = out * x
+    return out
+
+
+def hard_swish(x):
+    """``x * clip(x + 3, 0, 6) / 6`` (Chainer has no hard-swish function)."""
+    return x * F.clip(x + 3, 0.0, 6.0) / 6
+
+
 class SeqLinear(L.Linear):
     """``L.Linear`` on the last axis of (N, T, I): every position alike."""
 
@@ -330,6 +373,11 @@ def residual(body, shortcut, site: Site, ctx: Ctx) -> Residual:
     if _takes_mask(body) or _takes_mask(shortcut):
         return MaskedResidual(body, shortcut)
     return Residual(body, shortcut)
+
+
+def graph(layers: list, wiring: Wiring, site: Site, ctx: Ctx) -> Graph:
+    """A wired graph: :class:`Graph`."""
+    return Graph(layers, wiring.inputs)
 
 
 TABLE: LoweringTable = OPS.lowering(globals())  # the native face of source.OPS
