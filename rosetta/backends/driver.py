@@ -62,6 +62,10 @@ class Site:
     path: str = ""  # e.g. "3" or "4.body.2": index in the graph, residual branches opened
     #: a variadic op's (``add``, ``concat``) input shapes, in order (``in_shape`` is the first)
     in_shapes: tuple[Shape, ...] = ()
+    #: a node of a wired graph: its output may be read by any later node, not only the next
+    #: (a channels-last flatten then flattens in the spec's C, H, W order itself, since no one
+    #: dense layer after it can permute its rows)
+    wired: bool = False
 
     @property
     def depth(self) -> int:
@@ -338,7 +342,12 @@ def _node(table: LoweringTable[L], node: Any, site: Site, ctx: Any, on_op: OnOp 
             # place: the site says so as a sequence's first op's does
             shared = read[first] > 1 or (first < 0 and site.at_input)
             inner_site = Site(
-                arg[0] if many else arg, out, shared, f"{here}.{j}", tuple(arg) if many else ()
+                arg[0] if many else arg,
+                out,
+                shared,
+                f"{here}.{j}",
+                tuple(arg) if many else (),
+                wired=True,
             )
             layers.append(_node(table, inner, inner_site, ctx, on_op))
         return table.graph(layers, wiring, site, ctx)

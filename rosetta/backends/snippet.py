@@ -173,6 +173,15 @@ def fmt_shape(dims: tuple[int, ...], batch: str = "N") -> str:
     return "(" + ", ".join([batch, *map(str, dims)]) + ")"
 
 
+def batched_axis(axis: int, shape: tuple[int, ...], channels_last: bool) -> int:
+    """The spec's per-sample ``axis`` of an input of canonical ``shape`` as an axis of the
+    batched native array: ``axis + 1``, except an image's (C, H, W) in channels-last, whose C is
+    the last axis (0 -> 3, 1 -> 1, 2 -> 2)."""
+    if channels_last and len(shape) == 3:
+        return (3, 1, 2)[axis]
+    return axis + 1
+
+
 def nhwc(shape: tuple[int, ...]) -> tuple[int, ...]:
     """A canonical ``(C, H, W)`` shape in channels-last order (other ranks unchanged)."""
     return (shape[1], shape[2], shape[0]) if len(shape) == 3 else shape

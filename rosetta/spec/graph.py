@@ -52,6 +52,27 @@ def count_flops(nodes: Sequence[Op], in_shape: Shape) -> int:
     return total
 
 
+def walk_wired(
+    nodes: Sequence[Op], in_shape: Shape, wired: bool = False
+) -> Iterator[tuple[Op, Shape, Shape, bool]]:
+    """:func:`walk`, each leaf with whether it is a node of a wired graph (its output may be read
+    by any later node, not only the next: ``rosetta.backends.driver.Site.wired``)."""
+    shape = in_shape
+    for node in nodes:
+        out = node.out_shape(shape)
+        branches = getattr(node, "branches", None)
+        shapes = getattr(node, "node_shapes", None)
+        if branches is not None:
+            for branch in branches:
+                yield from walk_wired(branch, shape)
+        elif shapes is not None:
+            for inner, (arg, _) in zip(node.nodes, shapes(shape), strict=True):
+                yield from walk_wired((inner,), arg, wired=True)
+        else:
+            yield node, shape, out, wired
+        shape = out
+
+
 def walk(nodes: Sequence[Op], in_shape: Shape) -> Iterator[tuple[Op, Shape, Shape]]:
     """Yield ``(node, in_shape, out_shape)`` for every leaf op, depth first, branches opened
     (a variadic op's ``in_shape`` is the tuple of its inputs' shapes)."""

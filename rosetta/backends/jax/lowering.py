@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from rosetta.backends.driver import LoweringTable, Site, lower_op
+from rosetta.backends.driver import LoweringTable, Site, Wiring, lower_op
 from rosetta.backends.jax import weights
 from rosetta.backends.jax.runtime import jax_device, precision_scope
 from rosetta.backends.jax.source import OPS
@@ -152,6 +152,22 @@ def sequence(layers: list[Layer], site: Site, ctx: Ctx) -> Layer:
 def residual(body: Layer, shortcut: Layer, site: Site, ctx: Ctx) -> Layer:
     """``body(x) + shortcut(x)``."""
     return lambda p, x, run: body(p, x, run) + shortcut(p, x, run)
+
+
+def graph(layers: list[Layer], wiring: Wiring, site: Site, ctx: Ctx) -> Layer:
+    """Layers wired by index: layer ``j`` on the outputs of the layers ``wiring.inputs[j]`` (-1:
+    the graph's input; a variadic layer gets their list); the last one's output is the graph's.
+    A pure function like the rest: XLA sees the dataflow, not the dict."""
+    inputs = wiring.inputs
+
+    def graph_layer(p: Params, x: Any, run: Run) -> Any:
+        values = {-1: x}
+        for j, (layer, src) in enumerate(zip(layers, inputs, strict=True)):
+            args = [values[k] for k in src]
+            values[j] = layer(p, args if len(src) > 1 else args[0], run)
+        return values[len(layers) - 1]
+
+    return graph_layer
 
 
 TABLE: LoweringTable[Layer] = OPS.lowering(globals())  # the native face of source.OPS

@@ -20,7 +20,7 @@ import numpy as np
 
 from rosetta.backends.binding import Convert
 from rosetta.backends.jax.source import OPS
-from rosetta.spec.graph import walk
+from rosetta.spec.graph import walk_wired
 from rosetta.spec.workload import Workload
 
 
@@ -43,12 +43,13 @@ class ParamLayout:
         back: dict[str, Convert] = {}
         desc: dict[str, str] = {}
         prev: tuple[object, tuple] | None = None
-        for node, in_shape, _ in walk(workload.graph, workload.input.shape):
+        for node, in_shape, _, wired in walk_wired(workload.graph, workload.input.shape):
             rule = getattr(OPS.module(node), "param_layout", None)  # none: canonical as is
             if rule is not None:
                 for name, (to_native, to_canonical, what) in rule(node, layout, prev).items():
                     fwd[name], back[name], desc[name] = to_native, to_canonical, what
-            prev = (node, in_shape)
+            # a wired graph's flatten is channel-major itself (ops/flatten.py): nothing to permute
+            prev = None if wired else (node, in_shape)
         return cls(fwd, back, desc)
 
     def native(self, name: str, value: np.ndarray) -> np.ndarray:
