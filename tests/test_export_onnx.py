@@ -27,6 +27,7 @@ from rosetta.errors import BackendError  # noqa: E402
 from rosetta.export import OPSET, graph  # noqa: E402
 from rosetta.runner.gate import run_gate  # noqa: E402
 from rosetta.spec import get_workload  # noqa: E402
+from rosetta.spec.probes import probe_batch, probe_workload, probe_workloads  # noqa: E402
 from tests.conformance.conftest import RESNET_SIZE, gate_batch, weights  # noqa: E402
 
 ENGINES = ("onnxruntime", "openvino")
@@ -110,6 +111,53 @@ def test_onnx_reference_evaluator_matches_numpy_ref_in_float64(name):
     want = make(numpy_ref, w, params, dtype="float64").predict_numpy(xin)
     tol = w.tolerances["float64"].forward
     np.testing.assert_allclose(got, want, rtol=tol.rtol, atol=tol.atol)
+
+
+@pytest.mark.parametrize(
+    "probe", [(op, i) for op, i, _ in probe_workloads() if op in ("add", "concat")]
+)
+def test_a_wired_graph_in_the_reference_evaluator_matches_numpy_ref_in_float64(probe):
+    """The graph probes (``add``: two or three inputs, the masked attention beside its input;
+    ``concat``: channels, width, features, a sequence's features), exported in float64 and run
+    by ONNX's reference evaluator, are the float64 reference's at float64's bounds: the wiring,
+    ``Sum``'s inputs and ``Concat``'s axis (the spec's + 1) are the spec's."""
+    from onnx.reference import ReferenceEvaluator
+
+    w = probe_workload(*probe)
+    params = {k: v.astype(np.float64) for k, v in weights(w).items()}
+    x, _ = probe_batch(w)
+    xin = x if x.dtype == np.int32 else x.astype(np.float64)
+    model = graph.to_model(w, params, "float64")
+    got = ReferenceEvaluator(model, new_ops=_float64_erf()).run(None, {"input": xin})[0]
+    want = make(numpy_ref, w, params, dtype="float64").predict_numpy(xin)
+    tol = w.tolerances["float64"].forward
+    np.testing.assert_allclose(got, want, rtol=tol.rtol, atol=tol.atol)
+
+
+def test_a_wired_graph_is_one_node_per_op_reading_its_inputs():
+    """``concat`` 0 joins a convolution's channels with the graph's own input (ONNX axis 1) and
+    ``add`` 1 sums three tensors in one ``Sum``, one of them read by two other nodes too; the
+    text (the engines' ``source.py``) says the same, the concat reading the graph's input."""
+    from rosetta.backends import driver
+    from rosetta.backends.snippet import RenderCtx
+    from rosetta.export.table import RENDER
+
+    w = probe_workload("concat", 0)
+    nodes = graph.to_model(w, weights(w)).graph.node
+    (cat,) = [n for n in nodes if n.op_type == "Concat"]
+    (conv,) = [n for n in nodes if n.op_type == "Conv"]
+    assert list(cat.input) == [conv.output[0], graph.INPUT]
+    assert [a.i for a in cat.attribute if a.name == "axis"] == [1]
+    text = driver.lower(RENDER, w.graph, w.input.shape, RenderCtx()).forward
+    assert "h_1 = Concat(h_branch0, {x}, axis=1)  # (N, 5, 6, 6)" in text
+
+    w = probe_workload("add", 1)
+    nodes = graph.to_model(w, weights(w)).graph.node
+    (total,) = [n for n in nodes if n.op_type == "Sum"]
+    assert "Add" not in {n.op_type for n in nodes} and len(total.input) == 3
+    (flat,) = [n for n in nodes if n.op_type == "Flatten"]
+    readers = [n.op_type for n in nodes if flat.output[0] in n.input]
+    assert sorted(readers) == ["Gemm", "Gemm", "Sum"]
 
 
 def test_gru_reset_convention_is_linear_before_reset(tmp_path, capsys):

@@ -5,7 +5,9 @@ an *emitter*, ``emit(b, x) -> y``,
 which appends the op's nodes to the graph under construction ``b`` (a :class:`Build`), reading
 tensor ``x`` and returning the name of the tensor it wrote; the one driver
 (``rosetta.backends.driver.lower``) walks the spec and composes them (a sequence chains them, a
-residual block adds its two branches with one ``Add``). :func:`to_model` turns the emitted nodes,
+residual block adds its two branches with one ``Add``, a wired graph (:func:`graph`) feeds each
+layer the tensors its ``inputs`` name: a variadic op's emitter, ``add``'s or ``concat``'s,
+``emit(b, xs) -> y``, reads the list of them). :func:`to_model` turns the emitted nodes,
 the canonical weights (``weights.to_initializers``) and the input/output declarations into a
 ``ModelProto``, which :func:`check` passes through ``onnx.checker`` (full check) and strict shape
 inference, comparing the inferred output shape with the spec's.
@@ -78,6 +80,8 @@ class Build:
 
 
 Emit = Callable[[Build, str], str]  # emit(b, x) -> y: append nodes reading x, return y
+#: a variadic op's emitter (``add``, ``concat``): ``emit(b, xs) -> y`` reads its inputs' names
+Variadic = Callable[[Build, list[str]], str]
 
 
 def mask(b: Build, piece: str) -> str:
@@ -125,6 +129,21 @@ def residual(body: Emit, shortcut: Emit, site: Site, ctx: Build) -> Emit:
     return lambda b, x: b.one("Add", [body(b, x), shortcut(b, x)])
 
 
+def graph(layers: list[Emit | Variadic], wiring: driver.Wiring, site: Site, ctx: Build) -> Emit:
+    """Layer ``j`` on the tensors of the layers ``wiring.inputs[j]`` (-1: the graph's input
+    ``x``), a variadic layer given their list; the last layer's tensor is the graph's. A tensor
+    read twice is one name read by two nodes (ONNX's own fan-out: nothing is copied)."""
+
+    def emit(b: Build, x: str) -> str:
+        values: list[str] = []
+        for layer, src in zip(layers, wiring.inputs, strict=True):
+            args = [x if k < 0 else values[k] for k in src]
+            values.append(layer(b, args) if len(src) > 1 else layer(b, args[0]))
+        return values[-1]
+
+    return emit
+
+
 TABLE: LoweringTable = OPS.lowering(globals())  # the native face of table.OPS
 
 
@@ -140,11 +159,16 @@ def check_opset(opset: int) -> int:
 
 
 def unexpressible(nodes, opset: int = OPSET) -> object | None:
-    """The first op of ``nodes`` (branches opened) the exporter's table lacks, or whose ONNX
-    form needs a newer opset than ``opset`` (``table.MIN_OPSET_OF``), or ``None``."""
+    """The first op of ``nodes`` (residual branches and wired graphs opened) the exporter's table
+    lacks, or whose ONNX form needs a newer opset than ``opset`` (``table.MIN_OPSET_OF``), or
+    ``None``."""
     for node in nodes:
         if isinstance(node, ops.Residual):
             found = unexpressible(node.body, opset) or unexpressible(node.shortcut, opset)
+            if found is not None:
+                return found
+        elif isinstance(node, ops.Graph):
+            found = unexpressible(node.nodes, opset)
             if found is not None:
                 return found
         elif type(node) not in TABLE.entries or MIN_OPSET_OF.get(type(node), 0) > opset:

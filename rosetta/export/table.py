@@ -1,12 +1,21 @@
 """The exporter's op table, framework-free: the op modules of ``rosetta/export/ops/`` and how
-nodes compose (a sequence chains them, a residual block joins its branches with one ``Add``).
-``graph.TABLE`` (nodes) and ``RENDER`` (text, the serving engines' ``source.py``) are its faces.
+nodes compose (a sequence chains them, a residual block joins its branches with one ``Add``, a
+wired graph gives each layer's output a tensor of its own and a variadic op, ``add`` or
+``concat``, reads several: ``{x0}``, ``{x1}``... in its text). ``graph.TABLE`` (nodes) and
+``RENDER`` (text, the serving engines' ``source.py``) are its faces.
 """
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Entry, Site, discover
-from rosetta.backends.snippet import RenderCtx, Snippet, add_branches, fmt_shape, statements
+from rosetta.backends.driver import Entry, Site, Wiring, discover
+from rosetta.backends.snippet import (
+    RenderCtx,
+    Snippet,
+    add_branches,
+    fmt_shape,
+    statements,
+    wired_statements,
+)
 from rosetta.export.ops import NAME
 
 
@@ -20,9 +29,21 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
     return add_branches(body, shortcut, site, "{x} = Add({x}, {s})  # " + fmt_shape(site.out_shape))
 
 
+def graph(parts: list[Snippet], wiring: Wiring, site: Site, ctx: RenderCtx) -> Snippet:
+    """Each layer's nodes on a tensor of its own (``h_<id>``, else ``h<j>``), reading the tensors
+    its inputs name; the last layer's tensor is the graph's."""
+    return wired_statements(parts, wiring, site)
+
+
 #: the exporter's one op table (the op modules of ``rosetta/export/ops/``); ``graph.TABLE`` (nodes)
 #: and ``RENDER`` (text) are its two faces
-OPS = discover(NAME, "rosetta.export.ops", Entry("sequence", sequence), Entry("residual", residual))
+OPS = discover(
+    NAME,
+    "rosetta.export.ops",
+    Entry("sequence", sequence),
+    Entry("residual", residual),
+    graph=Entry("graph", graph),
+)
 RENDER = OPS.rendering()
 #: ops whose ONNX form needs a newer opset than :data:`rosetta.export.MIN_OPSET` (the export
 #: refuses them below it, in one line naming the op and the opset): each module's ``MIN_OPSET``

@@ -2,7 +2,9 @@
 .discover``), as every backend's. Each holds ``build`` (an emitter appending the op's nodes to the
 graph under construction, ``graph.Build``) and ``render`` (the same nodes as text, what the
 serving engines' ``source.py`` shows); an op whose ONNX form needs a newer opset than
-:data:`rosetta.export.MIN_OPSET` says so as ``MIN_OPSET``. This package imports no ``onnx``.
+:data:`rosetta.export.MIN_OPSET` says so as ``MIN_OPSET``. A variadic op's emitter (``add``,
+``concat``) reads the list of its inputs' tensor names, ``emit(b, xs)``, and its text reads
+``{x0}``, ``{x1}``... This package imports no ``onnx``.
 
 Layouts: the graph computes in the canonical NCHW / (N, T) layouts, so conv kernels (OIHW), the
 channel-major flatten and dense kernels (in, out) pass unchanged; only the GRU's kernels are
