@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rosetta.backends.driver import LoweringTable, Site, lower_op
+from rosetta.backends.driver import LoweringTable, Site, Wiring, lower_op
 from rosetta.backends.pytensor import runtime as settings
 from rosetta.backends.pytensor import weights
 from rosetta.backends.pytensor.source import OPS
@@ -154,6 +154,22 @@ def sequence(layers: list[Layer], site: Site, ctx: Ctx) -> Layer:
 def residual(body: Layer, shortcut: Layer, site: Site, ctx: Ctx) -> Layer:
     """``body(x) + shortcut(x)``."""
     return lambda x, run: body(x, run) + shortcut(x, run)
+
+
+def graph(layers: list[Layer], wiring: Wiring, site: Site, ctx: Ctx) -> Layer:
+    """Layers wired by index: layer ``j`` on the outputs of the layers ``wiring.inputs[j]`` (-1:
+    the graph's input; a variadic layer gets their list); the last one's output is the graph's.
+    Symbolic: the compiled function sees the dataflow."""
+    inputs = wiring.inputs
+
+    def graph_layer(x: Any, run: Run) -> Any:
+        values = {-1: x}
+        for j, (layer, src) in enumerate(zip(layers, inputs, strict=True)):
+            args = [values[k] for k in src]
+            values[j] = layer(args if len(src) > 1 else args[0], run)
+        return values[len(layers) - 1]
+
+    return graph_layer
 
 
 TABLE: LoweringTable[Layer] = OPS.lowering(globals())  # the native face of source.OPS

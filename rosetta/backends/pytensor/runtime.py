@@ -153,9 +153,7 @@ def compiler_version(cxx: str) -> str:
 def resolve_linker(setting: str) -> Linker:
     """The linker for ``setting`` (``default`` | ``cvm`` | ``numba``), or one clear error."""
     if setting not in LINKERS:
-        raise BackendError(
-            f"unknown PyTensor linker {setting!r}; valid: {', '.join(LINKERS)}"
-        )
+        raise BackendError(f"unknown PyTensor linker {setting!r}; valid: {', '.join(LINKERS)}")
     cxx = compiler()
     if setting == "cvm" and not cxx:
         raise BackendError(

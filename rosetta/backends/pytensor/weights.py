@@ -18,7 +18,7 @@ import numpy as np
 
 from rosetta.backends.pytensor.ops import Convert, Prev
 from rosetta.backends.pytensor.source import OPS
-from rosetta.spec.graph import walk
+from rosetta.spec.graph import walk_wired
 from rosetta.spec.workload import Workload
 
 
@@ -41,12 +41,13 @@ class ParamLayout:
         back: dict[str, Convert] = {}
         desc: dict[str, str] = {}
         prev: Prev = None
-        for node, in_shape, _ in walk(workload.graph, workload.input.shape):
+        for node, in_shape, _, wired in walk_wired(workload.graph, workload.input.shape):
             layout = getattr(OPS.module(node), "layout", None)  # None: a parameter-free op
             if layout is not None:
                 for name, rule in layout(node, prev).items():  # only what is not as is
                     fwd[name], back[name], desc[name] = rule
-            prev = (node, in_shape)
+            # a wired graph's flatten is channel-major itself (ops/flatten.py): nothing to permute
+            prev = None if wired else (node, in_shape)
         return cls(fwd, back, desc)
 
     def native(self, name: str, value: np.ndarray, dtype: str) -> np.ndarray:
