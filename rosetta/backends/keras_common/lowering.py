@@ -41,7 +41,7 @@ from typing import Any
 import keras
 from keras import layers
 
-from rosetta.backends.driver import Site
+from rosetta.backends.driver import Site, Wiring
 from rosetta.backends.keras_common import weights
 from rosetta.backends.keras_common.weights import Binding
 from rosetta.backends.snippet import attr
@@ -297,6 +297,26 @@ def residual(body: Layer, shortcut: Layer, site: Site, ctx: Ctx) -> Layer:
     if getattr(body, "takes_mask", False) or getattr(shortcut, "takes_mask", False):
         return takes_mask(lambda x, valid: add([_run(body, x, valid), _run(shortcut, x, valid)]))
     return lambda x: add([body(x), shortcut(x)])
+
+
+def graph(nodes: list[Layer], wiring: Wiring, site: Site, ctx: Ctx) -> Layer:
+    """Layers wired by index (the functional API's own form): layer ``j`` on the outputs of the
+    layers ``wiring.inputs[j]`` (-1: the graph's input; a variadic layer, ``Add``,
+    ``Concatenate``, ``Multiply``, gets their list), the last one's output the graph's; the mask
+    handed to the layers that take it."""
+    inputs = wiring.inputs
+
+    def run(x, valid=None):
+        values = {-1: x}
+        for j, (layer, src) in enumerate(zip(nodes, inputs, strict=True)):
+            args = [values[k] for k in src]
+            arg = args if len(src) > 1 else args[0]
+            values[j] = _run(layer, arg, valid)
+        return values[len(nodes) - 1]
+
+    if any(getattr(layer, "takes_mask", False) for layer in nodes):
+        return takes_mask(run)
+    return lambda x: run(x)
 
 
 def apply_keras_op(

@@ -3,9 +3,10 @@
 Keras' functional API reads the same on every engine (TensorFlow, JAX, PyTorch), so the op
 modules are shared (``rosetta/backends/keras_common/ops/<op>.py``: each op's ``render`` beside
 its ``build`` and its ``weights``), and so are the two composing entries here, ``sequence`` and
-``residual``: each Keras backend's ``source.py`` is ``OPS = discover(NAME,
-"rosetta.backends.keras_common.ops", Entry("sequence", sequence), Entry("residual", residual))``
-and ``RENDER = OPS.rendering()``. The file is channels-last (NHWC, Keras' default and the layout
+``residual`` (and ``graph``, a wired graph's layers on variables of their own): each Keras
+backend's ``source.py`` is ``OPS = discover(NAME, "rosetta.backends.keras_common.ops",
+Entry("sequence", sequence), Entry("residual", residual), graph=Entry("graph", graph))`` and
+``RENDER = OPS.rendering()``. The file is channels-last (NHWC, Keras' default and the layout
 TensorFlow's CPU kernels want), so three layout conversions show up in the op modules, each at
 the op where it happens: conv kernels OIHW -> HWIO; a flatten of NHWC activations yields rows in
 H, W, C order, so the next dense layer's kernel rows are permuted from the spec's C, H, W; and
@@ -15,9 +16,15 @@ spec's own, with ``reset_after=True``). Text only.
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Site
+from rosetta.backends.driver import Site, Wiring
 from rosetta.backends.keras_common.ops import nhwc_shape
-from rosetta.backends.snippet import RenderCtx, Snippet, add_branches, statements
+from rosetta.backends.snippet import (
+    RenderCtx,
+    Snippet,
+    add_branches,
+    statements,
+    wired_statements,
+)
 
 
 def sequence(parts: list[Snippet], site: Site, ctx: RenderCtx) -> Snippet:
@@ -35,3 +42,9 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
     """The block's input kept aside, the body, the shortcut on the kept input, ``Add``."""
     join = "{x} = layers.Add()([{x}, {s}])  # " + nhwc_shape(site.out_shape)
     return add_branches(body, shortcut, site, join)
+
+
+def graph(parts: list[Snippet], wiring: Wiring, site: Site, ctx: RenderCtx) -> Snippet:
+    """Each layer on a variable of its own, reading the variables it names: the functional
+    API's own form for a graph that branches."""
+    return wired_statements(parts, wiring, site)

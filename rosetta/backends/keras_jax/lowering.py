@@ -20,6 +20,7 @@ from rosetta.backends.jax.lowering import IMAGE_LAYOUT
 from rosetta.backends.keras_common.lowering import (  # noqa: F401  (the table's composers)
     Layer,
     apply_keras_op,
+    graph,
     residual,
     sequence,
 )

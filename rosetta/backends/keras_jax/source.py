@@ -5,7 +5,7 @@ their composition (``keras_common/source.py``) under this backend's name. Text o
 from __future__ import annotations
 
 from rosetta.backends.driver import Entry, discover
-from rosetta.backends.keras_common.source import residual, sequence
+from rosetta.backends.keras_common.source import graph, residual, sequence
 
 NAME = "keras_jax"
 #: the backend's one op table: keras_common's op modules (each op's build, rendering and weights
@@ -15,5 +15,6 @@ OPS = discover(
     "rosetta.backends.keras_common.ops",
     Entry("sequence", sequence),
     Entry("residual", residual),
+    graph=Entry("graph", graph),
 )
 RENDER = OPS.rendering()

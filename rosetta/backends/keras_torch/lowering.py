@@ -21,6 +21,7 @@ from rosetta.backends.driver import LoweringTable
 from rosetta.backends.keras_common.lowering import (  # noqa: F401  (the table's composers)
     Layer,
     apply_keras_op,
+    graph,
     residual,
     sequence,
 )

@@ -19,6 +19,7 @@ from rosetta.backends.driver import LoweringTable, lower_op
 from rosetta.backends.keras_common.lowering import (  # noqa: F401  (composers; padding rule)
     Ctx,
     Layer,
+    graph,
     residual,
     same_is_exact,
     sequence,

@@ -7,7 +7,7 @@ name in ``keras_common/ops/gelu.py``. Text only."""
 from __future__ import annotations
 
 from rosetta.backends.driver import Entry, discover
-from rosetta.backends.keras_common.source import residual, sequence
+from rosetta.backends.keras_common.source import graph, residual, sequence
 
 NAME = "tensorflow"
 #: the backend's one op table: keras_common's op modules (each op's build, rendering and weights
@@ -17,5 +17,6 @@ OPS = discover(
     "rosetta.backends.keras_common.ops",
     Entry("sequence", sequence),
     Entry("residual", residual),
+    graph=Entry("graph", graph),
 )
 RENDER = OPS.rendering()
