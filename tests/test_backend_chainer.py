@@ -515,3 +515,40 @@ def test_gate_steps_go_through_train_step():
     model.train_step = lambda batch: calls.append(model.switch.enabled) or step(batch)
     model.deterministic_steps(x, y, 3)
     assert calls == [False, False, False] and model.switch.enabled is True
+
+
+def _time_major_concat(axis: int):
+    """An unmasked token model (time-major in Chainer: no op reads the mask, so the ids stay
+    (T, N)): the embedding and a dense layer of it joined by a concat, then a GRU."""
+    from pathlib import Path
+
+    from rosetta.spec.loader import parse_workload
+    from rosetta.spec.probes import probe_spec
+
+    spec = probe_spec("gru", 0)
+    spec["name"] = "time_major_concat"
+    embedding, gru, head = spec["layers"]
+    init = head["init"]
+    spec["layers"] = [
+        {**embedding, "id": "source"},
+        {"op": "dense", "name": "d", "units": 8, "bias": True, "init": init, "id": "b"},
+        {"op": "concat", "axis": axis, "inputs": ["b", "source"]},
+        gru,
+        head,
+    ]
+    return parse_workload(spec, Path("<test>/time_major_concat.yaml"))
+
+
+@pytest.mark.parametrize("axis", [0, 1], ids=["time", "features"])
+def test_concat_of_a_time_major_sequence_matches_reference(axis):
+    # the sequences' layout is the model's (lowering.SequenceLayout): time leads here
+    from rosetta.runner.gate import run_gate
+    from rosetta.spec.probes import probe_batch
+
+    w = _time_major_concat(axis)
+    params = canonical_weights(w, 0)
+    x, y = probe_batch(w)
+    model = make(cb, w, params, dtype="float64")
+    assert type(model.net) is chainer.Sequential  # no TokenSequential: ids stay (T, N)
+    result = run_gate(model, w, params, x, y, "float64")
+    assert result.equivalent, result.divergence

@@ -7,8 +7,14 @@ the build context :class:`Ctx` (every parameter-owning op is recorded in ``ctx.o
 ``(op, link)``, which is how ``weights.py`` finds the arrays of a canonical name), the links and
 functions Chainer lacks (:class:`Padded`, :class:`Dropout`, :class:`InferenceBatchNorm`,
 :class:`GRULast`, :class:`LayerNorm`, :class:`SelfAttention`, the masked sequences...), and how
-layers compose: a sequence is a ``chainer.Sequential`` and a residual block a small ``Chain``
-adding its two branches. ``TABLE`` is the native face of ``source.OPS``.
+layers compose: a sequence is a ``chainer.Sequential``, a residual block a small ``Chain``
+adding its two branches, and a wired graph (layers naming their inputs) a :class:`Graph`, a
+``chainer.Sequential`` whose ``forward`` hands each layer the outputs it names (a variadic
+layer, ``add`` or ``concat``, takes them as arguments: :func:`add`, :class:`Concat`). Every
+container registers its links as children, so a parameter anywhere in a graph is the model's
+(``namedparams``, the optimiser, ``to_device``); a container holding a layer that takes the
+token mask takes it too and hands it on, a residual's and a graph's as a sequence's.
+``TABLE`` is the native face of ``source.OPS``.
 
 Layout is NCHW throughout (Chainer's only layout, and cuDNN's native one), so the canonical
 ``(C, H, W)`` shapes and OIHW kernels pass through unchanged; the one layout change, dense
@@ -54,12 +60,24 @@ class DropoutSwitch:
 
 
 @dataclass
+class SequenceLayout:
+    """How the model's sequences run, read at call time by a concat along time: time-major
+    ``(T, N, E)`` as the loader hands them (an unmasked token model, the GRU's), unless the
+    model's own sequence turns its ids batch-major (:class:`TokenSequential`: a masked model),
+    which ``sequence`` decides once every layer is built."""
+
+    time_major: bool = True
+
+
+@dataclass
 class Ctx:
-    """The build context: dtype, the dropout switch, and the parameter owners found so far."""
+    """The build context: dtype, the dropout switch, the parameter owners found so far and the
+    sequences' layout."""
 
     dtype: str
     dropout: DropoutSwitch
     owners: list[tuple[object, object]] = field(default_factory=list)  # (op, link), graph order
+    layout: SequenceLayout = field(default_factory=SequenceLayout)
 
     def own(self, op: object, link):
         """Record ``link`` as the holder of ``op``'s parameters; returns it."""
@@ -246,6 +264,28 @@ def add(*xs):
     return out
 
 
+class Concat:
+    """``F.concat`` of its inputs along the spec's per-sample ``axis`` in Chainer's layout: NCHW
+    images and (N, F) vectors lead with the batch (``axis + 1``), as does a batch-major (N, T, E)
+    sequence; a time-major (T, N, E) one (``layout``, read at call time) joins along time at
+    ``0`` (its features are the last axis either way)."""
+
+    def __init__(self, axis: int, rank: int, layout: SequenceLayout) -> None:
+        self.canonical, self.rank, self.layout = axis, rank, layout
+
+    def __repr__(self) -> str:
+        return f"Concat(axis={self.canonical})"
+
+    @property
+    def axis(self) -> int:
+        if self.rank == 2 and self.canonical == 0 and self.layout.time_major:
+            return 0  # (T, N, E): time leads
+        return self.canonical + 1
+
+    def __call__(self, *xs):
+        return F.concat(xs, axis=self.axis)
+
+
 def mul(*xs):
     """The elementwise product of its inputs."""
     out = xs[0] * xs[1]
@@ -364,6 +404,7 @@ def sequence(layers: list, site: Site, ctx: Ctx) -> chainer.Sequential:
     if not any(_takes_mask(layer) for layer in layers):
         return chainer.Sequential(*layers)
     if site.path == "" and len(site.in_shape) == 1:
+        ctx.layout.time_major = False  # its ids turn batch-major: every sequence is (N, T, E)
         return TokenSequential(*layers)
     return MaskedSequential(*layers)
 

@@ -2,7 +2,8 @@
 source that says it.
 
 Each op's rendering is the ``render`` of its module in ``ops/`` (beside its ``build`` and its
-weight conversion); this file holds how renderings compose (a sequence, a residual block) and
+weight conversion); this file holds how renderings compose (a sequence, a residual block, a wired
+graph: each layer on a variable of its own, ``add`` and ``concat`` reading several) and
 ``OPS``, the backend's one op table found from ``ops/``, whose text face is ``RENDER``. Chainer is
 NCHW throughout, so OIHW kernels and the C, H, W flatten pass unchanged; ``L.Linear.W`` is
 (out, in), the canonical IO kernel transposed; the GRU's canonical tensors are split into

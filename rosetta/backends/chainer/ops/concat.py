@@ -1,4 +1,8 @@
-"""concat in Chainer: ``F.concat`` along the spec's axis + 1 (NCHW, the spec's layout)."""
+"""concat in Chainer: ``F.concat`` (``lowering.Concat``) along the spec's axis + 1 (NCHW, the
+spec's layout; batch-major sequences), except a sequence's time axis where the model runs
+time-major (an unmasked token model: ``lowering.SequenceLayout``), ``0``. The generated file is
+batch-major throughout: axis + 1. No parameters.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,9 @@ if TYPE_CHECKING:  # the framework is imported by build() alone
 
 
 def build(op: ops.Concat, site: Site, ctx: Ctx):
-    from rosetta.backends.chainer.lowering import F
+    from rosetta.backends.chainer.lowering import Concat
 
-    axis = op.axis + 1
-    return lambda *xs: F.concat(xs, axis=axis)
+    return Concat(op.axis, len(site.in_shape), ctx.layout)
 
 
 def render(op: ops.Concat, site: Site, ctx: RenderCtx) -> Snippet:
