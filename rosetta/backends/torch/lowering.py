@@ -4,9 +4,12 @@ Each op of the spec is one module of ``ops/`` (its ``build``, ``render`` and ``w
 side). This file holds what several of them share: the build context :class:`Build` (which module
 owns the parameters of which op, for ``weights.py``), the modules PyTorch lacks
 (:class:`GatedDropout`, whose rate is a tensor the step reads, so that the gate can switch it off
-inside the very program that is timed; :class:`SelfAttention`; the masked sequences), and how
-layers compose: a sequence is an ``nn.Sequential``, a residual block a :class:`Residual`
-(``print(net)`` is the architecture). ``TABLE`` is the native face of ``source.OPS``.
+inside the very program that is timed; :class:`SelfAttention`; the masked sequences; the
+variadic :class:`Sum`, :class:`Product`, :class:`Concat`, their inputs as arguments), and how
+layers compose: a sequence is an ``nn.Sequential``, a residual block a :class:`Residual`, a wired
+graph a :class:`Graph` (its layers in an ``nn.ModuleList``, each run on the outputs it names, the
+token mask handed to those that take it); ``print(net)`` is the architecture. ``TABLE`` is the
+native face of ``source.OPS``.
 
 The modules compute in PyTorch's logical NCHW order whatever the memory format, so ``Flatten`` is
 channel-major (the spec's ``CHW``) in ``channels_last`` too, and a dense kernel needs no row

@@ -5,7 +5,10 @@
 ``forward`` line with a shape comment, the weights it owns and their layout conversion).
 Activations are NCHW, PyTorch's own, so the canonical OIHW kernels and the C, H, W flatten pass
 through unchanged; ``Linear.weight`` is (out, in), the canonical IO kernel transposed, and the
-GRU's gate blocks are r | z | n where the spec has z | r | h. Text only: imports no torch.
+GRU's gate blocks are r | z | n where the spec has z | r | h. A sequence is statements over one
+variable, a residual block adds its branches, and a wired graph puts each layer on a variable of
+its own (``snippet.wired_statements``: ``add`` writes ``+``, ``concat`` ``torch.cat``). Text
+only: imports no torch.
 """
 
 from __future__ import annotations
