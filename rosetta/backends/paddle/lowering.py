@@ -7,9 +7,12 @@ owns the parameters of which op, for ``weights.py``), :func:`default_dtype` arou
 layers Paddle lacks (:class:`LastStepGRU`; :class:`GatedDropout`, whose rate is a tensor the step
 reads, so that the gate can switch it off inside the very program that is timed
 (``Model.set_dropout``), also under ``paddle.jit.to_static``; :class:`LayerNorm`,
-:class:`PositionEmbedding`, :class:`SelfAttention`, :class:`MaskedMean`; the masked sequences),
-and how layers compose: a sequence is an ``nn.Sequential``, a residual block a :class:`Residual`
-(``print(net)`` is the architecture). ``TABLE`` is the native face of ``source.OPS``.
+:class:`PositionEmbedding`, :class:`SelfAttention`, :class:`MaskedMean`; the masked sequences;
+the variadic :class:`Sum`, :class:`Product`, :class:`Concat`, their inputs as arguments), and how
+layers compose: a sequence is an ``nn.Sequential``, a residual block a :class:`Residual`, a wired
+graph a :class:`Graph` (its layers in an ``nn.LayerList``, each run on the outputs it names, the
+token mask handed to those that take it); ``print(net)`` is the architecture. ``TABLE`` is the
+native face of ``source.OPS``.
 
 Nothing here converts weights: each op module's ``weights`` holds its layout and gate-order
 conversions. Activations are NCHW (Paddle's default ``data_format``), so ``Flatten`` is

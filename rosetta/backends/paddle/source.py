@@ -4,7 +4,9 @@ Each op's rendering is the ``render`` of its module ``ops/<op>.py`` (beside its 
 weight mapping); it returns a :class:`rosetta.backends.snippet.Snippet` (the ``__init__`` line
 with the layer's real name, the ``forward`` line with a shape comment, the weights it owns and
 their layout conversion). This file holds how the snippets compose (a sequence, a residual
-block) and ``OPS``, the backend's one op table found from ``ops/``; ``RENDER`` is its text face.
+block, a wired graph: each layer on a variable of its own, ``snippet.wired_statements``; ``add``
+writes ``+``, ``concat`` ``paddle.concat``) and ``OPS``, the backend's one op table found from
+``ops/``; ``RENDER`` is its text face.
 Activations are NCHW, Paddle's default ``data_format``, so the canonical OIHW kernels and the
 C, H, W flatten pass through unchanged; ``nn.Linear.weight`` is ``(in, out)``, the canonical IO
 kernel itself (no transpose, unlike PyTorch); ``nn.Conv2D`` and ``F.max_pool2d`` take
