@@ -135,8 +135,10 @@ def test_the_sweep_grid_leaves_bf16_on_one_thread_out_unless_an_axis_is_given(tm
     grid, text = points()
     assert grid == {(b, p, t) for b in (16, 64) for p, t in
                     (("fp32", 1), ("fp32", None), ("bf16", None))}  # fmt: skip
-    assert text == ("batch 16,64 x fp32,bf16 x threads 1,all (without bf16 threads 1) x 1 round "
-                    "(the training run)")
+    assert text == (
+        "batch 16,64 x fp32,bf16 x threads 1,all (without bf16 threads 1) x 1 round "
+        "(the training run)"
+    )
     product, text = points(threads="1,all")  # an axis given: the whole product
     assert len(product) == 8 and (16, "bf16", 1) in product and "without" not in text
 

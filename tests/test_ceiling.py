@@ -135,7 +135,9 @@ def test_the_peaks_are_measured_after_the_wait_for_a_quiet_machine(
 
     order: list[str] = []
     real_check = quiet.check_quiet
-    monkeypatch.setattr(quiet, "check_quiet", lambda *a, **k: order.append("quiet") or real_check(*a, **k))  # noqa: E501
+    monkeypatch.setattr(
+        quiet, "check_quiet", lambda *a, **k: order.append("quiet") or real_check(*a, **k)
+    )  # noqa: E501
     monkeypatch.setattr(peak, "machine_peaks", lambda *a, **k: order.append("peaks") or {})
     argv = ["bench", "--profile", "ci", "--backends", "numpy_ref", "--workloads", "gru",
             "--executor", "python", "--no-report", "--results-dir", str(tmp_path / "r"),
@@ -146,7 +148,7 @@ def test_the_peaks_are_measured_after_the_wait_for_a_quiet_machine(
 
 def _fake_cc(tmp_path, body: str):
     fake = tmp_path / "fakecc"
-    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'args'}\n{body}\n")
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "args"}\n{body}\n')
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     return fake
 

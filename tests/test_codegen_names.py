@@ -26,8 +26,26 @@ from rosetta.spec import canonical_weights, load_workload
 MLP = Path(__file__).resolve().parent / "workloads" / "mlp.yaml"
 #: names that broke a generated file (torch, Paddle, Chainer: the model's own attributes), the
 #: issue's (np, self, x: the files' own locals), keywords, soft keywords, builtins and dunders
-NAMES = ["forward", "params", "np", "self", "x", "__class__", "__init__", "training", "name",
-         "children", "to", "type", "match", "print", "list", "weights", "call", "setup"]
+NAMES = [
+    "forward",
+    "params",
+    "np",
+    "self",
+    "x",
+    "__class__",
+    "__init__",
+    "training",
+    "name",
+    "children",
+    "to",
+    "type",
+    "match",
+    "print",
+    "list",
+    "weights",
+    "call",
+    "setup",
+]
 FAST = ("numpy_ref", "torch")
 
 

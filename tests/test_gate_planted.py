@@ -43,7 +43,9 @@ EXPECTED = {
     "kernel_entry_off": ("cnn", "forward (float64) diverge first at op 6 conv2d conv3"),
     # issue 50 item 8: the localiser opens the encoder block (it named "op 2 residual")
     "value_kernel_transposed": (
-        "transformer", "forward diverge first at op 2 residual > attention block.0.attn"),
+        "transformer",
+        "forward diverge first at op 2 residual > attention block.0.attn",
+    ),
 }
 
 

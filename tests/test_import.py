@@ -150,7 +150,11 @@ def export(model, shape, path: Path, keep_bn: bool = False, **kw) -> Path:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """Every corpus model exported and imported: name -> (torch model, workload)."""
-    folder = tmp_path_factory.mktemp("corpus")
+    return build_corpus(tmp_path_factory.mktemp("corpus"))
+
+
+def build_corpus(folder: Path) -> dict:
+    """Export every corpus model into ``folder`` and import it into ``folder/models``."""
     models = folder / "models"
     models.mkdir()
     out = {}
@@ -372,21 +376,3 @@ def test_a_changed_weights_file_is_refused(corpus):
             canonical_weights(workload, 0)
     finally:
         workload.weights.path.write_bytes(blob)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", list(CORPUS))
-@pytest.mark.parametrize("backend", [b for b in backends.names() if b != "numpy_ref"])
-def test_every_backend_runs_the_imported_model(corpus, name, backend):
-    """Each imported model on each backend, gated against the float64 reference (forward, the
-    workload's float32 tolerances)."""
-    from rosetta.runner.gate import run_gate
-    from tests.conformance.conftest import usable_backend
-
-    usable_backend(backend)
-    _, workload = corpus[name]
-    params = canonical_weights(workload, 0)
-    model = backends.make(backend, workload, params, dtype="float32")
-    x = np.random.default_rng(0).random((2, *workload.input.shape), dtype=np.float32)
-    result = run_gate(model, workload, params, x, None, "float32")
-    assert result.equivalent, f"{backend} {name}: {result.divergence}"

@@ -218,9 +218,7 @@ def test_a_broken_reference_file_is_one_line_not_a_crash(tmp_path, monkeypatch):
     monkeypatch.setattr(references, "DATA", bad)
     page, eff, _ = _tables(d, tmp_path / "bad")
     assert eff["torch"][10] in ("in line", "far below", "above the references")
-    assert (
-        "bad.json: Test EPYC (avx512f): a fraction entry is malformed" in page
-    )
+    assert "bad.json: Test EPYC (avx512f): a fraction entry is malformed" in page
     garbage = tmp_path / "garbage.json"
     garbage.write_text("{not json")
     monkeypatch.setattr(references, "DATA", garbage)

@@ -11,8 +11,12 @@ import pytest
 
 from rosetta.report import references, rerun
 
-MACHINE = {"cpu": "Test CPU 9000", "isa": ["avx2", "fma"], "family": 25,
-           "flop_per_cycle_fp32": 16.2}
+MACHINE = {
+    "cpu": "Test CPU 9000",
+    "isa": ["avx2", "fma"],
+    "family": 25,
+    "flop_per_cycle_fp32": 16.2,
+}
 
 
 def _file(tmp_path, between_runs, machine=MACHINE):

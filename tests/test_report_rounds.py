@@ -301,8 +301,6 @@ def test_interval_coverage_writes_the_pairs_spread_into_its_machines_entry(tmp_p
     assert "already in" in capsys.readouterr().err
 
 
-
-
 def test_interval_coverage_refuses_bad_input_in_one_line(tmp_path, capsys):
     """Issue 50 item 7: the same run twice (or two copies: zero spread) is never pooled into the
     shipped file; a missing folder, a malformed file and a FIFO named by --data are one line each

@@ -1,0 +1,48 @@
+"""Every backend runs every imported model of the ``rosetta import`` corpus
+(``tests/test_import.py``: models written with ``torch.nn`` and exported by ``torch.onnx``),
+gated against the float64 reference: forward, at the imported workload's float32 tolerances.
+Slow tier; a Keras engine's checks run in its own process (``engine_process.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rosetta import backends
+from rosetta.runner.gate import run_gate
+from rosetta.spec import canonical_weights
+from tests.conformance.conftest import usable_backend
+from tests.conformance.engine_process import keras_engine
+
+pytest.importorskip("torch")
+pytest.importorskip("onnx")
+
+from tests.test_import import CORPUS, build_corpus  # noqa: E402  (after the skips)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return build_corpus(tmp_path_factory.mktemp("corpus"))
+
+
+def _cases():
+    for name in backends.names():
+        if name == "numpy_ref":
+            continue
+        marks = [pytest.mark.slow]
+        if keras_engine(name):
+            marks.append(pytest.mark.xdist_group(f"conformance-{name}"))
+        for model in CORPUS:
+            yield pytest.param(name, model, marks=marks, id=f"{name}-{model}")
+
+
+@pytest.mark.parametrize("backend, model", list(_cases()))
+def test_every_backend_runs_the_imported_model(corpus, backend, model):
+    usable_backend(backend)
+    _, workload = corpus[model]
+    params = canonical_weights(workload, 0)
+    built = backends.make(backend, workload, params, dtype="float32")
+    x = np.random.default_rng(0).random((2, *workload.input.shape), dtype=np.float32)
+    result = run_gate(built, workload, params, x, None, "float32")
+    detail = "; ".join(f"{c.what} {c.violation:.3g}x" for c in result.checks)
+    assert result.equivalent, f"{backend} {model}: {result.divergence} [{detail}]"
