@@ -187,13 +187,14 @@ def nhwc(shape: tuple[int, ...]) -> tuple[int, ...]:
     return (shape[1], shape[2], shape[0]) if len(shape) == 3 else shape
 
 
-def wired_statements(parts: list[Snippet], wiring: Any, site: Site) -> Snippet:
+def wired_statements(parts: list[Snippet], wiring: Any, site: Site, ctx: Any = None) -> Snippet:
     """A wired graph in statement style: each layer's lines on a variable (named for its
     ``id``: ``h_<id>``, else ``h<j>``; a nested graph's names carry its path); a layer that is
     the only reader of its one input continues on that input's variable, as a chain does. A
     variadic layer's templates read ``{x0}``, ``{x1}``... for its inputs; the graph's input is
     ``{x}`` and its output is assigned back to ``{x}`` at the end. ``wiring`` is the driver's
-    :class:`rosetta.backends.driver.Wiring`."""
+    :class:`rosetta.backends.driver.Wiring`. The statement-style backends' ``graph`` render entry
+    itself (``Entry("graph", wired_statements)``): ``ctx`` is not read."""
     nested = "_".join(p for p in site.path.split(".")[1:])
     prefix = f"h{nested}_" if nested else "h_"
     read = wiring.consumers()

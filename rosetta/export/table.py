@@ -7,7 +7,7 @@ wired graph gives each layer's output a tensor of its own and a variadic op, ``a
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Entry, Site, Wiring, discover
+from rosetta.backends.driver import Entry, Site, discover
 from rosetta.backends.snippet import (
     RenderCtx,
     Snippet,
@@ -29,12 +29,6 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
     return add_branches(body, shortcut, site, "{x} = Add({x}, {s})  # " + fmt_shape(site.out_shape))
 
 
-def graph(parts: list[Snippet], wiring: Wiring, site: Site, ctx: RenderCtx) -> Snippet:
-    """Each layer's nodes on a tensor of its own (``h_<id>``, else ``h<j>``), reading the tensors
-    its inputs name; the last layer's tensor is the graph's."""
-    return wired_statements(parts, wiring, site)
-
-
 #: the exporter's one op table (the op modules of ``rosetta/export/ops/``); ``graph.TABLE`` (nodes)
 #: and ``RENDER`` (text) are its two faces
 OPS = discover(
@@ -42,7 +36,7 @@ OPS = discover(
     "rosetta.export.ops",
     Entry("sequence", sequence),
     Entry("residual", residual),
-    graph=Entry("graph", graph),
+    graph=Entry("graph", wired_statements),
 )
 RENDER = OPS.rendering()
 #: ops whose ONNX form needs a newer opset than :data:`rosetta.export.MIN_OPSET` (the export

@@ -76,17 +76,5 @@ def walk_wired(
 def walk(nodes: Sequence[Op], in_shape: Shape) -> Iterator[tuple[Op, Shape, Shape]]:
     """Yield ``(node, in_shape, out_shape)`` for every leaf op, depth first, branches opened
     (a variadic op's ``in_shape`` is the tuple of its inputs' shapes)."""
-    shape = in_shape
-    for node in nodes:
-        out = node.out_shape(shape)
-        branches = getattr(node, "branches", None)
-        wired = getattr(node, "node_shapes", None)
-        if branches is not None:
-            for branch in branches:
-                yield from walk(branch, shape)
-        elif wired is not None:
-            for inner, (arg, _) in zip(node.nodes, wired(shape), strict=True):
-                yield from walk((inner,), arg)
-        else:
-            yield node, shape, out
-        shape = out
+    for node, shape, out, _ in walk_wired(nodes, in_shape):
+        yield node, shape, out

@@ -12,7 +12,7 @@ NCHW throughout, so OIHW kernels and the C, H, W flatten pass unchanged; ``L.Lin
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Entry, Site, Wiring, discover
+from rosetta.backends.driver import Entry, Site, discover
 from rosetta.backends.snippet import (
     RenderCtx,
     Snippet,
@@ -40,11 +40,6 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
     return add_branches(body, shortcut, site, "{x} = {x} + {s}  # " + fmt_shape(site.out_shape))
 
 
-def graph(parts: list[Snippet], wiring: Wiring, site: Site, ctx: RenderCtx) -> Snippet:
-    """Each layer on a variable of its own, reading the variables it names (a wired graph)."""
-    return wired_statements(parts, wiring, site)
-
-
 #: the backend's one op table: the op modules of ``ops/`` (each op's build, rendering and weight
 #: conversion side by side) and how they compose; ``lowering.TABLE`` and ``RENDER`` are its two
 #: faces
@@ -53,6 +48,6 @@ OPS = discover(
     "rosetta.backends.chainer.ops",
     Entry("sequence", sequence),
     Entry("residual", residual),
-    graph=Entry("graph", graph),
+    graph=Entry("graph", wired_statements),
 )
 RENDER = OPS.rendering()

@@ -14,7 +14,7 @@ two biases). Text only: imports no jax.
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Entry, Site, Wiring, discover
+from rosetta.backends.driver import Entry, Site, discover
 from rosetta.backends.jax.ops import nhwc_shape
 from rosetta.backends.snippet import (
     RenderCtx,
@@ -45,16 +45,11 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
 #: the backend's one op table: the op modules of ``ops/`` (each op's build, rendering, helpers
 #: and parameter layout side by side) and how they compose; ``lowering.TABLE`` and ``RENDER``
 #: are its two faces
-def graph(parts: list[Snippet], wiring: Wiring, site: Site, ctx: RenderCtx) -> Snippet:
-    """Each layer on a variable of its own, reading the variables it names (a wired graph)."""
-    return wired_statements(parts, wiring, site)
-
-
 OPS = discover(
     NAME,
     "rosetta.backends.jax.ops",
     Entry("sequence", sequence),
     Entry("residual", residual),
-    graph=Entry("graph", graph),
+    graph=Entry("graph", wired_statements),
 )
 RENDER = OPS.rendering()

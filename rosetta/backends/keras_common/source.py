@@ -16,7 +16,7 @@ spec's own, with ``reset_after=True``). Text only.
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Site, Wiring
+from rosetta.backends.driver import Site
 from rosetta.backends.keras_common.ops import nhwc_shape
 from rosetta.backends.snippet import (
     RenderCtx,
@@ -44,7 +44,4 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
     return add_branches(body, shortcut, site, join)
 
 
-def graph(parts: list[Snippet], wiring: Wiring, site: Site, ctx: RenderCtx) -> Snippet:
-    """Each layer on a variable of its own, reading the variables it names: the functional
-    API's own form for a graph that branches."""
-    return wired_statements(parts, wiring, site)
+graph = wired_statements  # a wired graph: each layer on a variable of its own

@@ -16,7 +16,7 @@ the spec has z | r | h. Text only: imports no paddle.
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Entry, Site, Wiring, discover
+from rosetta.backends.driver import Entry, Site, discover
 from rosetta.backends.snippet import (
     RenderCtx,
     Snippet,
@@ -44,11 +44,6 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
     return add_branches(body, shortcut, site, "{x} = {x} + {s}  # " + fmt_shape(site.out_shape))
 
 
-def graph(parts: list[Snippet], wiring: Wiring, site: Site, ctx: RenderCtx) -> Snippet:
-    """Each layer on a variable of its own, reading the variables it names (a wired graph)."""
-    return wired_statements(parts, wiring, site)
-
-
 #: the backend's one op table: the op modules of ``ops/`` (each op's build, rendering and weights
 #: side by side, with the helper texts they call) and how they compose; ``lowering.TABLE`` and
 #: ``RENDER`` are its two faces
@@ -57,6 +52,6 @@ OPS = discover(
     "rosetta.backends.paddle.ops",
     Entry("sequence", sequence),
     Entry("residual", residual),
-    graph=Entry("graph", graph),
+    graph=Entry("graph", wired_statements),
 )
 RENDER = OPS.rendering()

@@ -17,7 +17,7 @@ helpers over batch-major ``(N, T, E)`` (``layer_norm``, ``gelu`` with ``pt.erf``
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Entry, Site, Wiring, discover
+from rosetta.backends.driver import Entry, Site, discover
 from rosetta.backends.snippet import (
     RenderCtx,
     Snippet,
@@ -75,11 +75,6 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
     return add_branches(body, shortcut, site, "{x} = {x} + {s}  # " + out)
 
 
-def graph(parts: list[Snippet], wiring: Wiring, site: Site, ctx: RenderCtx) -> Snippet:
-    """Each layer on a variable of its own, reading the variables it names (a wired graph)."""
-    return wired_statements(parts, wiring, site)
-
-
 #: the backend's one op table: the op modules of ``ops/`` (each op's build, rendering and layout
 #: side by side) and how they compose; ``lowering.TABLE`` and ``RENDER`` are its two faces
 OPS = discover(
@@ -88,6 +83,6 @@ OPS = discover(
     Entry("sequence", sequence),
     Entry("residual", residual),
     helpers=HELPERS,
-    graph=Entry("graph", graph),
+    graph=Entry("graph", wired_statements),
 )
 RENDER = OPS.rendering()

@@ -13,7 +13,7 @@ only: imports no torch.
 
 from __future__ import annotations
 
-from rosetta.backends.driver import Entry, Site, Wiring, discover
+from rosetta.backends.driver import Entry, Site, discover
 from rosetta.backends.snippet import (
     RenderCtx,
     Snippet,
@@ -41,11 +41,6 @@ def residual(body: Snippet, shortcut: Snippet, site: Site, ctx: RenderCtx) -> Sn
     return add_branches(body, shortcut, site, "{x} = {x} + {s}  # " + fmt_shape(site.out_shape))
 
 
-def graph(parts: list[Snippet], wiring: Wiring, site: Site, ctx: RenderCtx) -> Snippet:
-    """Each layer on a variable of its own, reading the variables it names (a wired graph)."""
-    return wired_statements(parts, wiring, site)
-
-
 #: the backend's one op table: the op modules of ``ops/`` (each op's build, rendering and weights
 #: side by side) and how they compose; ``lowering.TABLE`` and ``RENDER`` are its two faces
 OPS = discover(
@@ -53,6 +48,6 @@ OPS = discover(
     "rosetta.backends.torch.ops",
     Entry("sequence", sequence),
     Entry("residual", residual),
-    graph=Entry("graph", graph),
+    graph=Entry("graph", wired_statements),
 )
 RENDER = OPS.rendering()
