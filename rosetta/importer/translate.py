@@ -175,10 +175,9 @@ class Translation:
         return {k: r for k, r in self.coverage.items() if r.reason}
 
 
-def translate(source: Any) -> Translation:
-    """Every node of ``source`` (a :class:`rosetta.importer.source.Source`) through its rule."""
-    from rosetta.importer.rules import RULES
-
+def translate(source: Any, rules: dict) -> Translation:
+    """Every node of ``source`` (a :class:`rosetta.importer.source.Source`) through its rule in
+    ``rules`` (ONNX op type -> rule: ``rosetta.importer.rules.RULES``)."""
     ctx = Ctx(dict(source.constants))
     ctx.values[source.input_name] = Value(-1, source.input_shape)
     graph = source.model.graph
@@ -191,7 +190,7 @@ def translate(source: Any) -> Translation:
         row = coverage.setdefault(node.op_type, Row())
         row.count += 1
         ctx.became = set()
-        rule = RULES.get(node.op_type)
+        rule = rules.get(node.op_type)
         try:
             if rule is None:
                 raise Unsupported("no rule: the spec has no op for it yet")
