@@ -32,7 +32,9 @@ from rosetta.backends.driver import lower_op  # noqa: E402
 from rosetta.backends.jax import loader, lowering, optim, runtime  # noqa: E402
 from rosetta.backends.numpy_ref import optim as ref_optim  # noqa: E402
 from rosetta.errors import BackendError  # noqa: E402
+from rosetta.runner.gate import run_gate  # noqa: E402
 from rosetta.spec import canonical_weights, get_workload, ops  # noqa: E402
+from rosetta.spec.probes import probe_batch, probe_workload  # noqa: E402
 
 
 def tiny_cnn():
@@ -116,6 +118,32 @@ def test_adam_epsilon_placement_would_be_caught():
 
 
 # -- layouts --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("probe", [("concat", 0), ("concat", 1), ("concat", 2), ("add", 1)])
+def test_wired_graphs_in_nchw_match_the_reference(probe):
+    """The conformance suite runs the graph probes in NHWC; NCHW maps a concat's axis the other
+    way (channels axis 1) and flattens channel-major without a transpose."""
+    w = probe_workload(*probe)
+    params = canonical_weights(w, 0)
+    x, y = probe_batch(w)
+    model = make(jb, w, params, dtype="float64", layout="NCHW")
+    assert run_gate(model, w, params, x, y, "float64").equivalent
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_a_time_major_concat_matches_the_reference(axis):
+    """With a GRU and no batch-major op the embedded sequence runs time-major (T, N, E): a
+    concat of time (axis 0) joins native axis 0, of features (axis 1) axis 2."""
+    embedding, gru, head = probe_workload("gru", 0).graph
+    graph = ops.Graph((embedding, ops.GELU("erf"), ops.Concat(axis), gru, head),
+                      ((-1,), (0,), (0, 1), (2,), (3,)), ("s", "g", "", "", ""))  # fmt: skip
+    w = dataclasses.replace(probe_workload("gru", 0), graph=(graph,))
+    params = canonical_weights(w, 0)
+    x, y = probe_batch(w)
+    model = make(jb, w, params, dtype="float64")
+    assert model._ctx.time_major
+    assert run_gate(model, w, params, x, y, "float64").equivalent
 
 
 def test_nhwc_and_nchw_compute_the_same_function_float64():

@@ -1,8 +1,9 @@
 """PyTensor-specific checks the conformance suite does not make: the linker setting (the Runtime's
 ``pytensor_linker``) resolves, falls back and refuses as documented, the Numba linker
 computes what the reference computes, through the same gate a cell runs, the Transformer's
-masked ops refuse in one line a graph that gives them no token ids, and ResNet-50's paddings
-read their batch size off the model input (what keeps its build seconds, not minutes)."""
+masked ops refuse in one line a graph that gives them no token ids, ResNet-50's paddings read
+their batch size off the model input (what keeps its build seconds, not minutes), and a concat
+follows the time-major sequences a GRU scans."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from rosetta.backends import make, numpy_ref, runtime_for
 from rosetta.errors import BackendError
 from rosetta.runner.gate import run_gate
 from rosetta.spec import canonical_weights, get_workload, load_workload, ops
+from rosetta.spec.probes import probe_batch, probe_workload
 from rosetta.spec.workload import InputSpec
 
 if not backends.status("pytensor").usable:
@@ -125,3 +127,17 @@ def test_the_manifest_lists_what_runs_in_c_and_what_in_python():
     assert ops["c"] > 50
     if not settings.load().config.blas__ldflags:
         assert ops["python"].get("Dot22", 0) >= 4, ops
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_a_time_major_concat_matches_the_reference(axis):
+    """The compiled graph holds embedded sequences time-major (T, N, E) (the generated file
+    batch-major): a concat of time (axis 0) joins native axis 0, of features (axis 1) axis 2."""
+    embedding, gru, head = probe_workload("gru", 0).graph
+    graph = ops.Graph((embedding, ops.GELU("erf"), ops.Concat(axis), gru, head),
+                      ((-1,), (0,), (0, 1), (2,), (3,)), ("s", "g", "", "", ""))  # fmt: skip
+    w = replace(probe_workload("gru", 0), graph=(graph,))
+    params = canonical_weights(w, 0)
+    x, y = probe_batch(w)
+    model = make("pytensor", w, params, dtype="float64")
+    assert run_gate(model, w, params, x, y, "float64").equivalent

@@ -173,12 +173,17 @@ def fmt_shape(dims: tuple[int, ...], batch: str = "N") -> str:
     return "(" + ", ".join([batch, *map(str, dims)]) + ")"
 
 
-def batched_axis(axis: int, shape: tuple[int, ...], channels_last: bool) -> int:
+def batched_axis(
+    axis: int, shape: tuple[int, ...], channels_last: bool, time_major: bool = False
+) -> int:
     """The spec's per-sample ``axis`` of an input of canonical ``shape`` as an axis of the
     batched native array: ``axis + 1``, except an image's (C, H, W) in channels-last, whose C is
-    the last axis (0 -> 3, 1 -> 1, 2 -> 2)."""
+    the last axis (0 -> 3, 1 -> 1, 2 -> 2), and a sequence (T, E) held time-major, (T, N, E)
+    (0 -> 0, 1 -> 2)."""
     if channels_last and len(shape) == 3:
         return (3, 1, 2)[axis]
+    if time_major and len(shape) == 2:
+        return (0, 2)[axis]
     return axis + 1
 
 

@@ -1,5 +1,7 @@
-"""concat in JAX: ``jnp.concatenate`` along the spec's axis in the native layout (an image's
-channels are the last axis in NHWC: ``snippet.batched_axis``)."""
+"""concat in JAX: ``jnp.concatenate`` along the spec's axis in the native layout
+(``snippet.batched_axis``): an image's channels are the last axis in NHWC; a sequence's time is
+axis 0 where it runs time-major (``Ctx.time_major``: the GRU's scan). The generated file holds
+images NHWC and sequences batch-major."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ if TYPE_CHECKING:  # the framework is imported by build() alone
 def build(op: ops.Concat, site: Site, ctx: Ctx) -> Layer:
     import jax.numpy as jnp
 
-    axis = batched_axis(op.axis, site.in_shape, ctx.layout == "NHWC")
+    axis = batched_axis(op.axis, site.in_shape, ctx.layout == "NHWC", ctx.time_major)
     return lambda p, xs, run: jnp.concatenate(xs, axis=axis)
 
 

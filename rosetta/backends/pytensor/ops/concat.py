@@ -1,5 +1,6 @@
-"""concat in PyTensor: ``pt.concatenate`` along the spec's axis in NHWC (an image's channels
-are the last axis: ``snippet.batched_axis``)."""
+"""concat in PyTensor: ``pt.concatenate`` along the spec's axis in the native layout
+(``snippet.batched_axis``): an image's channels are the last axis of its NHWC activations; the
+compiled graph holds embedded sequences time-major, (T, N, E), the generated file batch-major."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:  # the framework is imported by build() alone
 def build(op: ops.Concat, site: Site, ctx: Ctx) -> Layer:
     import pytensor.tensor as pt
 
-    axis = batched_axis(op.axis, site.in_shape, True)
+    axis = batched_axis(op.axis, site.in_shape, True, time_major=True)  # (T, N, E) sequences
     return lambda xs, run: pt.concatenate(xs, axis=axis)
 
 
