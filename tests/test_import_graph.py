@@ -7,7 +7,8 @@ the submodule is a cycle too.
 
 The layers, lowest first (a module may import its own layer and those below it):
 ``rosetta`` (version), ``errors``, ``safetext`` | ``spec``, ``datasets``, ``runtime`` |
-``backends``, ``export`` | ``codegen`` (generated source, below the runner) | ``runner`` |
+``backends``, ``export`` | ``codegen`` (generated source, below the runner), ``importer`` (ONNX
+files read into the spec) | ``runner`` |
 ``report`` |
 ``cli``.
 """
@@ -34,6 +35,7 @@ LAYERS = {
     "rosetta.backends": 2,
     "rosetta.export": 2,  # the ONNX export: the serving engines (backends) run what it writes
     "rosetta.codegen": 3,
+    "rosetta.importer": 3,  # ONNX in: reads into the spec, checks with the reference backend
     "rosetta.runner": 4,
     "rosetta.report": 5,
     "rosetta.cli": 6,
