@@ -118,6 +118,21 @@ class Activations(nn.Module):
         return self.fc(torch.flatten(y, 1))
 
 
+class MeanPooled(nn.Module):
+    """Global average pooling written as ``mean((2, 3))`` (ReduceMean), once keeping the unit
+    axes and squeezing them (Squeeze), and two heads joined by an add."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(3, 4, 1)
+        self.fc = nn.Linear(4, 10)
+
+    def forward(self, x):
+        a = torch.relu(self.c1(x)).mean((2, 3))
+        b = torch.relu(self.c2(x)).mean((2, 3), keepdim=True).squeeze(3).squeeze(2)
+        return self.fc(a + b)
+
+
 #: name -> (model, per-sample input shape, export keeps BatchNorm nodes)
 CORPUS = {
     "mlp": (Mlp, (3, 4, 4), False),
@@ -125,6 +140,7 @@ CORPUS = {
     "resnet18ish": (ResNet18ish, (3, 16, 16), True),
     "inceptionish": (Inceptionish, (3, 8, 8), False),
     "activations": (Activations, (3, 8, 8), False),
+    "meanpooled": (MeanPooled, (3, 6, 6), False),
 }
 
 

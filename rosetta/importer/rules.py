@@ -116,6 +116,41 @@ def global_avgpool(ctx: Ctx, node: Any) -> None:
     ctx.values[node.output[0]] = Value(v.layer, v.shape, ones=2)  # ONNX keeps (C, 1, 1)
 
 
+def _axes(ctx: Ctx, node: Any, rank: int) -> set[int] | None:
+    """A reduction's or squeeze's ``axes`` (an attribute before opset 13/18, an input after),
+    made non-negative; None where the node names none."""
+    a = attrs(node)
+    if "axes" in a:
+        raw = list(a["axes"])
+    elif len(node.input) > 1 and node.input[1]:
+        raw = [int(v) for v in ctx.const(node.input[1]).reshape(-1)]
+    else:
+        return None
+    return {d + rank if d < 0 else d for d in raw}
+
+
+def reduce_mean(ctx: Ctx, node: Any) -> None:
+    """The mean over an image's height and width: a global average pooling (``x.mean((2, 3))``)."""
+    x = ctx.value(node.input[0])
+    _image(x, "ReduceMean")
+    if _axes(ctx, node, 4) != {2, 3}:
+        raise Unsupported("ReduceMean over axes other than an image's height and width")
+    v = ctx.emit(ops.GlobalAvgPool(), node.output[0], [x])
+    if attrs(node).get("keepdims", 1):
+        ctx.values[node.output[0]] = Value(v.layer, v.shape, ones=2)  # ONNX keeps (C, 1, 1)
+
+
+def squeeze(ctx: Ctx, node: Any) -> None:
+    """Dropping the unit axes ONNX keeps and the spec does not (after a pooling): absorbed."""
+    x = ctx.value(node.input[0])
+    rank = 1 + len(x.shape) + x.ones
+    axes = _axes(ctx, node, rank)
+    trailing = set(range(1 + len(x.shape), rank))
+    if axes is None or not axes or not axes <= trailing:
+        raise Unsupported("Squeeze of axes other than the unit axes left by a pooling")
+    ctx.alias(node.output[0], Value(x.layer, x.shape, x.ones - len(axes)), "unit axes dropped")
+
+
 def flatten(ctx: Ctx, node: Any) -> None:
     axis = attrs(node).get("axis", 1)
     x = ctx.value(node.input[0])
@@ -307,6 +342,8 @@ RULES: dict[str, Callable[[Ctx, Any], None]] = {
     "Mul": mul,
     "Gelu": gelu,
     "GlobalAveragePool": global_avgpool,
+    "ReduceMean": reduce_mean,
+    "Squeeze": squeeze,
     "Flatten": flatten,
     "Reshape": reshape,
     "Gemm": gemm,
