@@ -14,7 +14,10 @@
 #   3. gpu-bf16: the same cells at bf16, the training run;
 #   4. gpu-tf32: the matmul-heavy cells (resnet50, transformer) at fp32 with --tf32;
 #   5. cpu-ref: numpy_ref on the CPU, every workload (the gate's reference, timed as a backend);
-#   6. a table of what ran, read back from the records (device, gate verdict, step time,
+#   6. gpu-import, only where GPU_CHECK_MODELS names a folder of imported workloads (`rosetta
+#      import`, e.g. the test corpus: wired graphs, BatchNorm folded, concat): each of them at
+#      --device cuda, fp32, the training run;
+#   7. a table of what ran, read back from the records (device, gate verdict, step time,
 #      autotune, layout, TF32 in effect), and the reports: bf16 against fp32, TF32 on against off.
 # Everything lands in $OUT when it is set, else gpu-report/: gpu-check.log, nvidia-smi.txt,
 # check.txt (the table), report.html, tf32-report.html, cpu-ref-report.html, records.tar.gz.
@@ -22,7 +25,9 @@
 # by weight (gpu-fp32 5, gpu-bf16 2, gpu-tf32 2, cpu-ref 1), and one still running at the end of
 # its share is interrupted (its records so far kept), so the reports are always written;
 # GPU_CHECK_BENCHES (a comma list of those names) selects; GPU_CHECK_BACKENDS (torch,jax),
-# GPU_CHECK_TF32_BACKENDS (the same) and GPU_CHECK_REPEAT (3) narrow. Measured on an H200
+# GPU_CHECK_TF32_BACKENDS (the same), GPU_CHECK_WORKLOADS (the four built-in ones, for gpu-fp32
+# and gpu-bf16) and GPU_CHECK_REPEAT (3) narrow; GPU_CHECK_MODELS (a folder) adds gpu-import
+# (weight 2) over every *.yaml in it. Measured on an H200
 # (docs/gpu/): a jax transformer cell compiles for 90 s, a torch resnet50 cell 50 s (inductor).
 # Exit status: 0 when every cell that ran is ok and equivalent on the device it asked for;
 # 1 when a cell failed its gate, failed, or ran elsewhere; 2 when a bench was refused or cut.
@@ -51,21 +56,42 @@ common=(--profile ci --executor python --no-report --timeout 300)
 backends="${GPU_CHECK_BACKENDS:-torch,jax}"
 tf32_backends="${GPU_CHECK_TF32_BACKENDS:-$backends}"
 repeat="${GPU_CHECK_REPEAT:-3}"
-selected=",${GPU_CHECK_BENCHES:-gpu-fp32,gpu-bf16,gpu-tf32,cpu-ref},"
 all4=cnn,gru,resnet50,transformer
+workloads="${GPU_CHECK_WORKLOADS:-$all4}"
+models="${GPU_CHECK_MODELS:-}"
+imported=""
+if [ -n "$models" ]; then  # the imported workloads: every spec in that folder
+    if ! [ -d "$models" ]; then
+        echo "gpu_check: GPU_CHECK_MODELS=${models:0:80} is not a folder of imported specs" >&2
+        exit 2
+    fi
+    models=$(cd "$models" && pwd)
+    imported=$(cd "$models" && ls -- *.yaml 2>/dev/null | sed 's/\.yaml$//' | paste -sd, -)
+    if [ -z "$imported" ]; then
+        echo "gpu_check: GPU_CHECK_MODELS=${models:0:80} holds no *.yaml (run rosetta import)" >&2
+        exit 2
+    fi
+fi
+selected=",${GPU_CHECK_BENCHES:-gpu-fp32,gpu-bf16,gpu-tf32,cpu-ref${models:+,gpu-import}},"
 # name | weight (its share of the budget) | the bench's arguments
 benches=()
 for entry in \
-    "gpu-fp32|5|--backends $backends --device cuda --workloads $all4 --repeat $repeat" \
-    "gpu-bf16|2|--backends $backends --device cuda --workloads $all4 --precisions bf16" \
+    "gpu-fp32|5|--backends $backends --device cuda --workloads $workloads --repeat $repeat" \
+    "gpu-bf16|2|--backends $backends --device cuda --workloads $workloads --precisions bf16" \
     "gpu-tf32|2|--backends $tf32_backends --device cuda --workloads resnet50,transformer --tf32" \
-    "cpu-ref|1|--backends numpy_ref --device cpu --workloads $all4"; do
+    "cpu-ref|1|--backends numpy_ref --device cpu --workloads $all4" \
+    "gpu-import|2|--backends $backends --device cuda --workloads $imported"; do
+    [ "${entry%%|*}" = gpu-import ] && [ -z "$imported" ] && continue
     [[ "$selected" == *",${entry%%|*},"* ]] && benches+=("$entry")
 done
 if [ "${#benches[@]}" = 0 ]; then
-    echo "gpu_check: GPU_CHECK_BENCHES names none of gpu-fp32, gpu-bf16, gpu-tf32, cpu-ref" >&2
+    echo "gpu_check: GPU_CHECK_BENCHES names none of gpu-fp32, gpu-bf16, gpu-tf32, cpu-ref," \
+        "gpu-import (that one needs GPU_CHECK_MODELS)" >&2
     exit 2
 fi
+bench_env() {  # bench_env NAME: the environment of that bench's commands (the spec folder)
+    if [ "$1" = gpu-import ]; then echo "ROSETTA_MODELS=$models"; else echo "ROSETTA_MODELS="; fi
+}
 weights=0
 for entry in "${benches[@]}"; do IFS='|' read -r _ w _ <<<"$entry"; weights=$((weights + w)); done
 
@@ -77,7 +103,8 @@ if [ "$dry" = 1 ]; then
         IFS='|' read -r name _ argv <<<"$entry"
         read -ra args <<<"$argv"
         echo "== $name: rosetta bench ${common[*]} ${args[*]} --run-id $name --dry-run"
-        if msg=$("${rosetta[@]}" bench "${common[@]}" "${args[@]}" --run-id "$name" --dry-run 2>&1)
+        if msg=$(env "$(bench_env "$name")" "${rosetta[@]}" bench "${common[@]}" "${args[@]}" \
+                --run-id "$name" --dry-run 2>&1)
         then
             echo "$msg"
             continue
@@ -94,7 +121,8 @@ if [ "$dry" = 1 ]; then
             case "$a" in cuda) cpu+=(cpu) ;; --tf32) ;; *) cpu+=("$a") ;; esac
         done
         echo "-- no GPU here: the rest of the line, planned at --device cpu"
-        "${rosetta[@]}" bench "${common[@]}" "${cpu[@]}" --run-id "$name" --dry-run || status=1
+        env "$(bench_env "$name")" "${rosetta[@]}" bench "${common[@]}" "${cpu[@]}" \
+            --run-id "$name" --dry-run || status=1
     done
     "${rosetta[@]}" data synth --help >/dev/null || status=1
     "${rosetta[@]}" report --help >/dev/null || status=1
@@ -139,7 +167,8 @@ for entry in "${benches[@]}"; do
     fi
     echo "== $name (at most ${left} s): rosetta bench ${common[*]} ${args[*]}"
     t=$(date +%s)
-    timeout -s INT -k 30 "$left" "${rosetta[@]}" bench "${common[@]}" "${args[@]}" --run-id "$name"
+    timeout -s INT -k 30 "$left" env "$(bench_env "$name")" "${rosetta[@]}" bench "${common[@]}" \
+        "${args[@]}" --run-id "$name"
     rc=$?
     echo "gpu_check: $name exit $rc in $(($(date +%s) - t)) s"
     [ -d "$ROSETTA_RESULTS_DIR/$name" ] && ran+=("$name")
@@ -158,12 +187,13 @@ report() {  # report NAME RUN...: the HTML report of the runs that exist (two: c
     shift
     for r in "$@"; do [ -d "$ROSETTA_RESULTS_DIR/$r" ] && runs+=("$r"); done
     [ "${#runs[@]}" -gt 0 ] || return 0
-    "${rosetta[@]}" report "${runs[@]}" --name "$name" \
+    env "$(bench_env "${runs[0]}")" "${rosetta[@]}" report "${runs[@]}" --name "$name" \
         && cp "$ROSETTA_REPORT_DIR/$name/index.html" "$out/$name.html"
 }
 report report gpu-fp32 gpu-bf16  # bf16 against fp32
 report tf32-report gpu-fp32 gpu-tf32  # TF32 on against off
 report cpu-ref-report cpu-ref
+report import-report gpu-import
 [ "${#ran[@]}" -gt 0 ] && tar -czf "$out/records.tar.gz" -C "$ROSETTA_RESULTS_DIR" "${ran[@]}"
 echo "gpu_check: done in $(($(date +%s) - start)) s, exit $status; files in $out"
 exit "$status"

@@ -39,6 +39,26 @@ def test_dry_run_plans_every_command_line(tmp_path):
     assert list(tmp_path.iterdir()) == []  # its work folder is removed, nothing else made
 
 
+def test_a_folder_of_imported_specs_adds_the_gpu_import_bench(tmp_path):
+    models = tmp_path / "models"
+    models.mkdir()
+    spec = (ROOT / "rosetta/models/cnn.yaml").read_text()  # any spec will do, renamed
+    (models / "mine.yaml").write_text(spec.replace("name: cnn", "name: mine", 1))
+    env = {**os.environ, "PYTHON": sys.executable, "TMPDIR": str(tmp_path),
+           "GPU_CHECK_MODELS": str(models), "GPU_CHECK_BENCHES": "gpu-import"}  # fmt: skip
+    env.pop("OUT", None)
+    p = subprocess.run(["bash", "scripts/gpu_check.sh", "--dry-run"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-3000:]
+    assert "round 0 (training run, 2 cells): torch x mine, jax x mine" in out  # its specs only
+    env["GPU_CHECK_MODELS"] = str(tmp_path / "absent")
+    p = subprocess.run(["bash", "scripts/gpu_check.sh", "--dry-run"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and "is not a folder of imported specs" in p.stderr
+
+
 def test_an_unknown_argument_is_one_line():
     p = subprocess.run(["bash", "scripts/gpu_check.sh", "--gpu"], cwd=ROOT, capture_output=True,
                        text=True, timeout=30)  # fmt: skip
