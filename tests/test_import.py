@@ -100,6 +100,43 @@ class Inceptionish(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(torch.relu(y), 1), 1))
 
 
+class InvertedResidual(nn.Module):
+    """MobileNetV2's block: a 1x1 expansion, a 3x3 depthwise convolution (groups = channels),
+    a linear 1x1 projection, each with BatchNorm (folded on export), ReLU6 after the first two;
+    the input added back where the shape allows."""
+
+    def __init__(self, cin, cout, stride, expand):
+        super().__init__()
+        mid = cin * expand
+        self.body = nn.Sequential(
+            nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.ReLU6(),
+            nn.Conv2d(mid, mid, 3, stride, 1, groups=mid, bias=False), nn.BatchNorm2d(mid),
+            nn.ReLU6(), nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout),
+        )  # fmt: skip
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x):
+        return x + self.body(x) if self.residual else self.body(x)
+
+
+class MobileNetV2ish(nn.Module):
+    """A MobileNetV2-style net of inverted residuals, with a grouped 1x1 head (groups 4, as
+    ShuffleNet's) before the pooled classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8),
+                                  nn.ReLU6())  # fmt: skip
+        self.blocks = nn.Sequential(InvertedResidual(8, 8, 1, 2), InvertedResidual(8, 12, 2, 3),
+                                    InvertedResidual(12, 12, 1, 2))  # fmt: skip
+        self.head = nn.Sequential(nn.Conv2d(12, 24, 1, groups=4), nn.ReLU6())
+        self.fc = nn.Sequential(nn.Dropout(0.2), nn.Linear(24, 10))
+
+    def forward(self, x):
+        x = self.head(self.blocks(self.stem(x)))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
 class Activations(nn.Module):
     """MobileNetV2/V3's and EfficientNet's activations: ReLU6 (Clip), SiLU (PyTorch exports it
     as Sigmoid then Mul: a gate, a wired graph), hard-swish, tanh."""
@@ -139,6 +176,7 @@ CORPUS = {
     "vgg": (vgg, (3, 32, 32), False),
     "resnet18ish": (ResNet18ish, (3, 16, 16), True),
     "inceptionish": (Inceptionish, (3, 8, 8), False),
+    "mobilenetv2ish": (MobileNetV2ish, (3, 16, 16), False),
     "activations": (Activations, (3, 8, 8), False),
     "meanpooled": (MeanPooled, (3, 6, 6), False),
 }
@@ -231,8 +269,9 @@ def test_check_prints_the_coverage_table_and_writes_nothing(tmp_path, capsys):
 
 
 def _unsupported_model():
-    """A depthwise convolution (MobileNet's) and an average pooling: what the spec lacks yet."""
-    return nn.Sequential(nn.Conv2d(3, 3, 3, padding=1, groups=3), nn.AvgPool2d(1), nn.Flatten(),
+    """A dilated convolution (a field the spec's conv2d lacks) and a leaky ReLU (an ONNX op
+    with no rule): what the spec cannot say yet."""
+    return nn.Sequential(nn.Conv2d(3, 3, 3, padding=2, dilation=2), nn.LeakyReLU(), nn.Flatten(),
                          nn.Linear(3 * 4 * 4, 2))  # fmt: skip
 
 
@@ -242,10 +281,10 @@ def test_unsupported_nodes_exit_2_with_the_table_and_nothing_written(tmp_path, c
     models.mkdir()
     assert main(["import", str(path), "--models-dir", str(models)]) == 2
     captured = capsys.readouterr()
-    assert "unsupported: grouped convolution (group=3)" in captured.out
-    assert "AveragePool" in captured.out and "no rule" in captured.out
+    assert "unsupported: Conv with dilations=[2, 2]" in captured.out
+    assert "LeakyRelu" in captured.out and "no rule" in captured.out
     (line,) = captured.err.strip().splitlines()
-    assert "unsupported node types: AveragePool x1, Conv x1" in line and "nothing written" in line
+    assert "unsupported node types: Conv x1, LeakyRelu x1" in line and "nothing written" in line
     assert list(models.iterdir()) == []
 
 

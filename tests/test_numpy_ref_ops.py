@@ -78,7 +78,7 @@ def away_from_zero(rng: np.random.Generator, shape: tuple[int, ...], dtype) -> n
 # --------------------------------------------------------------------------- op cases
 
 
-def conv_case(rng, dtype, x_shape, w_shape, stride, padding, bias) -> Case:
+def conv_case(rng, dtype, x_shape, w_shape, stride, padding, bias, groups=1) -> Case:
     inputs = {
         "x": rng.standard_normal(x_shape).astype(dtype),
         "w": rng.standard_normal(w_shape).astype(dtype),
@@ -86,10 +86,13 @@ def conv_case(rng, dtype, x_shape, w_shape, stride, padding, bias) -> Case:
     }
 
     def forward(x, w, b):
+        if groups > 1:
+            return conv.grouped_conv2d_forward(x, w, b, stride, padding, groups)
         return conv.conv2d_forward(x, w, b, stride, padding)
 
     def backward(dy, cache):
-        dx, dw, db = conv.conv2d_backward(dy, cache)
+        grads = conv.grouped_conv2d_backward if groups > 1 else conv.conv2d_backward
+        dx, dw, db = grads(dy, cache)
         assert (db is None) == (not bias)
         return {"x": dx, "w": dw, "b": db}
 
@@ -337,6 +340,15 @@ CASES: dict[str, Callable[[np.random.Generator, Any], Case]] = {
     "conv2d_3x3_same": lambda rng, dt: conv_case(
         rng, dt, (1, 2, 4, 4), (2, 2, 3, 3), (1, 1), (1, 1, 1, 1), True
     ),
+    "conv2d_depthwise_s2_bias": lambda rng, dt: conv_case(
+        rng, dt, (2, 3, 7, 6), (3, 1, 3, 3), (2, 2), (1, 1, 1, 1), True, groups=3
+    ),
+    "conv2d_depthwise_x2_asym_pad": lambda rng, dt: conv_case(
+        rng, dt, (2, 2, 5, 6), (4, 1, 3, 2), (1, 1), (0, 1, 1, 0), False, groups=2
+    ),
+    "conv2d_grouped_2x2": lambda rng, dt: conv_case(
+        rng, dt, (2, 4, 5, 5), (6, 2, 3, 3), (1, 2), (1, 1, 0, 1), True, groups=2
+    ),
     "maxpool_2x2_s2": lambda rng, dt: maxpool_case(rng, dt, (2, 3, 6, 6), (2, 2), (2, 2), (0,) * 4),
     "maxpool_3x3_s2_pad1": lambda rng, dt: maxpool_case(
         rng, dt, (2, 2, 7, 8), (3, 3), (2, 2), (1, 1, 1, 1)
@@ -461,6 +473,22 @@ def test_conv2d_is_cross_correlation() -> None:
     w[0, 0, 0, 0] = 1.0
     y, _ = conv.conv2d_forward(x, w, None, (1, 1), (0, 0, 0, 0))
     np.testing.assert_array_equal(y[0, 0], x[0, 0, :3, :3])
+
+
+@pytest.mark.parametrize("groups, shape", [(3, (2, 3, 5, 6)), (2, (1, 4, 6, 5))])
+def test_grouped_conv2d_is_a_conv_with_a_block_diagonal_kernel(groups, shape):
+    """A grouped convolution equals an ordinary one whose kernel is zero wherever an output
+    would read another group's channels: the definition, independent of the split code."""
+    rng = np.random.default_rng(groups)
+    c, o = shape[1], 2 * shape[1]
+    x, b = rng.standard_normal(shape), rng.standard_normal(o)
+    w = rng.standard_normal((o, c // groups, 3, 3))
+    full = np.zeros((o, c, 3, 3))
+    og, cg = o // groups, c // groups
+    for g in range(groups):  # output run g reads input run g alone
+        full[g * og : (g + 1) * og, g * cg : (g + 1) * cg] = w[g * og : (g + 1) * og]
+    y, _ = conv.grouped_conv2d_forward(x, w, b, (2, 1), (1, 0, 1, 1), groups)
+    np.testing.assert_allclose(y, naive_conv2d(x, full, b, (2, 1), (1, 0, 1, 1)), rtol=1e-12)
 
 
 def test_conv2d_rejects_bad_geometry() -> None:

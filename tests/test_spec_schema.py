@@ -32,8 +32,10 @@ def test_schema_read_from_the_dataclass():
         "stride": "pair",
         "padding": "quad",
         "bias": "bool",
+        "groups": "posint",
     }
     assert schema.inits == ("kernel", "bias")
+    assert schema.optional == {"groups"}  # the YAML may leave it out (1)
     assert op_schema(ops.ReLU).fields == {} and op_schema(ops.ReLU).inits == ()
 
 
@@ -76,6 +78,23 @@ def test_a_new_op_is_loaded_and_checked_from_its_dataclass_alone(tmp_path, scale
     path.write_text(yaml.safe_dump(raw))
     with pytest.raises(SpecError, match=r"field 'layers\[1\].factor': expected a positive number"):
         load_workload(path)
+
+
+def test_groups_may_be_left_out_and_must_divide_the_channels(tmp_path):
+    """conv2d's ``groups`` is optional (1: the built-in workloads never write it); a value that
+    does not divide the channels is one line naming the field."""
+    raw = yaml.safe_load((models_dir() / "cnn.yaml").read_text())
+    path = tmp_path / "cnn.yaml"
+    assert "groups" not in raw["layers"][0] and load_workload(models_dir() / "cnn.yaml")
+    first = load_workload(models_dir() / "cnn.yaml").graph[0]
+    assert isinstance(first, ops.Conv2D) and first.groups == 1
+    raw["layers"][0]["groups"] = 3  # 3 input channels, 32 outputs: 32 is not a multiple of 3
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(SpecError, match=r"layers\[0\]\.groups.*must divide") as e:
+        load_workload(path)
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="needs a default"):
+        spec_field("posint", optional=True)
 
 
 def test_registering_an_op_name_twice_fails():

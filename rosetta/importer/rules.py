@@ -55,8 +55,6 @@ def conv(ctx: Ctx, node: Any) -> None:
     a = attrs(node)
     x = ctx.value(node.input[0])
     _image(x, "Conv")
-    if a.get("group", 1) != 1:
-        raise Unsupported(f"grouped convolution (group={a['group']}): not in the spec yet")
     _unit(a, "dilations", "Conv")
     w = ctx.const(node.input[1])
     b = ctx.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
@@ -69,6 +67,7 @@ def conv(ctx: Ctx, node: Any) -> None:
         padding=_pads(a, "Conv"),
         bias=b is not None,
         init={"kernel": _FILE, **({"bias": _FILE} if b is not None else {})},
+        groups=int(a.get("group", 1)),  # depthwise where it equals the channels
     )
     params = {"kernel": w, **({"bias": b} if b is not None else {})}  # OIHW as the spec's
     ctx.emit(op, node.output[0], [x], params)

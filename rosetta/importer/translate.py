@@ -111,12 +111,18 @@ class Ctx:
 
 def _fields(op: object) -> dict:
     """The YAML fields of a spec op instance (tuples as lists; ``init`` left to the weights
-    file)."""
+    file; an optional field at its default left out, as a person writes it)."""
+    import dataclasses
+
     from rosetta.spec.fields import op_schema
 
+    schema = op_schema(type(op))
+    defaults = {f.name: f.default for f in dataclasses.fields(op)}
     out = {}
-    for key in op_schema(type(op)).fields:
+    for key in schema.fields:
         value = getattr(op, key)
+        if key in schema.optional and value == defaults[key]:
+            continue
         out[key] = list(value) if isinstance(value, tuple) else value
     return out
 

@@ -65,11 +65,14 @@ KINDS: dict[str, Kind] = {
 }
 
 
-def spec_field(kind: str, **kwargs: Any) -> Any:
-    """A dataclass field read from the YAML field of the same name, checked as ``kind``."""
+def spec_field(kind: str, optional: bool = False, **kwargs: Any) -> Any:
+    """A dataclass field read from the YAML field of the same name, checked as ``kind``;
+    ``optional``: the YAML may leave it out, and it takes its ``default``."""
     if kind not in KINDS:
         raise ValueError(f"unknown field kind {kind!r}")
-    return dataclasses.field(metadata={"kind": kind}, **kwargs)
+    if optional and "default" not in kwargs:
+        raise ValueError("an optional spec field needs a default")
+    return dataclasses.field(metadata={"kind": kind, "optional": optional}, **kwargs)
 
 
 def init_field(*names: str) -> Any:
@@ -83,15 +86,19 @@ class OpSchema:
 
     fields: dict[str, str]  # field name -> kind name, in declaration order
     inits: tuple[str, ...]  # initialiser names ("" tuple: the op has no parameters)
+    optional: frozenset[str] = frozenset()  # fields the YAML may leave out (their default)
 
 
 def op_schema(cls: type) -> OpSchema:
     """Read the field kinds and initialiser names from an op dataclass's field metadata."""
     kinds: dict[str, str] = {}
     inits: tuple[str, ...] = ()
+    optional: set[str] = set()
     for f in dataclasses.fields(cls):
         if "kind" in f.metadata:
             kinds[f.name] = f.metadata["kind"]
+            if f.metadata.get("optional"):
+                optional.add(f.name)
         elif "inits" in f.metadata:
             inits = tuple(f.metadata["inits"])
-    return OpSchema(kinds, inits)
+    return OpSchema(kinds, inits, frozenset(optional))

@@ -418,6 +418,7 @@ class _Parser:
         values = {
             key: self.scalar(self.req(item, key, field), t, f"{field}.{key}")
             for key, t in fields.items()
+            if key in item or key not in schema.optional
         }
         if "name" in values:
             values["name"] = prefix + self.name(values["name"], f"{field}.name")

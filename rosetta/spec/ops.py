@@ -46,8 +46,8 @@ class Probe:
 
     case: str  # what it exercises, e.g. "asymmetric padding, stride (2, 1), no bias"
     fields: Mapping[str, Any] = field(default_factory=dict)  # the op's YAML fields
-    #: image (3, 6, 6) | features (12,) | wide: 12 features spanning about [-8, 8] | tokens (8,)
-    #: ids | sequence (8, 8)
+    #: image (3, 6, 6) | image4: (4, 6, 6), a 1x1 conv's | features (12,) | wide: 12 features
+    #: spanning about [-8, 8] | tokens (8,) ids | sequence (8, 8)
     input: str = "image"
     output: str = "image"  # image | vector | sequence: what the op returns (picks the head)
     #: a variadic op's inputs: one layer list per input, each reading the probe's input (an
@@ -103,11 +103,26 @@ def _need_rank(op: str, in_shape: Shape, rank: int, what: str) -> None:
         Probe("3x2 kernel, stride (2, 1), asymmetric padding, no bias", {"name": "conv",
               "out_channels": 2, "kernel": [3, 2], "stride": [2, 1], "padding": [0, 1, 1, 0],
               "bias": False, "init": {"kernel": "glorot_uniform"}}),
+        Probe("depthwise 3x3 (groups = channels), stride 2, padding 1, bias", {"name": "conv",
+              "out_channels": 3, "kernel": [3, 3], "stride": [2, 2], "padding": [1, 1, 1, 1],
+              "bias": True, "groups": 3, "init": {"kernel": "glorot_uniform", "bias": _BIAS}}),
+        Probe("depthwise, channel multiplier 2, asymmetric padding, no bias", {"name": "conv",
+              "out_channels": 6, "kernel": [3, 2], "stride": [1, 1], "padding": [0, 1, 1, 0],
+              "bias": False, "groups": 3, "init": {"kernel": "glorot_uniform"}}),
+        Probe("grouped: 2 groups of 2 channels, 3x3 (a ResNeXt block's)", {"name": "conv",
+              "out_channels": 4, "kernel": [3, 3], "stride": [1, 1], "padding": [1, 1, 1, 1],
+              "bias": True, "groups": 2, "init": {"kernel": "glorot_uniform", "bias": _BIAS}},
+              "image4"),
     ),
 )  # fmt: skip
 @dataclass(frozen=True)
 class Conv2D:
-    """2-D cross-correlation with explicit zero padding ``(top, bottom, left, right)``."""
+    """2-D cross-correlation with explicit zero padding ``(top, bottom, left, right)``.
+
+    ``groups`` (default 1) splits the input channels and the outputs into that many groups, each
+    output group reading its own input group (ONNX ``Conv``'s ``group``, PyTorch's ``groups``):
+    the kernel is ``(O, C / groups, KH, KW)``, output channel ``o`` in group ``o // (O /
+    groups)``. ``groups`` = channels is a depthwise convolution (MobileNet's)."""
 
     name: str = spec_field("str")
     out_channels: int = spec_field("posint")
@@ -116,10 +131,17 @@ class Conv2D:
     padding: tuple[int, int, int, int] = spec_field("quad")
     bias: bool = spec_field("bool")
     init: dict[str, Init] = init_field("kernel", "bias")
+    groups: int = spec_field("posint", optional=True, default=1)
 
     def out_shape(self, in_shape: Shape) -> Shape:
         _need_rank("conv2d", in_shape, 3, "(C, H, W)")
-        _, h, w = in_shape
+        c, h, w = in_shape
+        if c % self.groups or self.out_channels % self.groups:
+            raise FieldValueError(
+                "groups",
+                f"conv2d {self.name}: groups {self.groups} must divide both the input channels "
+                f"({c}) and out_channels ({self.out_channels})",
+            )
         t, b, left, right = self.padding
         ho = _conv_out(h, self.kernel[0], self.stride[0], t, b)
         wo = _conv_out(w, self.kernel[1], self.stride[1], left, right)
@@ -130,7 +152,7 @@ class Conv2D:
         return (self.out_channels, ho, wo)
 
     def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
-        c = in_shape[0]
+        c = in_shape[0] // self.groups  # the input channels each output reads
         kh, kw = self.kernel
         specs = [
             ParamSpec(
@@ -150,7 +172,7 @@ class Conv2D:
 
     def flops(self, in_shape: Shape) -> int:
         o, ho, wo = self.out_shape(in_shape)
-        macs = o * ho * wo * in_shape[0] * self.kernel[0] * self.kernel[1]
+        macs = o * ho * wo * (in_shape[0] // self.groups) * self.kernel[0] * self.kernel[1]
         return 2 * macs + (o * ho * wo if self.bias else 0)
 
 

@@ -43,6 +43,12 @@ INPUTS = {
           "init": {"kernel": {"dist": "normal", "mean": 0.0, "std": 3.0},
                    "bias": {"dist": "normal", "mean": 0.0, "std": 1.0}}}],
     ),
+    "image4": (
+        list(IMAGE), "float32", _IMAGE_DATA,
+        [{"op": "conv2d", "name": "probe_widen", "out_channels": 4, "kernel": [1, 1],
+          "stride": [1, 1], "padding": [0, 0, 0, 0], "bias": False,
+          "init": {"kernel": "glorot_uniform"}}],
+    ),
     "tokens": ([LENGTH], "int32", _TOKEN_DATA, []),
     "sequence": (
         [LENGTH], "int32", _TOKEN_DATA,

@@ -121,10 +121,14 @@ def test_keras_stock_adam_instead_of_the_written_out_one_fails_at_float64(tmp_pa
     assert verdict == {"forward": True, "loss": True, "grads": True, "params": False}
 
 
-#: the wired graphs' probes (rosetta.spec.probes): every graph form the renderers write: two
-#: branches joined by add and by concat (channels-first's axis 1 becomes channels-last's), three
-#: inputs, and a masked op inside a graph
-GRAPH_PROBES = (("add", 0), ("add", 1), ("add", 2), ("concat", 0), ("concat", 1), ("concat", 3))
+#: the probes (rosetta.spec.probes) whose source form is their own: every graph form the
+#: renderers write (two branches joined by add and by concat, channels-first's axis 1 becoming
+#: channels-last's; three inputs; a masked op inside a graph) and the grouped convolutions
+#: (depthwise with a channel multiplier, and 2 groups), which some renderers write as a helper
+PROBES = (
+    ("add", 0), ("add", 1), ("add", 2), ("concat", 0), ("concat", 1), ("concat", 3),
+    ("conv2d", 3), ("conv2d", 4),
+)  # fmt: skip
 
 
 def _graph_cases():
@@ -132,14 +136,15 @@ def _graph_cases():
         marks = [pytest.mark.slow]
         if keras_engine(backend):
             marks.append(pytest.mark.xdist_group(f"conformance-{backend}"))
-        for op, index in GRAPH_PROBES:
+        for op, index in PROBES:
             yield pytest.param(backend, op, index, marks=marks, id=f"{backend}-{op}-{index}")
 
 
 @pytest.mark.parametrize("backend, op, index", list(_graph_cases()))
-def test_generated_graph_matches_reference(backend, op, index, tmp_path):
-    """A wired graph (layers naming their inputs) as each framework's source: the file
-    computes what the float64 reference computes, at float64 (the probes' strict tolerances)."""
+def test_generated_probe_matches_reference(backend, op, index, tmp_path):
+    """A wired graph (layers naming their inputs) or a grouped convolution as each framework's
+    source: the file computes what the float64 reference computes, at float64 (the probes'
+    strict tolerances)."""
     _skip_unless_installed(backend)
     workload = probe_workload(op, index)
     params = weights(workload)

@@ -87,8 +87,8 @@ class Ctx:
 
         ``auto``: on the CPU in NHWC (XLA:CPU's kernel-gradient convolution is the slow one;
         cuDNN's is not). Measured in ``benchmarks/lowering_jax.py --choices``."""
-        if self.layout != "NHWC" or self.conv_weight_grad == "xla":
-            return False
+        if self.layout != "NHWC" or self.conv_weight_grad == "xla" or op.groups != 1:
+            return False  # a grouped conv keeps XLA's (the taps' GEMMs are per group)
         return self.conv_weight_grad == "gemm" or self.platform == "cpu"
 
     @property

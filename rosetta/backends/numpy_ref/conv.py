@@ -27,6 +27,8 @@ __all__ = [
     "GlobalAvgPoolCache",
     "conv2d_forward",
     "conv2d_backward",
+    "grouped_conv2d_forward",
+    "grouped_conv2d_backward",
     "maxpool2d_forward",
     "maxpool2d_backward",
     "global_avgpool_forward",
@@ -226,6 +228,50 @@ def conv2d_backward(
     # crop the padding and go back to channels-first: (N, Hp, Wp, C) -> (N, C, H, W)
     dx = dxh[:, top : hp - bottom, left : wp - right].transpose(0, 3, 1, 2)
     return np.ascontiguousarray(dx), dw, db
+
+
+def grouped_conv2d_forward(
+    x: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray | None,
+    stride: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    groups: int,
+) -> tuple[np.ndarray, tuple[Conv2dCache, ...]]:
+    """``groups`` independent convolutions side by side (``groups`` = channels: depthwise).
+
+    The C input channels and the O outputs are split into ``groups`` runs of C/groups and
+    O/groups; output run g reads input run g alone, with kernel rows g*O/groups ... of ``w``
+    (O, C/groups, KH, KW). Each run is :func:`conv2d_forward`; the outputs are concatenated on
+    the channel axis, so ``y[:, o]`` belongs to group ``o // (O / groups)``.
+    """
+    c, o = x.shape[1], w.shape[0]
+    if c % groups or o % groups or w.shape[1] * groups != c:
+        raise ValueError(
+            f"grouped conv2d: {groups} groups do not fit kernel {w.shape}, input {x.shape}"
+        )
+    cg, og = c // groups, o // groups
+    ys, caches = [], []
+    for g in range(groups):
+        bg = None if b is None else b[g * og : (g + 1) * og]
+        xg = x[:, g * cg : (g + 1) * cg]  # (N, C/groups, H, W)
+        y, cache = conv2d_forward(xg, w[g * og : (g + 1) * og], bg, stride, padding)
+        ys.append(y)
+        caches.append(cache)
+    return np.concatenate(ys, axis=1), tuple(caches)  # (N, O, Ho, Wo)
+
+
+def grouped_conv2d_backward(
+    dy: np.ndarray, caches: tuple[Conv2dCache, ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Gradients of :func:`grouped_conv2d_forward`: each group's :func:`conv2d_backward` on its
+    own outputs' gradient, joined back on the axes they were split on."""
+    og = dy.shape[1] // len(caches)
+    parts = [conv2d_backward(dy[:, g * og : (g + 1) * og], c) for g, c in enumerate(caches)]
+    dx = np.concatenate([p[0] for p in parts], axis=1)  # (N, C, H, W)
+    dw = np.concatenate([p[1] for p in parts], axis=0)  # (O, C/groups, KH, KW)
+    db = None if parts[0][2] is None else np.concatenate([p[2] for p in parts])
+    return dx, dw, db
 
 
 # --------------------------------------------------------------------------- max pooling

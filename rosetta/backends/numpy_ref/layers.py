@@ -28,6 +28,8 @@ from rosetta.backends.numpy_ref.conv import (
     conv2d_forward,
     global_avgpool_backward,
     global_avgpool_forward,
+    grouped_conv2d_backward,
+    grouped_conv2d_forward,
     maxpool2d_backward,
     maxpool2d_forward,
 )
@@ -100,15 +102,25 @@ class Ctx:
 Layer = Callable[[np.ndarray, Ctx], "tuple[np.ndarray, Backward]"]
 
 
-def conv2d(name: str, stride: tuple[int, int], padding: tuple[int, ...], bias: bool) -> Layer:
-    """Convolution with the parameters ``<name>.kernel`` (OIHW) and ``<name>.bias``."""
+def conv2d(
+    name: str, stride: tuple[int, int], padding: tuple[int, ...], bias: bool, groups: int = 1
+) -> Layer:
+    """Convolution with the parameters ``<name>.kernel`` (OIHW) and ``<name>.bias``; ``groups``
+    > 1: grouped (depthwise where it equals the channels)."""
 
     def conv2d_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
         b = ctx.params[f"{name}.bias"] if bias else None
-        y, cache = conv2d_forward(x, ctx.params[f"{name}.kernel"], b, stride, padding)
+        w = ctx.params[f"{name}.kernel"]
+        if groups == 1:
+            y, cache = conv2d_forward(x, w, b, stride, padding)
+        else:
+            y, cache = grouped_conv2d_forward(x, w, b, stride, padding, groups)
 
         def back(dy: np.ndarray) -> np.ndarray:
-            dx, dw, db = conv2d_backward(dy, cache)
+            if groups == 1:
+                dx, dw, db = conv2d_backward(dy, cache)
+            else:
+                dx, dw, db = grouped_conv2d_backward(dy, cache)
             ctx.acc(f"{name}.kernel", dw)
             if bias:
                 ctx.acc(f"{name}.bias", db)

@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # graph.py imports onnx; build() imports what it needs
 def build(op: ops.Conv2D, site: Site, ctx: Build) -> Emit:
     inputs = [f"{op.name}.kernel", *([f"{op.name}.bias"] if op.bias else [])]
     attrs = dict(kernel_shape=list(op.kernel), strides=list(op.stride), pads=onnx_pads(op.padding))
+    if op.groups != 1:
+        attrs["group"] = op.groups
     return lambda b, x: b.one("Conv", [x, *inputs], **attrs)
 
 
@@ -23,7 +25,8 @@ def render(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
     bias = f", {op.name}.bias" if op.bias else ""
     line = (
         f"{{x}} = Conv({{x}}, {op.name}.kernel{bias}, kernel_shape={list(op.kernel)}, "
-        f"strides={list(op.stride)}, pads={onnx_pads(op.padding)})  # {fmt_shape(site.out_shape)}"
+        f"strides={list(op.stride)}, pads={onnx_pads(op.padding)}"
+        f"{f', group={op.groups}' if op.groups != 1 else ''})  # {fmt_shape(site.out_shape)}"
     )
     w = [Weight(f"{op.name}.kernel", f"{op.name}.kernel", note="OIHW, as stored")]
     if op.bias:

@@ -27,6 +27,7 @@ def build(op: ops.Conv2D, site: Site, ctx: Ctx):
         stride=op.stride,
         pad=pad or 0,
         nobias=not op.bias,
+        groups=op.groups,
     )
     ctx.own(op, conv)
     return conv if pad is not None else Padded(op.padding, 0.0, conv)
@@ -42,6 +43,8 @@ def render(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
         args.append(f"pad={pair(pad)}")
     if not op.bias:
         args.append("nobias=True")
+    if op.groups != 1:
+        args.append(f"groups={op.groups}")
     forward = [] if pad is not None else [explicit_pad(op.padding, "0")]
     forward.append(f"{{x}} = self.{n}({{x}})  # {fmt_shape(site.out_shape)}")
     weights = [Weight(f"{op.name}.kernel", f"model.{n}.W", note="OIHW, as stored")]

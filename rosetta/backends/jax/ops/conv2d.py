@@ -27,6 +27,14 @@ def conv2d(x, kernel, bias, stride, padding):
     y = lax.conv_general_dilated(x, kernel, stride, padding, dimension_numbers=NHWC)
     return y if bias is None else y + bias
 ''',
+    "grouped_conv2d": '''
+def grouped_conv2d(x, kernel, bias, stride, padding, groups):
+    """``conv2d`` in ``groups`` groups (depthwise where it equals the channels): the HWIO
+    ``kernel``'s I is the channels / groups each output reads."""
+    y = lax.conv_general_dilated(x, kernel, stride, padding, dimension_numbers=NHWC,
+                                 feature_group_count=groups)
+    return y if bias is None else y + bias
+''',
 }
 
 
@@ -46,6 +54,7 @@ def build(op: ops.Conv2D, site: Site, ctx: Ctx) -> Layer:
             window_strides=op.stride,
             padding=((top, bottom), (left, right)),
             dimension_numbers=dims,
+            feature_group_count=op.groups,
             precision=ctx.precision,
         )
 
@@ -103,9 +112,10 @@ def with_gemm_weight_grad(conv: Callable, op: ops.Conv2D, ctx: Ctx) -> Callable:
 
 def render(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
     bias = param(f"{op.name}.bias") if op.bias else "None"
+    call, groups = ("conv2d", "") if op.groups == 1 else ("grouped_conv2d", f", {op.groups}")
     line = (
-        f"{{x}} = conv2d({{x}}, {param(f'{op.name}.kernel')}, {bias}, {op.stride}, "
-        f"{pads(op.padding)})  # {nhwc_shape(site.out_shape)}"
+        f"{{x}} = {call}({{x}}, {param(f'{op.name}.kernel')}, {bias}, {op.stride}, "
+        f"{pads(op.padding)}{groups})  # {nhwc_shape(site.out_shape)}"
     )
     weights = [
         weight(
@@ -120,7 +130,7 @@ def render(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
     return Snippet(
         forward=(line,),
         weights=tuple(weights),
-        helpers=("conv2d", "oihw_to_hwio", "hwio_to_oihw"),
+        helpers=(call, "oihw_to_hwio", "hwio_to_oihw"),
         notes=(f"{op.name}.kernel: OIHW -> HWIO (channels-last)",),
     )
 

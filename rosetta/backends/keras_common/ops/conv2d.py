@@ -1,7 +1,8 @@
 """conv2d in Keras: ``layers.Conv2D``, ``padding="same"`` where Keras' "same" pads exactly the
 spec's numbers, else an explicit ``ZeroPadding2D`` before a "valid" conv
-(``lowering.keras_padding``). The canonical OIHW kernel is Keras' HWIO (in both data formats);
-the bias is as stored.
+(``lowering.keras_padding``); ``groups`` as Keras' own (its kernel's I is then the channels of
+one group). The canonical OIHW kernel is Keras' HWIO (in both data formats); the bias is as
+stored.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def build(op: ops.Conv2D, site: Site, ctx: Ctx) -> Layer:
         padding=padding,
         data_format=ctx.data_format,
         use_bias=op.bias,
+        groups=op.groups,
         dtype=ctx.dtype,
         name=ctx.layer_name(op.name),
     )
@@ -67,6 +69,8 @@ def render(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
         forward.append(f"{{x}} = layers.ZeroPadding2D((({t}, {b}), ({left}, {right})))({{x}})")
     if not op.bias:
         args.append("use_bias=False")
+    if op.groups != 1:
+        args.append(f"groups={op.groups}")
     args.append(f"name={q(n)}")
     forward.append(
         f"{{x}} = layers.Conv2D({', '.join(args)})({{x}})  # {nhwc_shape(site.out_shape)}"

@@ -13,9 +13,10 @@ from rosetta.spec import ops
 
 
 def build(op: ops.Conv2D, site: Site, ctx: None) -> Layer:
-    return layers.conv2d(op.name, op.stride, op.padding, op.bias)
+    return layers.conv2d(op.name, op.stride, op.padding, op.bias, op.groups)
 
 
 def render(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
-    call = f"conv2d({q(op.name)}, stride={op.stride}, padding={op.padding}, bias={op.bias})"
+    groups = f", groups={op.groups}" if op.groups != 1 else ""
+    call = f"conv2d({q(op.name)}, stride={op.stride}, padding={op.padding}, bias={op.bias}{groups})"
     return layer_line(call, site, owned(op, ("kernel", "bias") if op.bias else ("kernel",)))

@@ -29,6 +29,7 @@ def build(op: ops.Conv2D, site: Site, ctx: Build) -> nn.Layer:
         stride=op.stride,
         padding=padding_arg(op.padding),  # [top, bottom, left, right] where asymmetric
         bias_attr=None if op.bias else False,
+        groups=op.groups,
     )
     ctx.own(op, conv)
     return conv
@@ -43,6 +44,8 @@ def render(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
         args.append(f"padding={pad_text(op.padding)}")
     if not op.bias:
         args.append("bias_attr=False")
+    if op.groups != 1:
+        args.append(f"groups={op.groups}")
     weights = [Weight(f"{op.name}.kernel", f"model.{n}.weight", note="OIHW, as stored")]
     if op.bias:
         weights.append(Weight(f"{op.name}.bias", f"model.{n}.bias"))

@@ -36,6 +36,19 @@ def conv2d(x, n, kernel, bias, stride, padding, out_hw):
     y = y.reshape((n, out_hw[0], out_hw[1], o))
     return y if bias is None else y + bias
 ''',
+    "grouped_conv2d": '''
+def grouped_conv2d(x, n, kernel, bias, stride, padding, out_hw, groups):
+    """``conv2d`` in ``groups`` groups (depthwise where it equals the channels): one batched
+    matrix product, a group a batch, (G, N*Ho*Wo, KH*KW*C/G) @ (G, KH*KW*C/G, O/G)."""
+    kh, kw, cg, o = kernel.get_value().shape
+    m, kk, og = n * out_hw[0] * out_hw[1], kh * kw, o // groups
+    cols = taps(pad(x, n, padding, 0.0), (kh, kw), stride, out_hw)
+    cols = cols[0] if len(cols) == 1 else pt.concatenate(cols, axis=3)
+    cols = cols.reshape((m, kk, groups, cg)).dimshuffle(2, 0, 1, 3).reshape((groups, m, kk * cg))
+    w = kernel.reshape((kk * cg, groups, og)).dimshuffle(1, 0, 2)
+    y = pt.matmul(cols, w).dimshuffle(1, 0, 2).reshape((n, out_hw[0], out_hw[1], o))
+    return y if bias is None else y + bias
+''',
 }
 
 
@@ -44,9 +57,9 @@ def build(op: ops.Conv2D, site: Site, ctx: Ctx) -> Layer:
 
     from rosetta.backends.pytensor.lowering import batch_size, padded, tap_slices
 
-    c, (kh, kw), o = site.in_shape[0], op.kernel, op.out_channels
+    c, (kh, kw), o, g = site.in_shape[0] // op.groups, op.kernel, op.out_channels, op.groups
     _, ho, wo = site.out_shape
-    kernel = ctx.shared(f"{op.name}.kernel", (kh, kw, c, o))  # HWIO
+    kernel = ctx.shared(f"{op.name}.kernel", (kh, kw, c, o))  # HWIO (I: one group's channels)
     bias = ctx.shared(f"{op.name}.bias", (o,)) if op.bias else None
 
     def conv2d_layer(x: Any, run: Run) -> Any:
@@ -55,8 +68,16 @@ def build(op: ops.Conv2D, site: Site, ctx: Ctx) -> Layer:
         )
         patches = taps[0] if len(taps) == 1 else pt.concatenate(taps, axis=3)
         n = batch_size(x, run)
-        # (N, Ho, Wo, KH*KW*C) -> (N*Ho*Wo, KH*KW*C) @ (KH*KW*C, O) -> (N, Ho, Wo, O)
-        y = pt.dot(patches.reshape((n * ho * wo, kh * kw * c)), kernel.reshape((kh * kw * c, o)))
+        if g == 1:
+            # (N, Ho, Wo, KH*KW*C) -> (N*Ho*Wo, KH*KW*C) @ (KH*KW*C, O) -> (N, Ho, Wo, O)
+            y = pt.dot(
+                patches.reshape((n * ho * wo, kh * kw * c)), kernel.reshape((kh * kw * c, o))
+            )
+        else:  # a group a batch: (N, Ho, Wo, KH*KW*G*C/G) -> (G, N*Ho*Wo, KH*KW*C/G)
+            cols = patches.reshape((n * ho * wo, kh * kw, g, c)).dimshuffle(2, 0, 1, 3)
+            cols = cols.reshape((g, n * ho * wo, kh * kw * c))
+            w = kernel.reshape((kh * kw * c, g, o // g)).dimshuffle(1, 0, 2)  # (G, KH*KW*C/G, O/G)
+            y = pt.matmul(cols, w).dimshuffle(1, 0, 2)  # (G, M, O/G) -> (M, G, O/G)
         y = y.reshape((n, ho, wo, o))
         return y if bias is None else y + bias
 
@@ -65,9 +86,10 @@ def build(op: ops.Conv2D, site: Site, ctx: Ctx) -> Layer:
 
 def render(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
     kernel, bias = param(f"{op.name}.kernel"), param(f"{op.name}.bias") if op.bias else "None"
+    call, groups = ("conv2d", "") if op.groups == 1 else ("grouped_conv2d", f", {op.groups}")
     line = (
-        f"{{x}} = conv2d({{x}}, n, {kernel}, {bias}, {op.stride}, {op.padding}, "
-        f"{out_hw(site)})  # {fmt_shape(nhwc(site.out_shape))}"
+        f"{{x}} = {call}({{x}}, n, {kernel}, {bias}, {op.stride}, {op.padding}, "
+        f"{out_hw(site)}{groups})  # {fmt_shape(nhwc(site.out_shape))}"
     )
     weights = [
         weight(
@@ -82,7 +104,7 @@ def render(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
     return Snippet(
         forward=(line,),
         weights=tuple(weights),
-        helpers=("pad", "taps", "conv2d", "oihw_to_hwio", "hwio_to_oihw"),
+        helpers=("pad", "taps", call, "oihw_to_hwio", "hwio_to_oihw"),
         notes=(f"{op.name}.kernel: OIHW -> HWIO (channels-last)",),
     )
 

@@ -29,6 +29,7 @@ def build(op: ops.Conv2D, site: Site, ctx: Build) -> nn.Module:
         stride=op.stride,
         padding=sym if sym is not None else 0,
         bias=op.bias,
+        groups=op.groups,
     )
     ctx.own(op, conv)
     if sym is not None:
@@ -47,6 +48,8 @@ def render(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
         args.append(f"padding={pair(pad)}")
     if not op.bias:
         args.append("bias=False")
+    if op.groups != 1:
+        args.append(f"groups={op.groups}")
     forward = []
     if pad is None:
         t, b, left, right = op.padding
