@@ -170,6 +170,23 @@ class MeanPooled(nn.Module):
         return self.fc(a + b)
 
 
+class GruClassifier(nn.Module):
+    """Token ids -> ``nn.Embedding`` -> ``nn.GRU`` (batch-first) -> its final state -> 2 logits:
+    the built-in gru workload's shape, written the PyTorch way (``h[-1]``)."""
+
+    vocab = 40
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(self.vocab, 8)
+        self.rnn = nn.GRU(8, 6, batch_first=True)
+        self.fc = nn.Linear(6, 2)
+
+    def forward(self, ids):
+        _, h = self.rnn(self.emb(ids))  # h: (1, N, 6)
+        return self.fc(h[-1])
+
+
 #: name -> (model, per-sample input shape, export keeps BatchNorm nodes)
 CORPUS = {
     "mlp": (Mlp, (3, 4, 4), False),
@@ -177,6 +194,7 @@ CORPUS = {
     "resnet18ish": (ResNet18ish, (3, 16, 16), True),
     "inceptionish": (Inceptionish, (3, 8, 8), False),
     "mobilenetv2ish": (MobileNetV2ish, (3, 16, 16), False),
+    "gru": (GruClassifier, (12,), False),
     "activations": (Activations, (3, 8, 8), False),
     "meanpooled": (MeanPooled, (3, 6, 6), False),
 }
@@ -186,6 +204,8 @@ def export(model, shape, path: Path, keep_bn: bool = False, **kw) -> Path:
     """``model`` (eval mode) to ONNX with PyTorch's TorchScript exporter at opset 17."""
     torch.manual_seed(0)
     model.eval()
+    vocab = getattr(model, "vocab", None)  # a token model reads ids
+    example = torch.randint(0, vocab, (1, *shape)) if vocab else torch.rand(1, *shape)
     for m in model.modules():  # BatchNorm statistics away from 0 and 1: each term shows
         if isinstance(m, nn.BatchNorm2d):
             m.running_mean.uniform_(-0.2, 0.2)
@@ -195,7 +215,7 @@ def export(model, shape, path: Path, keep_bn: bool = False, **kw) -> Path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            model, (torch.rand(1, *shape),), str(path), dynamo=False, opset_version=17,
+            model, (example,), str(path), dynamo=False, opset_version=17,
             do_constant_folding=not keep_bn, **kw,
         )  # fmt: skip
     return path
@@ -221,10 +241,20 @@ def build_corpus(folder: Path) -> dict:
     return out
 
 
+def sample_input(workload, n: int, seed: int) -> np.ndarray:
+    """``n`` inputs of ``workload``: images or features in [0, 1), or token ids over its whole
+    vocabulary (padding included)."""
+    rng = np.random.default_rng(seed)
+    if workload.input.dtype == "int32":
+        vocab = int(workload.dataset.get("num_words"))
+        return rng.integers(0, vocab, (n, *workload.input.shape)).astype(np.int32)
+    return rng.random((n, *workload.input.shape), dtype=np.float32)
+
+
 @pytest.mark.parametrize("name", list(CORPUS))
 def test_the_reference_computes_what_pytorch_computes(corpus, name):
     model, workload = corpus[name]
-    x = np.random.default_rng(3).random((3, *workload.input.shape), dtype=np.float32)
+    x = sample_input(workload, 3, 3)
     with torch.no_grad():
         theirs = model(torch.from_numpy(x)).numpy().astype(np.float64)
     ref = backends.make("numpy_ref", workload, canonical_weights(workload, 0, "float64"),
@@ -288,7 +318,7 @@ def test_unsupported_nodes_exit_2_with_the_table_and_nothing_written(tmp_path, c
     assert list(models.iterdir()) == []
 
 
-@pytest.mark.parametrize("name", ["cnn", "resnet50"])
+@pytest.mark.parametrize("name", ["cnn", "resnet50", "gru"])
 def test_export_then_import_is_the_same_function(tmp_path, name):
     """A built-in workload through ``rosetta export`` and back: bit-equal weights in the same
     order (names made spec names: ``layer1.0.conv1`` -> ``layer1_0_conv1``), equal outputs."""
@@ -296,7 +326,8 @@ def test_export_then_import_is_the_same_function(tmp_path, name):
     from rosetta.importer.run import import_model
     from rosetta.spec import get_workload
 
-    w = get_workload(name).at_image_size(32)
+    w = get_workload(name)
+    w = w.at_image_size(32) if w.input.dtype == "float32" else w
     params = canonical_weights(w, 0)
     path = tmp_path / f"{name}.onnx"
     path.write_bytes(exporter.to_model(w, params, "float32", 17).SerializeToString())
@@ -309,7 +340,7 @@ def test_export_then_import_is_the_same_function(tmp_path, name):
     ]
     assert all(np.array_equal(params[a.name], theirs[b.name])
                for a, b in zip(w.param_specs, back.param_specs, strict=True))  # fmt: skip
-    x = np.random.default_rng(0).random((2, 3, 32, 32), dtype=np.float32)
+    x = sample_input(w, 2, 0)
     # both from the float32 values the file holds (the built-in's float64 draw is not them)
     outs = [
         backends.make("numpy_ref", v, {k: a.astype(np.float64) for k, a in p.items()},
@@ -379,16 +410,20 @@ def test_dynamic_dimensions_need_an_input_shape(tmp_path, capsys):
     assert (models / "dyn.yaml").is_file()
 
 
-def test_token_inputs_and_old_opsets_are_refused(tmp_path, capsys):
+def test_inputs_other_than_floats_and_token_ids_and_old_opsets_are_refused(tmp_path, capsys):
     from onnx import TensorProto, helper
 
-    x = helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 8])
-    y = helper.make_tensor_value_info("y", TensorProto.INT64, [1, 8])
-    graph = helper.make_graph([helper.make_node("Identity", ["ids"], ["y"])], "g", [x], [y])
     path = tmp_path / "ids.onnx"
-    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-                     .SerializeToString())  # fmt: skip
-    _refused(tmp_path, capsys, [str(path)], "only float inputs")
+    for kind, dims, words in (
+        (TensorProto.BOOL, [1, 8], "read are float inputs"),
+        (TensorProto.INT64, [1, 8, 2], "token ids of shape (N, T) only"),
+    ):
+        x = helper.make_tensor_value_info("ids", kind, dims)
+        y = helper.make_tensor_value_info("y", kind, dims)
+        graph = helper.make_graph([helper.make_node("Identity", ["ids"], ["y"])], "g", [x], [y])
+        path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+                         .SerializeToString())  # fmt: skip
+        _refused(tmp_path, capsys, [str(path)], words)
     f = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
     g = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
     old = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [f], [g])

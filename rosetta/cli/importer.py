@@ -36,7 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--models-dir", help="where to write (default: $ROSETTA_MODELS)")
     p.add_argument("--task", choices=("features", "train"), default="features",
                    help="features (forward only, the default) or train (softmax cross-entropy "
-                   "and SGD with momentum; a CIFAR-10-shaped classifier)")  # fmt: skip
+                   "and SGD with momentum; a CIFAR-10-shaped classifier). A token-id model "
+                   "always trains, on IMDB with Adam")  # fmt: skip
     p.add_argument("--input-shape", help="per-sample input shape for dynamic dims, e.g. 3,224,224")
     p.add_argument("--force", action="store_true", help="replace NAME.yaml/NAME.npz if present")
     p.set_defaults(func=run)

@@ -140,8 +140,17 @@ def reduce_mean(ctx: Ctx, node: Any) -> None:
 
 
 def squeeze(ctx: Ctx, node: Any) -> None:
-    """Dropping the unit axes ONNX keeps and the spec does not (after a pooling): absorbed."""
-    x = ctx.value(node.input[0])
+    """Dropping the unit axes ONNX keeps and the spec does not (after a pooling; a recurrent
+    layer's direction axis): absorbed."""
+    if ctx.fold(node, lambda a, *axes: np.squeeze(a, tuple(int(d) for d in axes[0]))
+                if axes else np.squeeze(a)):  # fmt: skip
+        return
+    x = ctx.value(node.input[0], ("", "state"))
+    if x.frame == "state":
+        if _axes(ctx, node, 3) != {0}:
+            raise Unsupported("Squeeze of a recurrent state's axes other than its direction")
+        ctx.alias(node.output[0], Value(x.layer, x.shape), "the one direction's state")
+        return
     rank = 1 + len(x.shape) + x.ones
     axes = _axes(ctx, node, rank)
     trailing = set(range(1 + len(x.shape), rank))
@@ -249,6 +258,8 @@ def sum_(ctx: Ctx, node: Any) -> None:
 
 
 def concat(ctx: Ctx, node: Any) -> None:
+    if ctx.fold(node, lambda *a: np.concatenate(a, axis=attrs(node)["axis"])):
+        return
     xs = [ctx.value(n) for n in node.input]
     rank = len(xs[0].shape) + xs[0].ones + 1
     axis = attrs(node)["axis"]
@@ -309,6 +320,108 @@ def mul(ctx: Ctx, node: Any) -> None:
     ctx.emit(ops.Mul(), node.output[0], xs)
 
 
+def shape(ctx: Ctx, node: Any) -> None:
+    """The ONNX shape of a value, as a constant (the batch: the file's, else 1), for the shape
+    arithmetic that sizes a zero state; folded."""
+    x = ctx.value(node.input[0], ("", "ids", "time", "state"))
+    if x.frame == "time":
+        dims = [x.shape[0], ctx.batch, *x.shape[1:]]
+    elif x.frame == "state":
+        dims = [1, ctx.batch, *x.shape]
+    else:
+        dims = [ctx.batch, *x.shape, *([1] * x.ones)]
+    a = attrs(node)
+    ctx.constants[node.output[0]] = np.array(dims, np.int64)[a.get("start", 0) : a.get("end")]
+    ctx.became.add("folded (constant arithmetic)")
+
+
+def unsqueeze(ctx: Ctx, node: Any) -> None:
+    if not ctx.fold(node, lambda a, axes=None: np.expand_dims(a, tuple(int(d) for d in axes))):
+        raise Unsupported("Unsqueeze of data (only of constants: shape arithmetic)")
+
+
+def expand(ctx: Ctx, node: Any) -> None:
+    def broadcast(a: np.ndarray, shape_: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(a, np.broadcast_shapes(a.shape, tuple(int(d) for d in shape_)))
+
+    if not ctx.fold(node, broadcast):
+        raise Unsupported("Expand of data (only of constants: a zero state's shape)")
+
+
+def gather(ctx: Ctx, node: Any) -> None:
+    """An embedding (the rows of a constant table at the token ids), a recurrent state's one
+    direction (index 0 or -1 of its first axis), or constant arithmetic (folded)."""
+    axis = attrs(node).get("axis", 0)
+    if ctx.fold(node, lambda a, i: np.take(a, i, axis=axis)):
+        return
+    data, indices = node.input[0], node.input[1]
+    if data in ctx.constants:
+        ids = ctx.value(indices, ("ids",))
+        table = ctx.const(data)
+        if table.ndim != 2 or axis != 0:
+            raise Unsupported("Gather of token ids from a table that is not (vocab, dim) rows")
+        name = layer_name(ctx, node, data, "embedding")
+        op = ops.Embedding(name=name, vocab=int(table.shape[0]), dim=int(table.shape[1]),
+                           init={"table": _FILE})  # fmt: skip
+        ctx.emit(op, node.output[0], [ids], {"table": table})
+        return
+    x = ctx.value(data, ("state",))
+    index = ctx.const(indices)
+    if axis != 0 or index.shape != () or int(index) not in (0, -1):
+        raise Unsupported("Gather from a recurrent state other than its one direction")
+    ctx.alias(node.output[0], Value(x.layer, x.shape), "the one direction's state")
+
+
+def transpose(ctx: Ctx, node: Any) -> None:
+    """A sequence's batch and time axes swapped (``perm [1, 0, 2]``: what an RNN reads): the
+    spec's sequences are (T, E) per sample whichever way a backend runs them; absorbed."""
+    x = ctx.value(node.input[0], ("", "time"))
+    if list(attrs(node).get("perm", [])) != [1, 0, 2] or len(x.shape) != 2 or x.ones:
+        raise Unsupported("Transpose other than a sequence's batch/time swap (perm [1, 0, 2])")
+    frame = "time" if x.frame == "" else ""
+    ctx.alias(node.output[0], Value(x.layer, x.shape, frame=frame), "a sequence's (T, N) swap")
+
+
+def gru(ctx: Ctx, node: Any) -> None:
+    """ONNX's ``GRU`` (one direction, ``linear_before_reset=1``, zero initial state): the spec's
+    gru, whose z | r | h gate blocks are ONNX's; its final state ``Y_h`` is what the spec's
+    ``output: last`` returns (the full sequence ``Y`` must be unread)."""
+    a = attrs(node)
+    x = ctx.value(node.input[0], ("time",))
+    direction = a.get("direction", b"forward")
+    if direction not in (b"forward", "forward"):
+        raise Unsupported(f"GRU direction {direction!r} (the spec's runs forward only)")
+    if a.get("linear_before_reset", 0) != 1:
+        raise Unsupported(
+            "GRU with linear_before_reset=0 (the spec's applies the reset gate after the "
+            "recurrent matmul: PyTorch's, cuDNN's, Keras' reset_after)"
+        )
+    for key in ("activations", "clip", "activation_alpha", "activation_beta"):
+        if key in a:
+            raise Unsupported(f"GRU with {key} (the spec's is sigmoid/tanh, unclipped)")
+    if a.get("layout", 0) != 0:
+        raise Unsupported("GRU with layout=1 (export time-major, as PyTorch does)")
+    extra = list(node.input[4:]) + [""] * 2
+    if extra[0]:
+        raise Unsupported("GRU with sequence_lens (the spec runs every step)")
+    if extra[1] and np.any(ctx.const(extra[1])):
+        raise Unsupported("GRU with a nonzero initial state (the spec's starts at zeros)")
+    if node.output[0] and ctx.consumers[node.output[0]]:
+        raise Unsupported("GRU's full output sequence Y read (the spec's gru returns the last)")
+    w, r = ctx.const(node.input[1]), ctx.const(node.input[2])  # (1, 3H, E), (1, 3H, H)
+    h = int(a["hidden_size"])
+    has_b = len(node.input) > 3 and node.input[3]
+    b = ctx.const(node.input[3]) if has_b else np.zeros((1, 6 * h), w.dtype)
+    name = layer_name(ctx, node, node.input[1], "gru")  # ours: gru.W; torch.onnx: the node
+    inits = ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")
+    op = ops.GRU(name=name, units=h, gate_order=("z", "r", "h"), reset_after=True,
+                 initial_state="zeros", output="last", init={k: _FILE for k in inits})  # fmt: skip
+    params = {"kernel": w[0].T, "recurrent_kernel": r[0].T,  # (E, 3H), (H, 3H)
+              "bias_input": b[0, : 3 * h], "bias_recurrent": b[0, 3 * h :]}  # fmt: skip
+    value = ctx.emit(op, node.output[1], [Value(x.layer, x.shape)], params)
+    ctx.values[node.output[1]] = Value(value.layer, value.shape, frame="state")
+
+
 def identity(ctx: Ctx, node: Any) -> None:
     ctx.alias(node.output[0], ctx.value(node.input[0]), "the identity")
 
@@ -354,4 +467,10 @@ RULES: dict[str, Callable[[Ctx, Any], None]] = {
     "Identity": identity,
     "Dropout": dropout,
     "Constant": constant,
+    "Shape": shape,
+    "Unsqueeze": unsqueeze,
+    "Expand": expand,
+    "Gather": gather,
+    "Transpose": transpose,
+    "GRU": gru,
 }

@@ -6,7 +6,7 @@ truncated file, another format); external data whose location leaves the file's 
 an absolute path, a symlink); an initializer over :data:`~rosetta.importer.MAX_TENSOR_VALUES`
 values or all of them over :data:`~rosetta.importer.MAX_TOTAL_VALUES`; an ai.onnx opset below
 :data:`~rosetta.importer.MIN_OPSET` or an op domain other than ai.onnx; not exactly one graph
-input; an input other than float (token ids are not read yet); a dynamic dimension other than
+input; an input other than float or (N, T) integer token ids; a dynamic dimension other than
 the batch with no ``--input-shape``.
 """
 
@@ -40,6 +40,8 @@ class Source:
     output_name: str
     constants: dict[str, np.ndarray]  # initializer name -> values
     batch: int | None = None  # the file's fixed batch size (None: dynamic)
+    input_dtype: str = "float32"  # "float32" (images, features) | "int32" (token ids)
+    input_onnx_dtype: str = "float32"  # what the file's input takes (int64 ids, say)
 
 
 def _fail(path: Path, what: str) -> RosettaError:
@@ -74,7 +76,7 @@ def read(path: str | Path, input_shape: tuple[int, ...] | None = None) -> Source
     opset = _opset(path, model)
     _load_external(path, model)
     constants = _constants(path, model)
-    name, shape, batch = _input(path, model, constants, input_shape)
+    name, shape, batch, onnx_dtype = _input(path, model, constants, input_shape)
     if len(model.graph.output) != 1:
         raise _fail(path, f"has {len(model.graph.output)} outputs; the spec has one")
     return Source(
@@ -89,6 +91,8 @@ def read(path: str | Path, input_shape: tuple[int, ...] | None = None) -> Source
         model.graph.output[0].name,
         constants,
         batch,
+        "float32" if onnx_dtype.startswith("float") else "int32",
+        onnx_dtype,
     )
 
 
@@ -186,7 +190,7 @@ def _constants(path: Path, model: Any) -> dict[str, np.ndarray]:
 
 def _input(
     path: Path, model: Any, constants: dict, given: tuple[int, ...] | None
-) -> tuple[str, tuple[int, ...], int | None]:
+) -> tuple[str, tuple[int, ...], int | None, str]:
     from onnx import TensorProto
 
     inputs = [i for i in model.graph.input if i.name not in constants]
@@ -194,13 +198,23 @@ def _input(
         raise _fail(path, f"has {len(inputs)} graph inputs besides its weights; the spec has one")
     value = inputs[0]
     kind = value.type.tensor_type
-    if kind.elem_type not in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16):
+    floats = {TensorProto.FLOAT: "float32", TensorProto.DOUBLE: "float64",
+              TensorProto.FLOAT16: "float16"}  # fmt: skip
+    ids = {TensorProto.INT64: "int64", TensorProto.INT32: "int32"}
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in kind.shape.dim]
+    if kind.elem_type in ids and len(dims) != 2:
         raise _fail(
             path,
-            f"input {value.name[:60]!r} is of ONNX element type {kind.elem_type}; only float "
-            "inputs (images, features) are read (token-id models are not yet)",
+            f"input {value.name[:60]!r} is integer of rank {len(dims)}; integers are read as "
+            "token ids of shape (N, T) only",
         )
-    dims = [d.dim_value if d.HasField("dim_value") else None for d in kind.shape.dim]
+    if kind.elem_type not in floats and kind.elem_type not in ids:
+        raise _fail(
+            path,
+            f"input {value.name[:60]!r} is of ONNX element type {kind.elem_type}; read are float "
+            "inputs (images, features) and int64/int32 token ids (N, T)",
+        )
+    dtype = floats.get(kind.elem_type) or ids[kind.elem_type]
     if len(dims) < 2:
         raise _fail(path, f"input {value.name[:60]!r} has rank {len(dims)}; expected (N, ...)")
     sample, batch = dims[1:], dims[0]
@@ -213,11 +227,11 @@ def _input(
                 f"--input-shape {list(given)} does not fit the input's per-sample "
                 f"dimensions {['?' if d is None else d for d in sample]}",
             )
-        return value.name, tuple(given), batch
+        return value.name, tuple(given), batch, dtype
     if any(d is None for d in sample):
         raise _fail(
             path,
             f"input {value.name[:60]!r} has dynamic dimensions "
             f"{['?' if d is None else d for d in sample]}; give them: --input-shape C,H,W",
         )
-    return value.name, tuple(int(d) for d in sample), batch
+    return value.name, tuple(int(d) for d in sample), batch, dtype

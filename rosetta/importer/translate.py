@@ -39,6 +39,18 @@ class Value:
     layer: int
     shape: tuple[int, ...]
     ones: int = 0
+    #: how ONNX holds it: "" (N, ...), the spec's own; "ids": the model's token ids (N, T);
+    #: "time": a sequence time-major (T, N, E); "state": a recurrent layer's final state
+    #: (directions = 1, N, H). Only the rules that know a frame read it (:meth:`Ctx.value`).
+    frame: str = ""
+
+
+#: a frame in words, for the refusal of a rule that does not read it
+FRAMES = {
+    "ids": "the token ids",
+    "time": "a time-major (T, N, E) sequence",
+    "state": "a recurrent layer's (1, N, H) state",
+}
 
 
 @dataclass
@@ -63,12 +75,27 @@ class Ctx:
     names: set[str] = field(default_factory=set)
     consumers: Counter = field(default_factory=Counter)  # tensor name -> nodes reading it
     became: set[str] = field(default_factory=set)  # what the current node became
+    batch: int = 1  # the file's batch size (1 where dynamic): what a folded Shape reads
 
-    def value(self, name: str) -> Value:
-        """The tensor ``name`` as a value of the graph (a constant here is unsupported)."""
+    def value(self, name: str, frames: tuple[str, ...] = ("",)) -> Value:
+        """The tensor ``name`` as a value of the graph held in one of ``frames`` (a constant
+        here is unsupported, and so is a frame the rule does not read)."""
         if name not in self.values:
             raise Unsupported(f"reads {name[:40]!r} as data, which is a constant or unknown")
-        return self.values[name]
+        v = self.values[name]
+        if v.frame not in frames:
+            raise Unsupported(f"reads {FRAMES[v.frame]}, which it does not take")
+        return v
+
+    def fold(self, node: Any, compute: Any) -> bool:
+        """Shape arithmetic on constants (a recurrent layer's zero state sized from the batch):
+        ``node``'s output computed here from its constant inputs, if all of them are."""
+        names = [n for n in node.input if n]
+        if not names or any(n not in self.constants for n in names):
+            return False
+        self.constants[node.output[0]] = np.asarray(compute(*(self.constants[n] for n in names)))
+        self.became.add("folded (constant arithmetic)")
+        return True
 
     def const(self, name: str) -> np.ndarray:
         """The constant ``name`` (an initializer or a Constant node's output)."""
@@ -174,6 +201,7 @@ class Translation:
     weights: dict[str, np.ndarray]
     coverage: dict[str, Row]
     output_ones: int  # trailing unit axes the file's output keeps and the spec's does not
+    outputs: int = 0  # the output's values per sample
 
     @property
     def unsupported(self) -> dict[str, Row]:
@@ -184,8 +212,9 @@ class Translation:
 def translate(source: Any, rules: dict) -> Translation:
     """Every node of ``source`` (a :class:`rosetta.importer.source.Source`) through its rule in
     ``rules`` (ONNX op type -> rule: ``rosetta.importer.rules.RULES``)."""
-    ctx = Ctx(dict(source.constants))
-    ctx.values[source.input_name] = Value(-1, source.input_shape)
+    ctx = Ctx(dict(source.constants), batch=source.batch or 1)
+    frame = "ids" if getattr(source, "input_dtype", "float32") == "int32" else ""
+    ctx.values[source.input_name] = Value(-1, source.input_shape, frame=frame)
     graph = source.model.graph
     for node in graph.node:
         for name in node.input:
@@ -214,8 +243,12 @@ def translate(source: Any, rules: dict) -> Translation:
         if not failed:
             coverage.setdefault("<output>", Row(1, set(), "the output is not made by any layer"))
         return Translation([], {}, coverage, 0)
+    made = ctx.values[out]
+    if made.frame:  # an output still time-major, or a state with its direction axis
+        coverage.setdefault("<output>", Row(1, set(), f"the output is {FRAMES[made.frame]}"))
+        return Translation([], {}, coverage, 0)
     return Translation(
-        wire(ctx, ctx.values[out].layer), ctx.weights, coverage, ctx.values[out].ones
+        wire(ctx, made.layer), ctx.weights, coverage, made.ones, int(np.prod(made.shape))
     )
 
 

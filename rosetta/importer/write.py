@@ -65,13 +65,17 @@ def workload_spec(source: Any, translation: Any, name: str, task: str) -> dict:
         f"imported by rosetta import from {source.path.name[:80]} "
         f"({source.producer[:40]} {source.producer_version[:20]}, opset {source.opset})"
     )
+    tokens = source.input_dtype == "int32"
+    task = "train" if tokens else task  # a token model trains (token_dataset)
     spec: dict = {
         "name": name,
         "title": f"{name} (imported from ONNX): {'training' if task == 'train' else 'inference'}",
         "description": "".join(c if c.isprintable() else "?" for c in description),
         "task": task,
     }
-    if task == "train":
+    if tokens:
+        spec["dataset"] = token_dataset(translation, shape, task)
+    elif task == "train":
         if shape != [3, 32, 32]:
             raise RosettaError(
                 f"--task train needs a CIFAR-10-shaped classifier (input 3x32x32, 10 logits); "
@@ -80,9 +84,19 @@ def workload_spec(source: Any, translation: Any, name: str, task: str) -> dict:
         spec["dataset"] = {"name": "cifar10", "classes": 10}
     else:
         spec["dataset"] = {"name": "random_images", "seed": 0, "count": 256}
-    spec["input"] = {"shape": shape, "dtype": "float32"}
+    spec["input"] = {"shape": shape, "dtype": source.input_dtype}
     spec["layers"] = translation.layers
-    if task == "train":
+    if tokens:  # the built-in GRU's loss, optimiser (Adam, as Keras' IMDB example) and profiles
+        spec["loss"] = {"op": "softmax_cross_entropy", "reduction": "mean"}
+        spec["optimizer"] = {"op": "adam", "lr": 1.0e-3, "beta1": 0.9, "beta2": 0.999,
+                             "eps": 1.0e-8}  # fmt: skip
+        spec["profiles"] = {
+            "ci": {"batch_size": 32, "epochs": 1, "train_samples": 128, "test_samples": 64},
+            "smoke": {"batch_size": 64, "epochs": 1, "train_samples": 3072, "test_samples": 768},
+            "full": {"batch_size": 64, "epochs": 3, "train_samples": 25000, "test_samples": 25000},
+        }
+        spec["tolerances"] = TRAIN_TOLERANCES
+    elif task == "train":
         spec["loss"] = {"op": "softmax_cross_entropy", "reduction": "mean"}
         spec["optimizer"] = {"op": "sgd", "lr": 0.01, "momentum": 0.9, "nesterov": False}
         spec["profiles"] = {
@@ -99,6 +113,26 @@ def workload_spec(source: Any, translation: Any, name: str, task: str) -> dict:
         }
         spec["tolerances"] = TOLERANCES
     return spec
+
+
+def token_dataset(translation: Any, shape: list[int], task: str) -> dict:
+    """The data of a token-id model: IMDB (its synthetic stand-in by default), ids below the
+    model's vocabulary, the model's sequence length, pre-padded as the built-in GRU's. A token
+    model trains (``--task train`` is implied): the feature runs read generated images."""
+    first = translation.layers[0] if translation.layers else {}
+    if first.get("op") != "embedding":
+        raise RosettaError("a token-id model must begin with an embedding (Gather of a table)")
+    if translation.outputs != 2:
+        raise RosettaError(
+            f"a token-id model is trained on IMDB's 2 classes; this one has "
+            f"{translation.outputs} outputs"
+        )
+    if first["vocab"] < 4:
+        raise RosettaError(f"an embedding of {first['vocab']} rows is too small for IMDB's ids")
+    return {
+        "name": "imdb", "classes": 2, "num_words": first["vocab"], "maxlen": shape[0],
+        "start_id": 1, "oov_id": 2, "index_from": 3, "padding": "pre",
+    }  # fmt: skip
 
 
 def weights_bytes(weights: dict[str, np.ndarray]) -> bytes:
@@ -153,7 +187,12 @@ def check_against_source(source: Any, workload: Any) -> Check:
     from rosetta.spec import canonical_weights
 
     n = source.batch or 2
-    x = np.random.default_rng(0).random((n, *source.input_shape), dtype=np.float32)
+    rng = np.random.default_rng(0)
+    if source.input_dtype == "int32":  # token ids over the whole vocabulary
+        vocab = workload.dataset.get("num_words")
+        x = rng.integers(0, vocab, (n, *source.input_shape)).astype(source.input_onnx_dtype)
+    else:
+        x = rng.random((n, *source.input_shape), dtype=np.float32)
     try:
         session = ort.InferenceSession(
             source.model.SerializeToString(), providers=["CPUExecutionProvider"]
@@ -167,7 +206,7 @@ def check_against_source(source: Any, workload: Any) -> Check:
     ours = np.asarray(
         make(
             "numpy_ref", workload, canonical_weights(workload, 0, "float64"), dtype="float64"
-        ).predict_numpy(x),
+        ).predict_numpy(x.astype(workload.input.dtype)),
         dtype=np.float64,
     )
     theirs = session.run([source.output_name], {source.input_name: x})[0].astype(np.float64)

@@ -1,6 +1,7 @@
 """Every backend runs every imported model of the ``rosetta import`` corpus
 (``tests/test_import.py``: models written with ``torch.nn`` and exported by ``torch.onnx``),
-gated against the float64 reference: forward, at the imported workload's float32 tolerances.
+gated against the float64 reference at the imported workload's float32 tolerances: forward, and
+for a training workload (the GRU classifier) its loss, gradients and optimiser steps too.
 Slow tier; a Keras engine's checks run in its own process (``engine_process.py``)."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from tests.conformance.engine_process import keras_engine
 pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
-from tests.test_import import CORPUS, build_corpus  # noqa: E402  (after the skips)
+from tests.test_import import CORPUS, build_corpus, sample_input  # noqa: E402  (after the skips)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,11 @@ def test_every_backend_runs_the_imported_model(corpus, backend, model):
     _, workload = corpus[model]
     params = canonical_weights(workload, 0)
     built = backends.make(backend, workload, params, dtype="float32")
-    x = np.random.default_rng(0).random((2, *workload.input.shape), dtype=np.float32)
-    result = run_gate(built, workload, params, x, None, "float32")
+    x = sample_input(workload, 2, 0)
+    # a training workload (a token model trains) is gated on its loss, gradients and steps too
+    # (an engine, forward-only, gates the forward pass)
+    train = workload.task == "train" and not backends.training_unsupported(backend)
+    y = np.array([0, 1]) if train else None
+    result = run_gate(built, workload, params, x, y, "float32")
     detail = "; ".join(f"{c.what} {c.violation:.3g}x" for c in result.checks)
     assert result.equivalent, f"{backend} {model}: {result.divergence} [{detail}]"
