@@ -324,6 +324,21 @@ def gru_case(rng, dtype, n=2, t=4, e=3, h=5) -> Case:
     return Case(rnn.gru_forward, backward, inputs, tuple(inputs))
 
 
+def lstm_case(rng, dtype, n=2, t=4, e=3, h=5) -> Case:
+    inputs = {
+        "x": rng.standard_normal((n, t, e)).astype(dtype),
+        "kernel": (0.5 * rng.standard_normal((e, 4 * h))).astype(dtype),
+        "recurrent_kernel": (0.5 * rng.standard_normal((h, 4 * h))).astype(dtype),
+        "bias": (0.5 * rng.standard_normal(4 * h)).astype(dtype),
+    }
+
+    def backward(dy, cache):
+        names = ("x", "kernel", "recurrent_kernel", "bias")
+        return dict(zip(names, rnn.lstm_backward(dy, cache), strict=True))
+
+    return Case(rnn.lstm_forward, backward, inputs, tuple(inputs))
+
+
 CASES: dict[str, Callable[[np.random.Generator, Any], Case]] = {
     "conv2d_s2_asym_pad_bias": lambda rng, dt: conv_case(
         rng, dt, (2, 3, 7, 6), (4, 3, 3, 2), (2, 2), (1, 0, 2, 1), True
@@ -377,6 +392,7 @@ CASES: dict[str, Callable[[np.random.Generator, Any], Case]] = {
     "embedding": embedding_case,
     "softmax_ce": softmax_ce_case,
     "gru": gru_case,
+    "lstm": lstm_case,
 }
 
 

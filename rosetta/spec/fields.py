@@ -52,6 +52,11 @@ KINDS: dict[str, Kind] = {
     "zrh": Kind(
         "[z, r, h] (canonical gate order; backends reorder)", lambda v: v == ["z", "r", "h"], tuple
     ),
+    "ifgo": Kind(
+        "[i, f, g, o] (canonical gate order: PyTorch's and Keras'; backends reorder)",
+        lambda v: v == ["i", "f", "g", "o"],
+        tuple,
+    ),
     "true": Kind(
         "true (reset gate after the recurrent matmul, cuDNN convention)", lambda v: v is True
     ),

@@ -570,6 +570,59 @@ class GRU:
         return t * (matmuls + elementwise)
 
 
+@register(
+    "lstm",
+    probes=(
+        Probe("i|f|g|o, one bias, last state", {"name": "lstm", "units": 5,
+              "gate_order": ["i", "f", "g", "o"], "initial_state": "zeros", "output": "last",
+              "init": {"kernel": "glorot_uniform", "recurrent_kernel": "orthogonal",
+                       "bias": _BIAS}}, "sequence", "vector"),
+    ),
+)  # fmt: skip
+@dataclass(frozen=True)
+class LSTM:
+    """LSTM over (T, E), zero initial state and cell, returning the last step's state (H,).
+
+    Gate blocks ``i | f | g | o`` (PyTorch's and Keras' order; ONNX's is ``i, o, f, c``) in
+    ``kernel`` (E, 4H) and ``recurrent_kernel`` (H, 4H), and **one** bias (4H,), Keras' form:
+    PyTorch, ONNX, cuDNN and Paddle keep two biases that only ever act as their sum, and two
+    trained biases take two optimiser updates where one takes one, so the spec names one (a
+    two-bias backend holds its second at zero, untrained; an import sums them). One step::
+
+        i, f, g, o = split(x W + h U + b)
+        c' = sigmoid(f) * c + sigmoid(i) * tanh(g);  h' = sigmoid(o) * tanh(c')
+    """
+
+    name: str = spec_field("str")
+    units: int = spec_field("posint")
+    gate_order: tuple[str, str, str, str] = spec_field("ifgo")
+    initial_state: str = spec_field("zeros")
+    output: str = spec_field("last")
+    init: dict[str, Init] = init_field("kernel", "recurrent_kernel", "bias")
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        _need_rank("lstm", in_shape, 2, "sequence (T, E)")
+        return (self.units,)
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        _, e = in_shape
+        h = self.units
+        return [
+            ParamSpec(f"{self.name}.kernel", (e, 4 * h), "E,4H", self.init["kernel"],
+                      fan_in=e, fan_out=4 * h),
+            ParamSpec(f"{self.name}.recurrent_kernel", (h, 4 * h), "H,4H",
+                      self.init["recurrent_kernel"], fan_in=h, fan_out=4 * h),
+            ParamSpec(f"{self.name}.bias", (4 * h,), "4H", self.init["bias"]),
+        ]  # fmt: skip
+
+    def flops(self, in_shape: Shape) -> int:
+        t, e = in_shape
+        h = self.units
+        matmuls = 2 * (e + h) * 4 * h + 4 * h  # x@W + h@U + the bias
+        # four activations (4H); c': two products and an add (3H); h': tanh and a product (2H)
+        return t * (matmuls + 4 * h + 3 * h + 2 * h)
+
+
 @register("residual")
 @dataclass(frozen=True)
 class Residual:

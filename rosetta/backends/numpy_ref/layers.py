@@ -62,7 +62,7 @@ from rosetta.backends.numpy_ref.nn import (
     tanh_backward,
     tanh_forward,
 )
-from rosetta.backends.numpy_ref.rnn import gru_backward, gru_forward
+from rosetta.backends.numpy_ref.rnn import gru_backward, gru_forward, lstm_backward, lstm_forward
 from rosetta.backends.numpy_ref.seq import (
     attention_backward,
     attention_forward,
@@ -305,6 +305,27 @@ def gru(name: str) -> Layer:
         return y, back
 
     return gru_layer
+
+
+LSTM_ROLES = ("kernel", "recurrent_kernel", "bias")
+
+
+def lstm(name: str) -> Layer:
+    """The spec's LSTM (i | f | g | o, one bias), zero state and cell, output the last step."""
+
+    def lstm_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        weights = (ctx.params[f"{name}.{role}"] for role in LSTM_ROLES)
+        y, cache = lstm_forward(x, *weights)  # (N, T, E) -> (N, H), last step
+
+        def back(dy: np.ndarray) -> np.ndarray:
+            dx, *grads = lstm_backward(dy, cache)
+            for role, g in zip(LSTM_ROLES, grads, strict=True):
+                ctx.acc(f"{name}.{role}", g)
+            return dx
+
+        return y, back
+
+    return lstm_layer
 
 
 def layer_norm(name: str, eps: float) -> Layer:

@@ -37,7 +37,7 @@ import numpy as np
 
 from rosetta.backends.numpy_ref.nn import logistic
 
-__all__ = ["GRUCache", "gru_forward", "gru_backward"]
+__all__ = ["GRUCache", "gru_forward", "gru_backward", "LSTMCache", "lstm_forward", "lstm_backward"]
 
 
 @dataclass(frozen=True)
@@ -136,3 +136,85 @@ def gru_backward(
     dbi = dxproj_flat.sum(axis=0)  # (3H,)
     dx = dxproj @ cache.kernel.T  # (N, T, 3H) @ (3H, E) -> (N, T, E)
     return dx, dkernel, drk, dbi, dbr
+
+
+# --------------------------------------------------------------------------- LSTM
+
+
+@dataclass(frozen=True)
+class LSTMCache:
+    x: np.ndarray  # (N, T, E)
+    kernel: np.ndarray  # (E, 4H)
+    recurrent_kernel: np.ndarray  # (H, 4H)
+    hs: np.ndarray  # (T + 1, N, H): hs[0] = 0, hs[t + 1] = state after step t
+    cs: np.ndarray  # (T + 1, N, H): the cells, cs[0] = 0
+    gates: np.ndarray  # (T, N, 4H): sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)
+
+
+def lstm_forward(
+    x: np.ndarray, kernel: np.ndarray, recurrent_kernel: np.ndarray, bias: np.ndarray
+) -> tuple[np.ndarray, LSTMCache]:
+    """Run the LSTM over batch-major ``x`` (N, T, E) from zero state and cell; return ``h_T``
+    (N, H). ``kernel`` (E, 4H), ``recurrent_kernel`` (H, 4H), ``bias`` (4H,), gate blocks
+    ``[i | f | g | o]``::
+
+        a = x_t @ kernel + h @ recurrent_kernel + bias;  i, f, g, o = split(a)
+        c' = sigmoid(f) * c + sigmoid(i) * tanh(g);  h' = sigmoid(o) * tanh(c')
+    """
+    n_batch, t_steps, e = x.shape
+    hsz = recurrent_kernel.shape[0]
+    if kernel.shape != (e, 4 * hsz) or recurrent_kernel.shape != (hsz, 4 * hsz):
+        raise ValueError(
+            f"lstm: kernel {kernel.shape} / recurrent_kernel {recurrent_kernel.shape} do not "
+            f"match input {x.shape} (expected ({e}, 4H) and (H, 4H))"
+        )
+    if bias.shape != (4 * hsz,):
+        raise ValueError(f"lstm: bias must be ({4 * hsz},)")
+    xproj = x @ kernel + bias  # (N, T, E) @ (E, 4H) -> (N, T, 4H)
+    hs = np.zeros((t_steps + 1, n_batch, hsz), dtype=x.dtype)
+    cs = np.zeros_like(hs)
+    gates = np.empty((t_steps, n_batch, 4 * hsz), dtype=x.dtype)
+    for t in range(t_steps):
+        a = xproj[:, t] + hs[t] @ recurrent_kernel  # (N, 4H)
+        i, f = logistic(a[:, :hsz]), logistic(a[:, hsz : 2 * hsz])
+        g, o = np.tanh(a[:, 2 * hsz : 3 * hsz]), logistic(a[:, 3 * hsz :])
+        cs[t + 1] = f * cs[t] + i * g
+        hs[t + 1] = o * np.tanh(cs[t + 1])
+        gates[t] = np.concatenate([i, f, g, o], axis=1)
+    cache = LSTMCache(x=x, kernel=kernel, recurrent_kernel=recurrent_kernel, hs=hs, cs=cs,
+                      gates=gates)  # fmt: skip
+    return hs[t_steps].copy(), cache
+
+
+def lstm_backward(
+    dh_last: np.ndarray, cache: LSTMCache
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Backprop through time from ``dh_last`` (N, H). Returns ``(dx, dkernel,
+    drecurrent_kernel, dbias)`` with shapes (N, T, E), (E, 4H), (H, 4H), (4H,)."""
+    x, rk = cache.x, cache.recurrent_kernel
+    n_batch, t_steps, e = x.shape
+    hsz = rk.shape[0]
+    da_all = np.empty((n_batch, t_steps, 4 * hsz), dtype=x.dtype)  # wrt the pre-activations
+    drk = np.zeros_like(rk)
+    dh = dh_last.astype(x.dtype, copy=True)  # (N, H), wrt h_{t+1}
+    dc = np.zeros_like(dh)  # wrt c_{t+1}, from the step after
+    for t in reversed(range(t_steps)):
+        gt = cache.gates[t]
+        i, f, g, o = (gt[:, k * hsz : (k + 1) * hsz] for k in range(4))
+        tc = np.tanh(cache.cs[t + 1])
+        # h' = o * tanh(c'): to o and (through tanh) to c'
+        do = dh * tc
+        dc = dc + dh * o * (1 - tc * tc)
+        # c' = f * c + i * g
+        di, df, dg = dc * g, dc * cache.cs[t], dc * i
+        da = np.concatenate(
+            [di * i * (1 - i), df * f * (1 - f), dg * (1 - g * g), do * o * (1 - o)], axis=1
+        )  # (N, 4H)
+        da_all[:, t] = da
+        drk += cache.hs[t].T @ da  # (H, N) @ (N, 4H) -> (H, 4H)
+        dh = da @ rk.T  # (N, 4H) @ (4H, H) -> (N, H)
+        dc = dc * f
+    flat = da_all.reshape(-1, 4 * hsz)  # (N, T, 4H) -> (N*T, 4H)
+    dkernel = x.reshape(-1, e).T @ flat  # (E, N*T) @ (N*T, 4H) -> (E, 4H)
+    dx = da_all @ cache.kernel.T  # (N, T, 4H) @ (4H, E) -> (N, T, E)
+    return dx, dkernel, drk, flat.sum(axis=0)
