@@ -127,7 +127,7 @@ def test_keras_stock_adam_instead_of_the_written_out_one_fails_at_float64(tmp_pa
 #: (depthwise with a channel multiplier, and 2 groups), which some renderers write as a helper
 PROBES = (
     ("add", 0), ("add", 1), ("add", 2), ("concat", 0), ("concat", 1), ("concat", 3),
-    ("conv2d", 3), ("conv2d", 4),
+    ("conv2d", 3), ("conv2d", 4), ("lstm", 0),
 )  # fmt: skip
 
 

@@ -80,6 +80,23 @@ class LastStepGRU(nn.Module):
         return h_n[0]  # (N, H): the last step's state
 
 
+class LastStepLSTM(nn.Module):
+    """``nn.LSTM`` over batch-major ``(N, T, E)`` from a zero state and cell; returns the last
+    state. Its second bias ``bias_hh_l0`` is held at zero, untrained (the spec's one bias:
+    ``rosetta.spec.ops.LSTM``), so cuDNN's and oneDNN's fused kernels still run."""
+
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(input_size, hidden_size, num_layers=1, bias=True, batch_first=True)
+        with torch.no_grad():
+            self.lstm.bias_hh_l0.zero_()
+        self.lstm.bias_hh_l0.requires_grad_(False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _, (h_n, _) = self.lstm(x)  # h_n: (num_layers=1, N, H)
+        return h_n[0]  # (N, H): the last step's state
+
+
 class GatedDropout(nn.Module):
     """Inverted dropout (the spec's rule: zero with probability ``rate``, scale the rest by
     ``1 / (1 - rate)``; identity in ``eval()``) whose rate is a 0-d buffer, not a Python float.
