@@ -187,6 +187,19 @@ class GruClassifier(nn.Module):
         return self.fc(h[-1])
 
 
+class LstmClassifier(GruClassifier):
+    """The same with ``nn.LSTM``: ``h[-1]`` of its final ``(h, c)``; exported as ONNX's LSTM
+    (gate blocks i | o | f | c, two biases: the spec's i | f | g | o and their one sum)."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(8, 6, batch_first=True)
+
+    def forward(self, ids):
+        _, (h, _) = self.rnn(self.emb(ids))  # h: (1, N, 6)
+        return self.fc(h[-1])
+
+
 #: name -> (model, per-sample input shape, export keeps BatchNorm nodes)
 CORPUS = {
     "mlp": (Mlp, (3, 4, 4), False),
@@ -195,6 +208,7 @@ CORPUS = {
     "inceptionish": (Inceptionish, (3, 8, 8), False),
     "mobilenetv2ish": (MobileNetV2ish, (3, 16, 16), False),
     "gru": (GruClassifier, (12,), False),
+    "lstm": (LstmClassifier, (12,), False),
     "activations": (Activations, (3, 8, 8), False),
     "meanpooled": (MeanPooled, (3, 6, 6), False),
 }
@@ -318,15 +332,17 @@ def test_unsupported_nodes_exit_2_with_the_table_and_nothing_written(tmp_path, c
     assert list(models.iterdir()) == []
 
 
-@pytest.mark.parametrize("name", ["cnn", "resnet50", "gru"])
+@pytest.mark.parametrize("name", ["cnn", "resnet50", "gru", "probe_lstm_0"])
 def test_export_then_import_is_the_same_function(tmp_path, name):
-    """A built-in workload through ``rosetta export`` and back: bit-equal weights in the same
-    order (names made spec names: ``layer1.0.conv1`` -> ``layer1_0_conv1``), equal outputs."""
+    """A built-in workload (or the lstm's probe: no built-in workload has one) through
+    ``rosetta export`` and back: bit-equal weights in the same order (names made spec names:
+    ``layer1.0.conv1`` -> ``layer1_0_conv1``), equal outputs."""
     from rosetta.export import graph as exporter
     from rosetta.importer.run import import_model
     from rosetta.spec import get_workload
+    from rosetta.spec.probes import probe_workload
 
-    w = get_workload(name)
+    w = probe_workload("lstm", 0) if name.startswith("probe_") else get_workload(name)
     w = w.at_image_size(32) if w.input.dtype == "float32" else w
     params = canonical_weights(w, 0)
     path = tmp_path / f"{name}.onnx"

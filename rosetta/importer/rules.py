@@ -382,32 +382,44 @@ def transpose(ctx: Ctx, node: Any) -> None:
     ctx.alias(node.output[0], Value(x.layer, x.shape, frame=frame), "a sequence's (T, N) swap")
 
 
+def _recurrent(ctx: Ctx, node: Any, a: dict, what: str) -> Value:
+    """What the spec's recurrent ops share, checked: one forward direction, time-major
+    (``layout=0``), the default activations, every step run (no ``sequence_lens``), zero
+    initial states, and only the final state ``Y_h`` read. Returns the input sequence."""
+    x = ctx.value(node.input[0], ("time",))
+    direction = a.get("direction", b"forward")
+    if direction not in (b"forward", "forward"):
+        raise Unsupported(f"{what} direction {direction!r} (the spec's runs forward only)")
+    for key in ("activations", "clip", "activation_alpha", "activation_beta", "input_forget"):
+        if a.get(key):
+            raise Unsupported(f"{what} with {key} (the spec's is sigmoid/tanh, unclipped)")
+    if a.get("layout", 0) != 0:
+        raise Unsupported(f"{what} with layout=1 (export time-major, as PyTorch does)")
+    extra = list(node.input[4:]) + [""] * 4
+    if extra[0]:
+        raise Unsupported(f"{what} with sequence_lens (the spec runs every step)")
+    if any(name and np.any(ctx.const(name)) for name in extra[1:3]):
+        raise Unsupported(f"{what} with a nonzero initial state (the spec's starts at zeros)")
+    if extra[3]:
+        raise Unsupported(f"{what} with peepholes (the spec's has none)")
+    if node.output[0] and ctx.consumers[node.output[0]]:
+        raise Unsupported(f"{what}'s full output sequence Y read (the spec's returns the last)")
+    if len(node.output) > 2 and node.output[2] and ctx.consumers[node.output[2]]:
+        raise Unsupported(f"{what}'s final cell Y_c read (the spec's returns the state)")
+    return x
+
+
 def gru(ctx: Ctx, node: Any) -> None:
     """ONNX's ``GRU`` (one direction, ``linear_before_reset=1``, zero initial state): the spec's
     gru, whose z | r | h gate blocks are ONNX's; its final state ``Y_h`` is what the spec's
     ``output: last`` returns (the full sequence ``Y`` must be unread)."""
     a = attrs(node)
-    x = ctx.value(node.input[0], ("time",))
-    direction = a.get("direction", b"forward")
-    if direction not in (b"forward", "forward"):
-        raise Unsupported(f"GRU direction {direction!r} (the spec's runs forward only)")
+    x = _recurrent(ctx, node, a, "GRU")
     if a.get("linear_before_reset", 0) != 1:
         raise Unsupported(
             "GRU with linear_before_reset=0 (the spec's applies the reset gate after the "
             "recurrent matmul: PyTorch's, cuDNN's, Keras' reset_after)"
         )
-    for key in ("activations", "clip", "activation_alpha", "activation_beta"):
-        if key in a:
-            raise Unsupported(f"GRU with {key} (the spec's is sigmoid/tanh, unclipped)")
-    if a.get("layout", 0) != 0:
-        raise Unsupported("GRU with layout=1 (export time-major, as PyTorch does)")
-    extra = list(node.input[4:]) + [""] * 2
-    if extra[0]:
-        raise Unsupported("GRU with sequence_lens (the spec runs every step)")
-    if extra[1] and np.any(ctx.const(extra[1])):
-        raise Unsupported("GRU with a nonzero initial state (the spec's starts at zeros)")
-    if node.output[0] and ctx.consumers[node.output[0]]:
-        raise Unsupported("GRU's full output sequence Y read (the spec's gru returns the last)")
     w, r = ctx.const(node.input[1]), ctx.const(node.input[2])  # (1, 3H, E), (1, 3H, H)
     h = int(a["hidden_size"])
     has_b = len(node.input) > 3 and node.input[3]
@@ -418,6 +430,31 @@ def gru(ctx: Ctx, node: Any) -> None:
                  initial_state="zeros", output="last", init={k: _FILE for k in inits})  # fmt: skip
     params = {"kernel": w[0].T, "recurrent_kernel": r[0].T,  # (E, 3H), (H, 3H)
               "bias_input": b[0, : 3 * h], "bias_recurrent": b[0, 3 * h :]}  # fmt: skip
+    value = ctx.emit(op, node.output[1], [Value(x.layer, x.shape)], params)
+    ctx.values[node.output[1]] = Value(value.layer, value.shape, frame="state")
+
+
+def lstm(ctx: Ctx, node: Any) -> None:
+    """ONNX's ``LSTM`` (one direction, zero state and cell, no peepholes): the spec's lstm. ONNX
+    orders the gate blocks i | o | f | c, the spec i | f | g | o (moved back here); its two biases
+    only ever act as their sum, the spec's one bias (``rosetta.spec.ops.LSTM``)."""
+    from rosetta.export.weights import IFGO, to_iofc
+
+    a = attrs(node)
+    x = _recurrent(ctx, node, a, "LSTM")
+    w, r = ctx.const(node.input[1]), ctx.const(node.input[2])  # (1, 4H, E), (1, 4H, H)
+    h = int(a["hidden_size"])
+    has_b = len(node.input) > 3 and node.input[3]
+    b = ctx.const(node.input[3]) if has_b else np.zeros((1, 8 * h), w.dtype)
+    name = layer_name(ctx, node, node.input[1], "lstm")  # ours: lstm.W; torch.onnx: the node
+    inits = ("kernel", "recurrent_kernel", "bias")
+    op = ops.LSTM(name=name, units=h, gate_order=("i", "f", "g", "o"), initial_state="zeros",
+                  output="last", init={k: _FILE for k in inits})  # fmt: skip
+    params = {
+        "kernel": to_iofc(w[0].T, IFGO),  # (4H, E) i|o|f|c -> (E, 4H) i|f|g|o
+        "recurrent_kernel": to_iofc(r[0].T, IFGO),  # (4H, H) -> (H, 4H)
+        "bias": to_iofc(b[0, : 4 * h] + b[0, 4 * h :], IFGO),  # Wb + Rb: the one bias
+    }
     value = ctx.emit(op, node.output[1], [Value(x.layer, x.shape)], params)
     ctx.values[node.output[1]] = Value(value.layer, value.shape, frame="state")
 
@@ -473,4 +510,5 @@ RULES: dict[str, Callable[[Ctx, Any], None]] = {
     "Gather": gather,
     "Transpose": transpose,
     "GRU": gru,
+    "LSTM": lstm,
 }

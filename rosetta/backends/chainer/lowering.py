@@ -176,6 +176,40 @@ class GRULast(chainer.Chain):
         return hy[0]  # (1, N, H) -> (N, H)
 
 
+class LSTMLast(chainer.Chain):
+    """``L.NStepLSTM``'s weights run by ``F.n_step_lstm`` (one layer, no dropout) over
+    time-major ``(T, N, E)``, zero state and cell, returning the last step's state ``(N, H)``.
+
+    Chainer's gates (``chainer.functions.n_step_lstm`` as its code runs, ``ops/lstm.py``),
+    weights ``w0..w7`` (out, in), biases ``b0..b7``: ``i = sigmoid(w0 x + w4 h + b0 + b4)``,
+    ``f`` with 1 and 5, the candidate ``tanh(w2 x + w6 h + b2 + b6)``, ``o`` with 3 and 7.
+    The spec's one bias is ``b0..b3``; the recurrent biases ``b4..b7`` are removed from the link
+    and zeros go in their place, so nothing trains them (``ops/lstm.py``)."""
+
+    def __init__(self, in_size: int, units: int) -> None:
+        super().__init__()
+        self.units = units
+        with self.init_scope():
+            self.rnn = L.NStepLSTM(1, in_size, units, 0.0)
+        for k in range(4, 8):  # the second bias: not a parameter (zeros in forward)
+            delattr(self.rnn[0], f"b{k}")
+
+    @property
+    def printable_specs(self):
+        yield "in_size", self.rnn.in_size
+        yield "out_size", self.units
+        yield "layout", "TNC"
+
+    def forward(self, x):
+        n = x.shape[1]
+        xs = F.separate(x, axis=0)  # (T, N, E) -> T steps of (N, E)
+        zeros = self.xp.zeros((1, n, self.units), dtype=x.dtype)  # (layers, N, H)
+        w, none = self.rnn[0], self.xp.zeros(self.units, dtype=x.dtype)
+        bs = [[w.b0, w.b1, w.b2, w.b3, none, none, none, none]]  # the recurrent biases: 0
+        hy, _, _ = F.n_step_lstm(1, 0.0, zeros, zeros, self.rnn.ws, bs, list(xs))
+        return hy[0]  # (1, N, H) -> (N, H)
+
+
 class Residual(chainer.Chain):
     """``body(x) + shortcut(x)``; an empty shortcut is the identity."""
 

@@ -85,6 +85,26 @@ class LastStepGRU(nn.Layer):
         return h_n[0]  # (N, H): the last step's state
 
 
+class LastStepLSTM(nn.Layer):
+    """``nn.LSTM`` over batch-major ``(N, T, E)`` from a zero state and cell; returns the last
+    state. Its second bias ``bias_hh_l0`` is held at zero: the spec's one bias
+    (``rosetta.spec.ops.LSTM``). It starts at zero and its gradient is zeroed by a hook, so no
+    optimiser here moves it (SGD, momentum and Adam steps of a zero gradient are zero, and decay
+    of a zero is zero). Paddle's fused rnn kernel refuses the simpler forms: ``stop_gradient``
+    on one of its weights fails its backward (a null gradient tensor), and
+    ``bias_hh_attr=False`` crashed the process (SIGSEGV, Paddle 3 on the CPU)."""
+
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(input_size, hidden_size, num_layers=1, direction="forward")
+        self.lstm.bias_hh_l0.set_value(paddle.zeros_like(self.lstm.bias_hh_l0))
+        self.lstm.bias_hh_l0.register_hook(paddle.zeros_like)
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:
+        _, (h_n, _) = self.lstm(x)  # h_n: (num_layers=1, N, H)
+        return h_n[0]  # (N, H): the last step's state
+
+
 class GatedDropout(nn.Layer):
     """Inverted dropout (the spec's rule: zero with probability ``rate``, scale the rest by
     ``1 / (1 - rate)``; identity in ``eval()``) whose rate is a 0-d buffer, not a Python float.
