@@ -287,45 +287,35 @@ def embedding(name: str) -> Layer:
 
 
 GRU_ROLES = ("kernel", "recurrent_kernel", "bias_input", "bias_recurrent")
+LSTM_ROLES = ("kernel", "recurrent_kernel", "bias")
+
+
+def _recurrent(name: str, roles: tuple[str, ...], forward: Callable, backward: Callable) -> Layer:
+    """A recurrent layer over (N, T, E) returning the last step's state (N, H): its weights
+    ``<name>.<role>`` in ``roles`` order into ``forward``, their gradients out of ``backward``."""
+
+    def recurrent_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = forward(x, *(ctx.params[f"{name}.{role}"] for role in roles))
+
+        def back(dy: np.ndarray) -> np.ndarray:
+            dx, *grads = backward(dy, cache)
+            for role, g in zip(roles, grads, strict=True):
+                ctx.acc(f"{name}.{role}", g)
+            return dx
+
+        return y, back
+
+    return recurrent_layer
 
 
 def gru(name: str) -> Layer:
     """The spec's GRU (z | r | h, reset_after), initial state zero, output the last step."""
-
-    def gru_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
-        weights = (ctx.params[f"{name}.{role}"] for role in GRU_ROLES)
-        y, cache = gru_forward(x, *weights)  # (N, T, E) -> (N, H), last step
-
-        def back(dy: np.ndarray) -> np.ndarray:
-            dx, *grads = gru_backward(dy, cache)
-            for role, g in zip(GRU_ROLES, grads, strict=True):
-                ctx.acc(f"{name}.{role}", g)
-            return dx
-
-        return y, back
-
-    return gru_layer
-
-
-LSTM_ROLES = ("kernel", "recurrent_kernel", "bias")
+    return _recurrent(name, GRU_ROLES, gru_forward, gru_backward)
 
 
 def lstm(name: str) -> Layer:
     """The spec's LSTM (i | f | g | o, one bias), zero state and cell, output the last step."""
-
-    def lstm_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
-        weights = (ctx.params[f"{name}.{role}"] for role in LSTM_ROLES)
-        y, cache = lstm_forward(x, *weights)  # (N, T, E) -> (N, H), last step
-
-        def back(dy: np.ndarray) -> np.ndarray:
-            dx, *grads = lstm_backward(dy, cache)
-            for role, g in zip(LSTM_ROLES, grads, strict=True):
-                ctx.acc(f"{name}.{role}", g)
-            return dx
-
-        return y, back
-
-    return lstm_layer
+    return _recurrent(name, LSTM_ROLES, lstm_forward, lstm_backward)
 
 
 def layer_norm(name: str, eps: float) -> Layer:
