@@ -92,6 +92,16 @@ class Wiring:
         return counts
 
 
+def last_readers(inputs: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
+    """Per layer ``j`` of a graph wired by ``inputs`` (:class:`Wiring`), the values it is the
+    last to read (``-1``: the graph's input): what a forward pass may drop once it has run."""
+    last: dict[int, int] = {}
+    for j, src in enumerate(inputs):
+        for k in src:
+            last[k] = j
+    return tuple(tuple(k for k, j2 in last.items() if j2 == j) for j in range(len(inputs)))
+
+
 @dataclass(frozen=True)
 class LoweringTable(Generic[L]):
     """A backend's lowering: its op entries and its two ways of composing them."""

@@ -42,7 +42,7 @@ import numpy as np
 from rosetta.backends.chainer import compat
 from rosetta.backends.chainer import runtime as rt
 from rosetta.backends.chainer.source import OPS
-from rosetta.backends.driver import LoweringTable, Site, Wiring, lower_op
+from rosetta.backends.driver import LoweringTable, Site, Wiring, last_readers, lower_op
 from rosetta.runtime import Runtime
 
 chainer = compat.load()
@@ -272,11 +272,13 @@ class Graph(chainer.Sequential):
     """Layers wired by index (``rosetta.spec.ops.Graph``), held as Chainer's own container (its
     links registered as a sequence's are): layer ``j`` runs on the outputs of the layers
     ``inputs[j]`` (-1: the graph's input; several: a variadic layer, given them as arguments);
-    the last one's output is the graph's; the mask handed to the layers that take it."""
+    the last one's output is the graph's; each value dropped once its last reader has run; the
+    mask handed to the layers that take it."""
 
     def __init__(self, layers: list, inputs: tuple[tuple[int, ...], ...]) -> None:
         super().__init__(*layers)
         self.inputs = inputs
+        self.frees = last_readers(inputs)  # per layer, the values freed after it runs
         self.takes_mask = any(_takes_mask(layer) for layer in layers)
 
     def forward(self, x, valid=None):
@@ -286,7 +288,10 @@ class Graph(chainer.Sequential):
             args = [values[k] for k in src]
             if _takes_mask(layer):
                 args.append(valid)
-            out = values[j] = layer(*args)
+            out = layer(*args)
+            for k in self.frees[j]:  # dropped after their last reader
+                del values[k]
+            values[j] = out
         return out
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rosetta.backends.driver import LoweringTable, Site, Wiring, lower_op
+from rosetta.backends.driver import LoweringTable, Site, Wiring, last_readers, lower_op
 from rosetta.backends.paddle.compat import paddle
 from rosetta.backends.paddle.source import OPS
 from rosetta.runtime import Runtime
@@ -313,13 +313,14 @@ class Clip(nn.Layer):
 class Graph(nn.Layer):
     """Layers wired by index (``rosetta.spec.ops.Graph``): layer ``j`` runs on the outputs of
     the layers ``inputs[j]`` (-1: the graph's input; several: a variadic layer, given them as
-    arguments), the last one's output is the graph's; the mask handed to the layers that take
-    it."""
+    arguments), the last one's output is the graph's; each value dropped once its last reader has
+    run; the mask handed to the layers that take it."""
 
     def __init__(self, layers: list[nn.Layer], inputs: tuple[tuple[int, ...], ...]) -> None:
         super().__init__()
         self.layers = nn.LayerList(layers)
         self.inputs = inputs
+        self.frees = last_readers(inputs)  # per layer, the values freed after it runs
         self.takes_mask = _masked(layers)
 
     def forward(self, x, valid=None):
@@ -329,7 +330,10 @@ class Graph(nn.Layer):
             args = [values[k] for k in src]
             if getattr(layer, "takes_mask", False):
                 args.append(valid)
-            out = values[j] = layer(*args)
+            out = layer(*args)
+            for k in self.frees[j]:  # dropped after their last reader
+                del values[k]
+            values[j] = out
         return out
 
 

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rosetta.backends.driver import LoweringTable, Site, Wiring, lower_op
+from rosetta.backends.driver import LoweringTable, Site, Wiring, last_readers, lower_op
 from rosetta.backends.torch.loader import TORCH_DTYPES
 from rosetta.backends.torch.source import OPS
 from rosetta.runtime import Runtime
@@ -285,14 +285,7 @@ class Graph(nn.Module):
         self.layers = nn.ModuleList(layers)
         self.inputs = inputs
         self.takes_mask = _masked(layers)
-        last: dict[int, int] = {}
-        for j, src in enumerate(inputs):
-            for k in src:
-                last[k] = j
-        #: per layer, the values whose last reader it is (freed after it runs)
-        self.frees = tuple(
-            tuple(k for k, j2 in last.items() if j2 == j) for j in range(len(inputs))
-        )
+        self.frees = last_readers(inputs)  # per layer, the values freed after it runs
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
         values: dict[int, torch.Tensor] = {-1: x}
