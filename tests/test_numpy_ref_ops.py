@@ -259,6 +259,13 @@ def tanh_case(rng, dtype) -> Case:
     return _elementwise_case(nn.tanh_forward, nn.tanh_backward, x)
 
 
+def softmax_case(rng, dtype, shape: tuple[int, ...]) -> Case:
+    """Over the last axis of a (N, K) batch, a (N, T, E) sequence or a (N, C, H, W) image
+    (each row apart); logits of spread 3, so rows are far from uniform and from one-hot."""
+    x = (3 * rng.standard_normal(shape)).astype(dtype)
+    return _elementwise_case(nn.softmax_forward, nn.softmax_backward, x)
+
+
 def hardswish_case(rng, dtype) -> Case:
     """Values on every piece, none within 0.05 of a kink (-3, 3: finite differences)."""
     x = rng.uniform(-6, 6, (4, 6))
@@ -386,6 +393,9 @@ CASES: dict[str, Callable[[np.random.Generator, Any], Case]] = {
     "concat_width": lambda rng, dt: concat_case(rng, dt, 3),
     "graph_fanout": graph_case,
     "tanh": tanh_case,
+    "softmax_2d": lambda rng, dt: softmax_case(rng, dt, (4, 6)),
+    "softmax_3d": lambda rng, dt: softmax_case(rng, dt, (2, 3, 5)),
+    "softmax_4d": lambda rng, dt: softmax_case(rng, dt, (2, 3, 4, 5)),
     "hardswish": hardswish_case,
     "clip": clip_case,
     "mul_three": mul_case,
@@ -692,6 +702,38 @@ def test_softmax_ce_matches_direct_formula() -> None:
     loss, _ = nn.softmax_cross_entropy_forward(logits, labels)
     p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
     np.testing.assert_allclose(loss, -np.mean(np.log(p[np.arange(6), labels])), rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- softmax
+
+
+@pytest.mark.parametrize("shape", [(4, 7), (2, 3, 5), (2, 3, 4, 6)])
+def test_softmax_rows_sum_to_one_over_the_last_axis_only(shape) -> None:
+    x = 4 * np.random.default_rng(11).standard_normal(shape)
+    y, _ = nn.softmax_forward(x)
+    assert y.shape == x.shape and (y > 0).all()
+    np.testing.assert_allclose(y.sum(axis=-1), 1, rtol=0, atol=1e-15)  # float64 rounding
+    direct = np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True)  # safe: |x| is small here
+    np.testing.assert_allclose(y, direct, rtol=1e-13, atol=0)
+    if len(shape) > 2:  # another axis is not normalised
+        assert np.abs(y.sum(axis=-2) - 1).max() > 0.1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_is_stable_for_large_inputs(dtype) -> None:
+    """Inputs of 1000 (exp overflows even float64 at 710) give exact, finite answers, and a
+    shift of a whole row changes nothing."""
+    x = np.array([[1000.0, 0.0, -1000.0], [1000.0, 1000.0, 999.0], [-1000.0, -1000.0, -1000.0]])
+    with np.errstate(over="raise", invalid="raise", divide="raise"):  # underflow to 0 is fine
+        y, cache = nn.softmax_forward(x.astype(dtype))
+        dx = nn.softmax_backward(np.ones_like(y), cache)
+    assert y.dtype == dtype and np.isfinite(y).all()
+    e = math.exp(-1)
+    expected = [[1, 0, 0], [1 / (2 + e), 1 / (2 + e), e / (2 + e)], [1 / 3, 1 / 3, 1 / 3]]
+    rtol = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(y, expected, rtol=rtol, atol=0)
+    np.testing.assert_allclose(dx, 0, atol=rtol)  # a constant dy moves no probability
+    np.testing.assert_allclose(nn.softmax_forward(x.astype(dtype) - 500)[0], y, rtol=rtol)
 
 
 # --------------------------------------------------------------------------- dropout

@@ -276,6 +276,32 @@ class Tanh:
 
 
 @register(
+    "softmax",
+    probes=(
+        Probe("over features spanning about [-8, 8]", {}, "wide", "vector"),
+        Probe("over a sequence's features (T, E)", {}, "sequence", "sequence"),
+        Probe("over an image's width (the last axis of C, H, W)"),
+    ),
+)  # fmt: skip
+@dataclass(frozen=True)
+class Softmax:
+    """``exp(x - max) / sum(exp(x - max))`` over the last canonical per-sample axis: a vector's
+    features, a sequence's ``E`` (each position apart), an image's ``W`` (each channel and row
+    apart), whatever layout a backend holds it in (ONNX ``Softmax``, ``axis=-1``, opset 13)."""
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        return in_shape
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shape: Shape) -> int:
+        # per element: subtract the max, exp (counted as 1), add to the sum, divide; the max's
+        # comparisons are not counted (as attention's softmax)
+        return 4 * _numel(in_shape)
+
+
+@register(
     "hardswish",
     probes=(Probe("elementwise on features spanning both kinks (-3, 3)", {}, "wide", "vector"),),
 )  # fmt: skip

@@ -59,6 +59,8 @@ from rosetta.backends.numpy_ref.nn import (
     relu_forward,
     sigmoid_backward,
     sigmoid_forward,
+    softmax_backward,
+    softmax_forward,
     tanh_backward,
     tanh_forward,
 )
@@ -169,6 +171,17 @@ def tanh() -> Layer:
         return y, lambda dy: tanh_backward(dy, cache)
 
     return tanh_layer
+
+
+def softmax() -> Layer:
+    """exp(x - max) / sum(exp(x - max)) over the last axis of the batched array (the caller
+    maps the spec's last axis there: channels-first, it is the array's own last axis)."""
+
+    def softmax_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = softmax_forward(x)
+        return y, lambda dy: softmax_backward(dy, cache)
+
+    return softmax_layer
 
 
 def hardswish() -> Layer:

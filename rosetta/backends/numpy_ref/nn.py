@@ -20,6 +20,8 @@ __all__ = [
     "logistic",
     "sigmoid_forward",
     "sigmoid_backward",
+    "softmax_forward",
+    "softmax_backward",
     "dropout_mask",
     "dropout_forward",
     "dropout_backward",
@@ -89,6 +91,25 @@ def tanh_forward(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def tanh_backward(dy: np.ndarray, cache: np.ndarray) -> np.ndarray:
     """``dx = dy * (1 - y^2)``."""
     return dy * (1 - cache * cache)
+
+
+# --------------------------------------------------------------------------- softmax
+
+
+def softmax_forward(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``y = exp(x - max) / sum(exp(x - max))`` over the last axis, any rank (the batch and
+    every other axis apart), stable for any magnitude: the largest entry of each row is
+    subtracted first, so no ``exp`` overflows and the sum is at least 1. The cache is ``y``."""
+    e = np.exp(x - x.max(axis=-1, keepdims=True))  # (..., K), each row's largest entry is 1
+    y = e / e.sum(axis=-1, keepdims=True)
+    return y, y
+
+
+def softmax_backward(dy: np.ndarray, cache: np.ndarray) -> np.ndarray:
+    """``dx = y * (dy - sum(dy * y))``, the sum over the last axis (the Jacobian
+    ``diag(y) - y y^T`` applied to each row)."""
+    y = cache
+    return y * (dy - (dy * y).sum(axis=-1, keepdims=True))
 
 
 # --------------------------------------------------------------------------- hardswish
