@@ -82,6 +82,20 @@ def test_the_settings_in_effect_are_read_back(engine):
         assert settings["INFERENCE_PRECISION_HINT"] == "float32"
 
 
+def test_a_softmax_layer_is_not_reported_as_attention():
+    """The manifest's attention form comes from the spec: a softmax layer is a ``Softmax`` node
+    too, and the transformer's attention (a ``Softmax`` among ``MatMul`` nodes) still says so."""
+    from rosetta.spec import get_workload
+    from rosetta.spec.probes import probe_workload
+
+    _usable("onnxruntime")
+    w = probe_workload("softmax", 0)
+    model = make("onnxruntime", w, weights(w))
+    assert "Softmax" in model.node_counts() and model.manifest()["attention"] == "n/a"
+    t = get_workload("transformer")
+    assert make("onnxruntime", t, weights(t)).manifest()["attention"].startswith("composed")
+
+
 def _cnn():
     from rosetta.spec import get_workload
 

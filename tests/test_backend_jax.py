@@ -146,6 +146,29 @@ def test_a_time_major_concat_matches_the_reference(axis):
     assert run_gate(model, w, params, x, y, "float64").equivalent
 
 
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_softmax_over_an_images_width_in_either_layout(layout):
+    """The spec's last axis of (C, H, W) is W: native axis 2 in NHWC (not the last, the
+    channels), 3 in NCHW."""
+    w = probe_workload("softmax", 2)
+    params = canonical_weights(w, 0)
+    x, y = probe_batch(w)
+    model = make(jb, w, params, dtype="float64", layout=layout)
+    assert run_gate(model, w, params, x, y, "float64").equivalent
+
+
+def test_a_time_major_softmax_matches_the_reference():
+    """Before a GRU the embedded sequence runs time-major (T, N, E): the softmax is over E, the
+    native last axis, not over time."""
+    embedding, gru, head = probe_workload("gru", 0).graph
+    w = dataclasses.replace(probe_workload("gru", 0), graph=(embedding, ops.Softmax(), gru, head))
+    params = canonical_weights(w, 0)
+    x, y = probe_batch(w)
+    model = make(jb, w, params, dtype="float64")
+    assert model._ctx.time_major
+    assert run_gate(model, w, params, x, y, "float64").equivalent
+
+
 def test_nhwc_and_nchw_compute_the_same_function_float64():
     # the NHWC model permutes fc's rows at set_params; NCHW flattens channel-major as the spec
     w = tiny_cnn()

@@ -26,7 +26,7 @@ from rosetta.cli import main  # noqa: E402
 from rosetta.errors import BackendError  # noqa: E402
 from rosetta.export import OPSET, graph  # noqa: E402
 from rosetta.runner.gate import run_gate  # noqa: E402
-from rosetta.spec import get_workload  # noqa: E402
+from rosetta.spec import get_workload, ops  # noqa: E402
 from rosetta.spec.probes import probe_batch, probe_workload, probe_workloads  # noqa: E402
 from tests.conformance.conftest import RESNET_SIZE, gate_batch, weights  # noqa: E402
 
@@ -128,6 +128,26 @@ def test_a_wired_graph_in_the_reference_evaluator_matches_numpy_ref_in_float64(p
     x, _ = probe_batch(w)
     xin = x if x.dtype == np.int32 else x.astype(np.float64)
     model = graph.to_model(w, params, "float64")
+    got = ReferenceEvaluator(model, new_ops=_float64_erf()).run(None, {"input": xin})[0]
+    want = make(numpy_ref, w, params, dtype="float64").predict_numpy(xin)
+    tol = w.tolerances["float64"].forward
+    np.testing.assert_allclose(got, want, rtol=tol.rtol, atol=tol.atol)
+
+
+@pytest.mark.parametrize("index", range(len(ops.Softmax.PROBES)))
+def test_softmax_is_one_node_over_the_last_axis_in_float64(index):
+    """The softmax probes (wide features, a sequence's E, an image's W), exported in float64
+    and run by ONNX's reference evaluator, are the float64 reference's at float64's bounds:
+    one ``Softmax`` with ``axis=-1`` (opset 13's one axis)."""
+    from onnx.reference import ReferenceEvaluator
+
+    w = probe_workload("softmax", index)
+    params = {k: v.astype(np.float64) for k, v in weights(w).items()}
+    model = graph.to_model(w, params, "float64")
+    (node,) = [n for n in model.graph.node if n.op_type == "Softmax"]
+    assert [a.i for a in node.attribute if a.name == "axis"] == [-1]
+    x, _ = probe_batch(w)
+    xin = x if x.dtype == np.int32 else x.astype(np.float64)
     got = ReferenceEvaluator(model, new_ops=_float64_erf()).run(None, {"input": xin})[0]
     want = make(numpy_ref, w, params, dtype="float64").predict_numpy(xin)
     tol = w.tolerances["float64"].forward

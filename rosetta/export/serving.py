@@ -30,6 +30,8 @@ from rosetta.errors import BackendError
 from rosetta.export import graph
 from rosetta.export.weights import to_canonical, to_initializers
 from rosetta.runtime import Runtime
+from rosetta.spec import ops
+from rosetta.spec.graph import walk
 from rosetta.spec.weights import check_weights
 
 #: the largest ``.onnx`` file a backend reads (protobuf's own limit is 2 GiB)
@@ -214,7 +216,10 @@ class ServingModel(Model):
         if self._has("GRU"):
             layout = "NT (token ids; the GRU runs ONNX's TNC)"
         attention = "n/a"
-        if self._has("Softmax"):
+        if any(  # a softmax layer is a Softmax node too: ask the spec, not the graph
+            isinstance(op, ops.Attention)
+            for op, _, _ in walk(self.workload.graph, self.workload.input.shape)
+        ):
             attention = (
                 "composed: MatMul, Div by sqrt(d), Add of the key padding mask (0 / -inf), "
                 "Softmax, MatMul (the engine's graph optimiser fuses what it recognises)"

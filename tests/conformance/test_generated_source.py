@@ -124,10 +124,11 @@ def test_keras_stock_adam_instead_of_the_written_out_one_fails_at_float64(tmp_pa
 #: the probes (rosetta.spec.probes) whose source form is their own: every graph form the
 #: renderers write (two branches joined by add and by concat, channels-first's axis 1 becoming
 #: channels-last's; three inputs; a masked op inside a graph) and the grouped convolutions
-#: (depthwise with a channel multiplier, and 2 groups), which some renderers write as a helper
+#: (depthwise with a channel multiplier, and 2 groups), which some renderers write as a helper;
+#: a softmax over an image's width (axis 2 of a channels-last file's, not its last)
 PROBES = (
     ("add", 0), ("add", 1), ("add", 2), ("concat", 0), ("concat", 1), ("concat", 3),
-    ("conv2d", 3), ("conv2d", 4), ("lstm", 0),
+    ("conv2d", 3), ("conv2d", 4), ("lstm", 0), ("softmax", 2),
 )  # fmt: skip
 
 
