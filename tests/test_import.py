@@ -170,6 +170,21 @@ class MeanPooled(nn.Module):
         return self.fc(a + b)
 
 
+class Softmaxed(nn.Module):
+    """A classifier returning probabilities: flatten, ``Linear``, ReLU, ``Linear``, then
+    ``nn.Softmax(dim=1)`` (ONNX ``Softmax`` over the last axis, the spec's softmax)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(48, 16), nn.Linear(16, 10)
+        self.softmax = nn.Softmax(dim=1)
+        with torch.no_grad():  # logits spread over a few units: probabilities far from uniform
+            self.fc2.weight.mul_(8)
+
+    def forward(self, x):
+        return self.softmax(self.fc2(torch.relu(self.fc1(torch.flatten(x, 1)))))
+
+
 class GruClassifier(nn.Module):
     """Token ids -> ``nn.Embedding`` -> ``nn.GRU`` (batch-first) -> its final state -> 2 logits:
     the built-in gru workload's shape, written the PyTorch way (``h[-1]``)."""
@@ -211,6 +226,7 @@ CORPUS = {
     "lstm": (LstmClassifier, (12,), False),
     "activations": (Activations, (3, 8, 8), False),
     "meanpooled": (MeanPooled, (3, 6, 6), False),
+    "softmaxed": (Softmaxed, (3, 4, 4), False),
 }
 
 
@@ -330,6 +346,33 @@ def test_unsupported_nodes_exit_2_with_the_table_and_nothing_written(tmp_path, c
     (line,) = captured.err.strip().splitlines()
     assert "unsupported node types: Conv x1, LeakyRelu x1" in line and "nothing written" in line
     assert list(models.iterdir()) == []
+
+
+def test_a_softmax_over_another_axis_is_refused_with_the_reason(tmp_path, capsys):
+    """``nn.Softmax(dim=1)`` of an image is over its channels, not the spec's last axis: exit 2,
+    the coverage table naming the axis, nothing written; over the width it reads."""
+
+    class Over(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.softmax, self.fc = nn.Softmax(dim=dim), nn.Linear(3 * 4 * 4, 2)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(self.softmax(x), 1))
+
+    models = tmp_path / "models"
+    models.mkdir()
+    path = export(Over(1), (3, 4, 4), tmp_path / "channels.onnx")
+    assert main(["import", str(path), "--models-dir", str(models)]) == 2
+    captured = capsys.readouterr()
+    assert "Softmax over axis 1 of a rank-4 tensor (the spec's is over the last axis)" in (
+        captured.out
+    )
+    assert "unsupported node types: Softmax x1" in captured.err
+    assert list(models.iterdir()) == []
+    path = export(Over(-1), (3, 4, 4), tmp_path / "width.onnx")
+    assert main(["import", str(path), "--models-dir", str(models)]) == 0
+    assert "{op: softmax}" in (models / "width.yaml").read_text()
 
 
 @pytest.mark.parametrize("name", ["cnn", "resnet50", "gru", "probe_lstm_0"])

@@ -97,6 +97,22 @@ def _elementwise(op: object) -> Callable[[Ctx, Any], None]:
     return rule
 
 
+def softmax(ctx: Ctx, node: Any) -> None:
+    """``Softmax`` over the last axis (opset 13's one axis; the importer reads 13 and later, whose
+    default is -1): the spec's softmax. Any other axis is refused, as is a last axis that is a
+    unit axis ONNX keeps and the spec does not (a softmax of one element, always 1)."""
+    x = ctx.value(node.input[0])
+    rank = len(x.shape) + x.ones + 1  # the batch axis leads
+    axis = int(attrs(node).get("axis", -1))
+    if axis not in (-1, rank - 1):
+        raise Unsupported(
+            f"Softmax over axis {axis} of a rank-{rank} tensor (the spec's is over the last axis)"
+        )
+    if x.ones:
+        raise Unsupported("Softmax over a unit axis the spec does not keep")
+    ctx.emit(ops.Softmax(), node.output[0], [x])
+
+
 def _flat(v: Value) -> Value:
     """A value as the spec sees it (the unit axes ONNX keeps are not the spec's)."""
     return Value(v.layer, v.shape)
@@ -487,6 +503,7 @@ RULES: dict[str, Callable[[Ctx, Any], None]] = {
     "Sigmoid": _elementwise(ops.Sigmoid()),
     "Tanh": _elementwise(ops.Tanh()),
     "HardSwish": _elementwise(ops.HardSwish()),
+    "Softmax": softmax,
     "Clip": clip,
     "Mul": mul,
     "Gelu": gelu,
