@@ -109,6 +109,16 @@ def maxpool_case(rng, dtype, x_shape, kernel, stride, padding) -> Case:
     return Case(forward, backward, {"x": distinct(rng, x_shape, dtype)}, ("x",))
 
 
+def avgpool_case(rng, dtype, x_shape, kernel, stride, padding, count_include_pad) -> Case:
+    def forward(x):
+        return conv.avgpool2d_forward(x, kernel, stride, padding, count_include_pad)
+
+    def backward(dy, cache):
+        return {"x": conv.avgpool2d_backward(dy, cache)}
+
+    return Case(forward, backward, {"x": distinct(rng, x_shape, dtype)}, ("x",))
+
+
 def gap_case(rng, dtype) -> Case:
     return Case(
         conv.global_avgpool_forward,
@@ -378,6 +388,21 @@ CASES: dict[str, Callable[[np.random.Generator, Any], Case]] = {
     "maxpool_2x3_s1_asym_pad": lambda rng, dt: maxpool_case(
         rng, dt, (1, 2, 5, 5), (2, 3), (1, 2), (0, 1, 2, 1)
     ),
+    "avgpool_2x2_s2": lambda rng, dt: avgpool_case(
+        rng, dt, (2, 3, 6, 6), (2, 2), (2, 2), (0,) * 4, True
+    ),
+    "avgpool_3x3_s2_pad1_counted": lambda rng, dt: avgpool_case(
+        rng, dt, (2, 2, 7, 8), (3, 3), (2, 2), (1, 1, 1, 1), True
+    ),
+    "avgpool_3x3_s2_pad1_real_cells": lambda rng, dt: avgpool_case(
+        rng, dt, (2, 2, 7, 8), (3, 3), (2, 2), (1, 1, 1, 1), False
+    ),
+    "avgpool_3x2_s1_asym_pad_real_cells": lambda rng, dt: avgpool_case(
+        rng, dt, (1, 2, 5, 5), (3, 2), (1, 2), (0, 2, 1, 0), False
+    ),
+    "avgpool_3x2_s1_asym_pad_counted": lambda rng, dt: avgpool_case(
+        rng, dt, (1, 2, 5, 5), (3, 2), (1, 2), (0, 2, 1, 0), True
+    ),
     "global_avgpool": gap_case,
     "relu": relu_case,
     "sigmoid": sigmoid_case,
@@ -604,6 +629,61 @@ def test_maxpool_padding_never_wins() -> None:
     np.testing.assert_array_equal(y, -np.ones((1, 1, 2, 2)))
     with pytest.raises(ValueError):
         conv.maxpool2d_forward(x, (2, 2), (1, 1), (2, 0, 0, 0))
+
+
+# --------------------------------------------------------------------------- average pooling
+
+
+def naive_avgpool(x, kernel, stride, padding, count_include_pad):
+    """Loops over output positions and window cells; a window's divisor counts its cells that
+    fall inside the image (all of them when ``count_include_pad``)."""
+    n, c, h, w = x.shape
+    top, bottom, left, right = padding
+    ho = (h + top + bottom - kernel[0]) // stride[0] + 1
+    wo = (w + left + right - kernel[1]) // stride[1] + 1
+    y = np.zeros((n, c, ho, wo))
+    for p in range(ho):
+        for q in range(wo):
+            total, real = np.zeros((n, c)), 0
+            for i in range(kernel[0]):
+                for j in range(kernel[1]):
+                    r, s = p * stride[0] + i - top, q * stride[1] + j - left  # unpadded coords
+                    if 0 <= r < h and 0 <= s < w:
+                        total += x[:, :, r, s]
+                        real += 1
+            y[:, :, p, q] = total / (kernel[0] * kernel[1] if count_include_pad else real)
+    return y
+
+
+@pytest.mark.parametrize(
+    "x_shape,kernel,stride,padding",
+    [
+        ((2, 3, 6, 6), (2, 2), (2, 2), (0, 0, 0, 0)),
+        ((2, 2, 7, 8), (3, 3), (2, 2), (1, 1, 1, 1)),  # overlapping windows
+        ((1, 2, 5, 5), (2, 3), (1, 2), (0, 1, 2, 1)),
+        ((1, 1, 4, 4), (3, 3), (1, 1), (2, 2, 2, 2)),  # windows mostly made of padding
+        ((1, 2, 7, 6), (3, 3), (2, 1), (0, 1, 2, 0)),  # trailing rows no window reaches
+    ],
+)
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_avgpool_matches_naive(x_shape, kernel, stride, padding, count_include_pad) -> None:
+    """Forward against the loop definition (1e-14: only summation order differs)."""
+    x = np.random.default_rng(5).standard_normal(x_shape)
+    y, _ = conv.avgpool2d_forward(x, kernel, stride, padding, count_include_pad)
+    y_ref = naive_avgpool(x, kernel, stride, padding, count_include_pad)
+    np.testing.assert_allclose(y, y_ref, rtol=1e-14, atol=1e-14)
+
+
+def test_avgpool_divisors_and_padding_rule() -> None:
+    """A constant image: counted zeros pull the border down, real-cell averages stay exact."""
+    x = np.ones((1, 1, 3, 3))
+    y, _ = conv.avgpool2d_forward(x, (3, 3), (1, 1), (1, 1, 1, 1), False)
+    np.testing.assert_array_equal(y, np.ones((1, 1, 3, 3)))
+    y, _ = conv.avgpool2d_forward(x, (3, 3), (1, 1), (1, 1, 1, 1), True)
+    np.testing.assert_array_equal(y[0, 0], [[4 / 9, 6 / 9, 4 / 9], [6 / 9, 1, 6 / 9],
+                                            [4 / 9, 6 / 9, 4 / 9]])  # fmt: skip
+    with pytest.raises(ValueError):
+        conv.avgpool2d_forward(x, (2, 2), (1, 1), (2, 0, 0, 0), True)
 
 
 # --------------------------------------------------------------------------- other forwards

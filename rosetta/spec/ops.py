@@ -215,6 +215,55 @@ class MaxPool2D:
 
 
 @register(
+    "avgpool2d",
+    probes=(
+        Probe("2x2, stride 2", {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0, 0, 0],
+              "count_include_pad": True}),
+        Probe("3x3, stride 2, padding 1, padded zeros counted", {"kernel": [3, 3],
+              "stride": [2, 2], "padding": [1, 1, 1, 1], "count_include_pad": True}),
+        Probe("3x3, stride 1, asymmetric padding, padded cells not counted", {"kernel": [3, 3],
+              "stride": [1, 1], "padding": [0, 1, 2, 0], "count_include_pad": False}),
+        Probe("3x3, stride 2, padding 1, padded cells not counted", {"kernel": [3, 3],
+              "stride": [2, 2], "padding": [1, 1, 1, 1], "count_include_pad": False}),
+        Probe("3x2, stride (1, 2), asymmetric padding, padded zeros counted", {"kernel": [3, 2],
+              "stride": [1, 2], "padding": [2, 0, 0, 1], "count_include_pad": True}),
+    ),
+)  # fmt: skip
+@dataclass(frozen=True)
+class AvgPool2D:
+    """Average pooling over ``kernel`` windows with explicit zero padding ``(top, bottom, left,
+    right)``, each smaller than the kernel along its axis (so every window holds a real cell).
+
+    ``count_include_pad`` is PyTorch's and ONNX's flag: true divides every window's sum by
+    ``kh * kw`` (padded zeros counted); false divides it by the number of real (unpadded) cells
+    in that window. Output size as conv2d's (floor)."""
+
+    kernel: tuple[int, int] = spec_field("pair")
+    stride: tuple[int, int] = spec_field("pair")
+    padding: tuple[int, int, int, int] = spec_field("quad")
+    count_include_pad: bool = spec_field("bool")
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        _need_rank("avgpool2d", in_shape, 3, "(C, H, W)")
+        c, h, w = in_shape
+        t, b, left, right = self.padding
+        if max(t, b) >= self.kernel[0] or max(left, right) >= self.kernel[1]:
+            raise ValueError(f"avgpool2d padding {self.padding} must be smaller than the kernel")
+        ho = _conv_out(h, self.kernel[0], self.stride[0], t, b)
+        wo = _conv_out(w, self.kernel[1], self.stride[1], left, right)
+        if ho < 1 or wo < 1:
+            raise ValueError(f"avgpool2d kernel {self.kernel} does not fit input {in_shape}")
+        return (c, ho, wo)
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return []
+
+    def flops(self, in_shape: Shape) -> int:
+        c, ho, wo = self.out_shape(in_shape)
+        return c * ho * wo * self.kernel[0] * self.kernel[1]  # kh*kw - 1 adds and 1 division
+
+
+@register(
     "relu",
     probes=(Probe("elementwise on an image"),),
 )  # fmt: skip
@@ -1093,5 +1142,5 @@ class MaskedMean:
 Node = (
     Conv2D | MaxPool2D | ReLU | Dropout | Flatten | Dense | BatchNorm | GlobalAvgPool | Embedding
     | GRU | Residual | LayerNorm | GELU | PositionEmbedding | Attention | MaskedMean | Add
-    | Concat | Graph | Tanh | HardSwish | Clip | Mul
+    | Concat | Graph | Tanh | HardSwish | Clip | Mul | AvgPool2D
 )  # fmt: skip

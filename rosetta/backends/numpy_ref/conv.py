@@ -1,4 +1,5 @@
-"""Spatial ops of the NumPy reference: 2-D convolution, max pooling, global average pooling.
+"""Spatial ops of the NumPy reference: 2-D convolution, max and average pooling, global average
+pooling.
 
 All image tensors are channels-first ``(N, C, H, W)``; conv kernels are ``OIHW``. Padding is
 explicit and possibly asymmetric, ``(top, bottom, left, right)``; strides are ``(sh, sw)``. The
@@ -9,9 +10,9 @@ Each op has a ``*_forward(...) -> (y, cache)`` and a ``*_backward(dy, cache) -> 
 side. conv2d is im2col + one matmul: ``sliding_window_view`` gives a strided view of all windows
 (of a channels-last copy of the input, so that the patch copy moves contiguous runs of channels)
 and one matrix product contracts it with the kernel; backward scatters patch gradients back by
-looping over the (few) kernel positions, never over pixels. Max pooling uses the same window view
-in channels-first layout. Every function returns arrays of the input dtype (float32 in, float32
-out); all float inputs of one call must share that dtype.
+looping over the (few) kernel positions, never over pixels. Max and average pooling use the same
+window view in channels-first layout. Every function returns arrays of the input dtype (float32
+in, float32 out); all float inputs of one call must share that dtype.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ __all__ = [
     "grouped_conv2d_backward",
     "maxpool2d_forward",
     "maxpool2d_backward",
+    "AvgPool2dCache",
+    "avgpool2d_forward",
+    "avgpool2d_backward",
     "global_avgpool_forward",
     "global_avgpool_backward",
 ]
@@ -331,6 +335,81 @@ def maxpool2d_backward(dy: np.ndarray, cache: MaxPool2dCache) -> np.ndarray:
     positions = np.arange(kh * kw)
     dwin = (cache.arg[..., None] == positions) * dy[..., None]
     dwin = dwin.reshape(*dy.shape, kh, kw).astype(dy.dtype, copy=False)
+    return _scatter_windows(dwin, cache.padded_hw, cache.stride, cache.padding)
+
+
+# --------------------------------------------------------------------------- average pooling
+
+
+@dataclass(frozen=True)
+class AvgPool2dCache:
+    divisor: np.ndarray  # (Ho, Wo) in the input dtype: each window's divisor
+    padded_hw: tuple[int, int]
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int, int, int]
+
+
+def avgpool2d_divisor(
+    hw: tuple[int, int],
+    kernel: tuple[int, int],
+    stride: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    count_include_pad: bool,
+) -> np.ndarray:
+    """Each window's divisor, (Ho, Wo) float64: ``kh * kw`` everywhere when ``count_include_pad``,
+    else the number of real (unpadded) cells in the window (a sum pooling of ones)."""
+    kh, kw = kernel
+    ho, wo = _check_geometry("avgpool2d", (1, 1, *hw), kernel, stride, padding)
+    if count_include_pad:
+        return np.full((ho, wo), float(kh * kw))
+    ones = _pad(np.ones((1, 1, *hw)), padding, 0.0)  # (1, 1, Hp, Wp): 1 at real cells
+    return _windows(ones, kernel, stride, (ho, wo)).sum(axis=(-2, -1))[0, 0]  # (Ho, Wo)
+
+
+def avgpool2d_forward(
+    x: np.ndarray,
+    kernel: tuple[int, int],
+    stride: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    count_include_pad: bool,
+) -> tuple[np.ndarray, AvgPool2dCache]:
+    """Average pooling over (KH, KW) windows of a (N, C, H, W) input; returns (N, C, Ho, Wo).
+
+    Padding (top, bottom, left, right) is zeros, each smaller than the kernel along its axis
+    (every window holds a real cell). Each window's sum is divided by ``kh * kw`` when
+    ``count_include_pad`` (PyTorch's and ONNX's flag: padded zeros counted), else by the number
+    of real cells in it. Output size as for conv2d.
+    """
+    kernel = tuple(kernel)
+    stride = tuple(stride)
+    padding = tuple(padding)
+    kh, kw = kernel
+    ho, wo = _check_geometry("avgpool2d", x.shape, kernel, stride, padding)
+    top, bottom, left, right = padding
+    if max(top, bottom) >= kh or max(left, right) >= kw:
+        raise ValueError(f"avgpool2d padding {padding} must be smaller than the kernel {kernel}")
+    divisor = avgpool2d_divisor(x.shape[2:], kernel, stride, padding, count_include_pad)
+    divisor = divisor.astype(x.dtype)  # small integers: exact in any float dtype
+    xp = _pad(x, padding, 0.0)  # (N, C, Hp, Wp)
+    win = _windows(xp, kernel, stride, (ho, wo))  # (N, C, Ho, Wo, KH, KW)
+    y = win.sum(axis=(-2, -1)) / divisor  # (N, C, Ho, Wo), in x's dtype
+    cache = AvgPool2dCache(
+        divisor=divisor, padded_hw=xp.shape[2:], kernel=kernel, stride=stride, padding=padding
+    )
+    return y, cache
+
+
+def avgpool2d_backward(dy: np.ndarray, cache: AvgPool2dCache) -> np.ndarray:
+    """Gradient of ``avgpool2d_forward``: ``dy`` (N, C, Ho, Wo) -> ``dx`` (N, C, H, W).
+
+    Each output's gradient divided by its window's divisor reaches every cell of the window
+    (padded cells' shares are cropped away); overlapping windows accumulate.
+    """
+    kh, kw = cache.kernel
+    share = dy / cache.divisor  # (N, C, Ho, Wo)
+    # (N, C, Ho, Wo) -> (N, C, Ho, Wo, KH, KW): the same share at every window position
+    dwin = np.broadcast_to(share[..., None, None], (*dy.shape, kh, kw))
     return _scatter_windows(dwin, cache.padded_hw, cache.stride, cache.padding)
 
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rosetta.backends.numpy_ref.conv import (
+    avgpool2d_backward,
+    avgpool2d_forward,
     conv2d_backward,
     conv2d_forward,
     global_avgpool_backward,
@@ -141,6 +143,22 @@ def maxpool2d(kernel: tuple[int, int], stride: tuple[int, int], padding: tuple[i
         return y, lambda dy: maxpool2d_backward(dy, cache)
 
     return maxpool2d_layer
+
+
+def avgpool2d(
+    kernel: tuple[int, int],
+    stride: tuple[int, int],
+    padding: tuple[int, ...],
+    count_include_pad: bool,
+) -> Layer:
+    """Average pooling over zero padding; ``count_include_pad``: padded zeros counted in the
+    divisor (else each window divides by its real cells)."""
+
+    def avgpool2d_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        y, cache = avgpool2d_forward(x, kernel, stride, padding, count_include_pad)
+        return y, lambda dy: avgpool2d_backward(dy, cache)
+
+    return avgpool2d_layer
 
 
 def relu() -> Layer:
