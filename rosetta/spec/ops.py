@@ -227,6 +227,9 @@ class MaxPool2D:
               "stride": [2, 2], "padding": [1, 1, 1, 1], "count_include_pad": False}),
         Probe("3x2, stride (1, 2), asymmetric padding, padded zeros counted", {"kernel": [3, 2],
               "stride": [1, 2], "padding": [2, 0, 0, 1], "count_include_pad": True}),
+        Probe("3x3, stride 1, padding 1 (Keras' exact 'same'), padded cells not counted",
+              {"kernel": [3, 3], "stride": [1, 1], "padding": [1, 1, 1, 1],
+               "count_include_pad": False}),
     ),
 )  # fmt: skip
 @dataclass(frozen=True)

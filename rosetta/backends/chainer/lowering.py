@@ -105,6 +105,25 @@ class Padded(chainer.Chain):
         return self._op(F.pad(x, self.width, mode="constant", constant_values=self.value))
 
 
+class RealCellAverage(chainer.Chain):
+    """Average pooling over asymmetric zero padding whose divisor counts each window's real
+    cells only (``count_include_pad=False``; Chainer's ``pad_value=None`` takes symmetric
+    padding alone): ``pool`` of the zero-padded input over ``pool`` of zero-padded ones (the
+    windows' real-cell fractions; ``kh * kw`` cancels)."""
+
+    def __init__(self, padding: tuple[int, int, int, int], pool: Callable) -> None:
+        super().__init__()
+        top, bottom, left, right = padding
+        self.width = ((0, 0), (0, 0), (top, bottom), (left, right))
+        self.pool = pool
+
+    def forward(self, x):
+        ones = self.xp.ones((1, 1, *x.shape[2:]), dtype=x.dtype)  # (1, 1, H, W)
+        total = self.pool(F.pad(x, self.width, mode="constant", constant_values=0.0))
+        real = self.pool(F.pad(ones, self.width, mode="constant", constant_values=0.0))
+        return total / F.broadcast_to(real, total.shape)  # (N, C, Ho, Wo)
+
+
 class Dropout:
     """``F.dropout`` with a mask from the model's seeded generator; rate 0 while switched off.
 

@@ -177,6 +177,24 @@ class PositionEmbedding(nn.Module):
         return x + self.table[: x.shape[1]]
 
 
+class RealCellAvgPool2d(nn.Module):
+    """Average pooling over asymmetric zero padding ``(top, bottom, left, right)`` whose divisor
+    counts each window's real cells only (``count_include_pad=False``, which ``nn.AvgPool2d``
+    offers for symmetric padding alone): the windows' sums (``divisor_override=1``) of the
+    padded input over those of padded ones."""
+
+    def __init__(self, kernel, stride, padding: tuple[int, int, int, int]) -> None:
+        super().__init__()
+        t, b, left, right = padding
+        self.kernel, self.stride, self.pad = kernel, stride, (left, right, t, b)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        ones = torch.ones_like(x[:1, :1])  # (1, 1, H, W)
+        total = F.avg_pool2d(F.pad(x, self.pad), self.kernel, self.stride, divisor_override=1)
+        real = F.avg_pool2d(F.pad(ones, self.pad), self.kernel, self.stride, divisor_override=1)
+        return total / real  # (N, C, Ho, Wo) / (1, 1, Ho, Wo)
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention with a boolean key padding mask (True: take part), in one of two
     forms (``form``): ``sdpa``, ``F.scaled_dot_product_attention`` (a row whose every key is
