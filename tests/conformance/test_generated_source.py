@@ -125,10 +125,13 @@ def test_keras_stock_adam_instead_of_the_written_out_one_fails_at_float64(tmp_pa
 #: renderers write (two branches joined by add and by concat, channels-first's axis 1 becoming
 #: channels-last's; three inputs; a masked op inside a graph) and the grouped convolutions
 #: (depthwise with a channel multiplier, and 2 groups), which some renderers write as a helper;
-#: a softmax over an image's width (axis 2 of a channels-last file's, not its last)
+#: a softmax over an image's width (axis 2 of a channels-last file's, not its last); average
+#: pooling's padded forms (zeros counted or not, symmetric or not, Keras' "same"), which
+#: renderers write as a pool, a padding and a pool, or a helper dividing by real cells
 PROBES = (
     ("add", 0), ("add", 1), ("add", 2), ("concat", 0), ("concat", 1), ("concat", 3),
     ("conv2d", 3), ("conv2d", 4), ("lstm", 0), ("softmax", 2),
+    ("avgpool2d", 1), ("avgpool2d", 2), ("avgpool2d", 3), ("avgpool2d", 4), ("avgpool2d", 5),
 )  # fmt: skip
 
 
