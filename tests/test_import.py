@@ -185,6 +185,16 @@ class Softmaxed(nn.Module):
         return self.softmax(self.fc2(torch.relu(self.fc1(torch.flatten(x, 1)))))
 
 
+def avgpooled():
+    """Average pooling both ways: ``nn.AvgPool2d(2)`` (no padding) and a padded 3x3/2 pool that
+    divides by each window's real cells (``count_include_pad=False``)."""
+    return nn.Sequential(
+        nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2), nn.Conv2d(6, 8, 3, padding=1),
+        nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False), nn.Flatten(),
+        nn.Linear(8 * 4 * 4, 10),
+    )  # fmt: skip
+
+
 class GruClassifier(nn.Module):
     """Token ids -> ``nn.Embedding`` -> ``nn.GRU`` (batch-first) -> its final state -> 2 logits:
     the built-in gru workload's shape, written the PyTorch way (``h[-1]``)."""
@@ -227,6 +237,7 @@ CORPUS = {
     "activations": (Activations, (3, 8, 8), False),
     "meanpooled": (MeanPooled, (3, 6, 6), False),
     "softmaxed": (Softmaxed, (3, 4, 4), False),
+    "avgpooled": (avgpooled, (3, 16, 16), False),
 }
 
 
@@ -373,6 +384,14 @@ def test_a_softmax_over_another_axis_is_refused_with_the_reason(tmp_path, capsys
     path = export(Over(-1), (3, 4, 4), tmp_path / "width.onnx")
     assert main(["import", str(path), "--models-dir", str(models)]) == 0
     assert "{op: softmax}" in (models / "width.yaml").read_text()
+
+
+def test_a_ceil_mode_average_pool_is_refused(tmp_path, capsys):
+    """``ceil_mode`` adds partial windows the spec's floor does not have: one line, exit 2."""
+    model = nn.Sequential(nn.AvgPool2d(3, 2, ceil_mode=True), nn.Flatten())
+    path = export(model, (2, 6, 6), tmp_path / "pool.onnx")
+    assert main(["import", "--check", str(path)]) == 2
+    assert "unsupported: AveragePool with ceil_mode=1" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name", ["cnn", "resnet50", "gru", "probe_lstm_0"])

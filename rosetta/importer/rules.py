@@ -90,6 +90,28 @@ def maxpool(ctx: Ctx, node: Any) -> None:
     ctx.emit(op, node.output[0], [x])
 
 
+def avgpool(ctx: Ctx, node: Any) -> None:
+    """ONNX ``AveragePool`` -> ``avgpool2d``, its ``count_include_pad`` (default 0: real cells
+    only) kept as the spec's flag."""
+    a = attrs(node)
+    x = ctx.value(node.input[0])
+    _image(x, "AveragePool")
+    if a.get("ceil_mode", 0):
+        raise Unsupported("AveragePool with ceil_mode=1 (the spec floors the output size)")
+    _unit(a, "dilations", "AveragePool")
+    kernel = tuple(int(k) for k in a["kernel_shape"])
+    padding = _pads(a, "AveragePool")
+    if max(padding[:2]) >= kernel[0] or max(padding[2:]) >= kernel[1]:
+        raise Unsupported(f"AveragePool with pads {list(a['pads'])} not smaller than the kernel")
+    op = ops.AvgPool2D(
+        kernel=kernel,
+        stride=tuple(int(s) for s in a.get("strides", [1, 1])),
+        padding=padding,
+        count_include_pad=bool(a.get("count_include_pad", 0)),
+    )
+    ctx.emit(op, node.output[0], [x])
+
+
 def _elementwise(op: object) -> Callable[[Ctx, Any], None]:
     def rule(ctx: Ctx, node: Any) -> None:
         ctx.emit(op, node.output[0], [_flat(ctx.value(node.input[0]))])
@@ -499,6 +521,7 @@ def constant(ctx: Ctx, node: Any) -> None:
 RULES: dict[str, Callable[[Ctx, Any], None]] = {
     "Conv": conv,
     "MaxPool": maxpool,
+    "AveragePool": avgpool,
     "Relu": _elementwise(ops.ReLU()),
     "Sigmoid": _elementwise(ops.Sigmoid()),
     "Tanh": _elementwise(ops.Tanh()),
