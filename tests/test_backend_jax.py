@@ -120,6 +120,7 @@ def test_adam_epsilon_placement_would_be_caught():
 # -- layouts --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a layout path beyond the probes' (quick-tier budget)
 @pytest.mark.parametrize("probe", [("concat", 0), ("concat", 1), ("concat", 2), ("add", 1)])
 def test_wired_graphs_in_nchw_match_the_reference(probe):
     """The conformance suite runs the graph probes in NHWC; NCHW maps a concat's axis the other
@@ -131,6 +132,7 @@ def test_wired_graphs_in_nchw_match_the_reference(probe):
     assert run_gate(model, w, params, x, y, "float64").equivalent
 
 
+@pytest.mark.slow  # a layout path beyond the probes' (quick-tier budget)
 @pytest.mark.parametrize("axis", [0, 1])
 def test_a_time_major_concat_matches_the_reference(axis):
     """With a GRU and no batch-major op the embedded sequence runs time-major (T, N, E): a
@@ -146,6 +148,7 @@ def test_a_time_major_concat_matches_the_reference(axis):
     assert run_gate(model, w, params, x, y, "float64").equivalent
 
 
+@pytest.mark.slow  # a layout path beyond the probes' (quick-tier budget)
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
 def test_softmax_over_an_images_width_in_either_layout(layout):
     """The spec's last axis of (C, H, W) is W: native axis 2 in NHWC (not the last, the
@@ -157,6 +160,7 @@ def test_softmax_over_an_images_width_in_either_layout(layout):
     assert run_gate(model, w, params, x, y, "float64").equivalent
 
 
+@pytest.mark.slow  # a layout path beyond the probes' (quick-tier budget)
 def test_a_time_major_softmax_matches_the_reference():
     """Before a GRU the embedded sequence runs time-major (T, N, E): the softmax is over E, the
     native last axis, not over time."""

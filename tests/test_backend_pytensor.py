@@ -129,6 +129,7 @@ def test_the_manifest_lists_what_runs_in_c_and_what_in_python():
         assert ops["python"].get("Dot22", 0) >= 4, ops
 
 
+@pytest.mark.slow  # a layout path beyond the probes' (quick-tier budget)
 @pytest.mark.parametrize("axis", [0, 1])
 def test_a_time_major_concat_matches_the_reference(axis):
     """The compiled graph holds embedded sequences time-major (T, N, E) (the generated file

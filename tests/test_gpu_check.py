@@ -39,6 +39,7 @@ def test_dry_run_plans_every_command_line(tmp_path):
     assert list(tmp_path.iterdir()) == []  # its work folder is removed, nothing else made
 
 
+@pytest.mark.slow  # a second dry run (quick-tier budget)
 def test_a_folder_of_imported_specs_adds_the_gpu_import_bench(tmp_path):
     models = tmp_path / "models"
     models.mkdir()

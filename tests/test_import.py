@@ -394,7 +394,10 @@ def test_a_ceil_mode_average_pool_is_refused(tmp_path, capsys):
     assert "unsupported: AveragePool with ceil_mode=1" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", ["cnn", "resnet50", "gru", "probe_lstm_0"])
+@pytest.mark.parametrize(
+    "name",
+    ["cnn", pytest.param("resnet50", marks=pytest.mark.slow), "gru", "probe_lstm_0"],
+)  # resnet50's 3 s: slow tier (quick-tier budget)
 def test_export_then_import_is_the_same_function(tmp_path, name):
     """A built-in workload (or the lstm's probe: no built-in workload has one) through
     ``rosetta export`` and back: bit-equal weights in the same order (names made spec names:
