@@ -225,6 +225,42 @@ class LstmClassifier(GruClassifier):
         return self.fc(h[-1])
 
 
+class TransformerClassifier(nn.Module):
+    """Token ids -> ``nn.Embedding`` plus learned positions -> a 2-layer ``nn.TransformerEncoder``
+    (``norm_first``, GELU, the key padding mask of the ids that are 0, a final LayerNorm) -> the
+    mean over the real tokens -> 2 logits: the built-in transformer workload's shape, written
+    the PyTorch way. torch.onnx writes each attention as ~90 nodes (a packed (E, 3E) in-projection,
+    the scale as two square roots, the mask as Where/Expand) and the GELU as Div/Erf/Add/Mul/Mul:
+    regions the importer recognises and checks (``rosetta.importer.patterns``)."""
+
+    vocab = 40
+
+    def __init__(self, width=16, heads=2, length=12):
+        super().__init__()
+        self.emb = nn.Embedding(self.vocab, width)
+        self.pos = nn.Parameter(torch.randn(1, length, width) * 0.1)
+        layer = nn.TransformerEncoderLayer(
+            width,
+            heads,
+            dim_feedforward=32,
+            dropout=0.1,
+            activation="gelu",
+            batch_first=True,
+            norm_first=True,
+        )
+        self.enc = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(width),
+                                         enable_nested_tensor=False)  # fmt: skip
+        for p in self.parameters():  # away from PyTorch's zero biases and unit LayerNorms
+            p.data.add_(0.05 * torch.randn_like(p))
+        self.fc = nn.Linear(width, 2)
+
+    def forward(self, ids):
+        pad = ids == 0  # (N, T): True at padding
+        h = self.enc(self.emb(ids) + self.pos, src_key_padding_mask=pad)  # (N, T, E)
+        real = (~pad).unsqueeze(-1).to(h.dtype)  # (N, T, 1)
+        return self.fc((h * real).sum(1) / real.sum(1).clamp(min=1))
+
+
 #: name -> (model, per-sample input shape, export keeps BatchNorm nodes)
 CORPUS = {
     "mlp": (Mlp, (3, 4, 4), False),
@@ -234,6 +270,7 @@ CORPUS = {
     "mobilenetv2ish": (MobileNetV2ish, (3, 16, 16), False),
     "gru": (GruClassifier, (12,), False),
     "lstm": (LstmClassifier, (12,), False),
+    "transformer": (TransformerClassifier, (12,), False),
     "activations": (Activations, (3, 8, 8), False),
     "meanpooled": (MeanPooled, (3, 6, 6), False),
     "softmaxed": (Softmaxed, (3, 4, 4), False),
@@ -386,6 +423,26 @@ def test_a_softmax_over_another_axis_is_refused_with_the_reason(tmp_path, capsys
     assert "{op: softmax}" in (models / "width.yaml").read_text()
 
 
+def test_an_attention_that_is_not_the_spec_s_is_refused_by_its_check(tmp_path, capsys):
+    """A causal mask on top of the key padding mask: the same MatMul/Softmax structure, another
+    function. The region's check (ONNX Runtime on the cut-out nodes against the reference's
+    attention at every head count) refuses it, on the Softmax's line: exit 2, nothing written."""
+
+    class Causal(TransformerClassifier):
+        def forward(self, ids):
+            t = ids.shape[1]
+            causal = torch.triu(torch.ones(t, t, dtype=torch.bool), 1)
+            h = self.enc(self.emb(ids) + self.pos, mask=causal, src_key_padding_mask=ids == 0)
+            return self.fc(h.mean(1))
+
+    torch.manual_seed(1)
+    path = export(Causal(), (12,), tmp_path / "causal.onnx")
+    assert main(["import", "--check", str(path)]) == 2
+    out = capsys.readouterr().out
+    assert "unsupported: a MatMul/Softmax region that is not the spec's attention" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["causal.onnx"]
+
+
 def test_a_ceil_mode_average_pool_is_refused(tmp_path, capsys):
     """``ceil_mode`` adds partial windows the spec's floor does not have: one line, exit 2."""
     model = nn.Sequential(nn.AvgPool2d(3, 2, ceil_mode=True), nn.Flatten())
@@ -396,7 +453,13 @@ def test_a_ceil_mode_average_pool_is_refused(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "name",
-    ["cnn", pytest.param("resnet50", marks=pytest.mark.slow), "gru", "probe_lstm_0"],
+    [
+        "cnn",
+        pytest.param("resnet50", marks=pytest.mark.slow),
+        "gru",
+        "probe_lstm_0",
+        pytest.param("transformer", marks=pytest.mark.slow),
+    ],
 )  # resnet50's 3 s: slow tier (quick-tier budget)
 def test_export_then_import_is_the_same_function(tmp_path, name):
     """A built-in workload (or the lstm's probe: no built-in workload has one) through
@@ -421,7 +484,9 @@ def test_export_then_import_is_the_same_function(tmp_path, name):
     ]
     assert all(np.array_equal(params[a.name], theirs[b.name])
                for a, b in zip(w.param_specs, back.param_specs, strict=True))  # fmt: skip
-    x = sample_input(w, 2, 0)
+    x = sample_input(w, 3, 0)
+    if w.input.dtype == "int32":
+        x[-1] = 0  # a row of padding only: the masked ops' edge, the same function both ways
     # both from the float32 values the file holds (the built-in's float64 draw is not them)
     outs = [
         backends.make("numpy_ref", v, {k: a.astype(np.float64) for k, a in p.items()},

@@ -270,7 +270,19 @@ def add(ctx: Ctx, node: Any) -> None:
         ctx.emit(ops.Add(), node.output[0], xs)
         return
     data, const = (a, b) if a in ctx.values else (b, a)
-    _bias(ctx, node, ctx.value(data), ctx.const(const).reshape(-1), data)
+    x, c = ctx.value(data), ctx.const(const)
+    if len(x.shape) == 2 and c.shape in ((1, *x.shape), x.shape):
+        _positions(ctx, node, x, c.reshape(x.shape), const)
+        return
+    _bias(ctx, node, x, c.reshape(-1), data)
+
+
+def _positions(ctx: Ctx, node: Any, x: Value, table: np.ndarray, tensor: str) -> None:
+    """A sequence plus a constant of its own (T, E) shape: learned absolute positions (a
+    ``nn.Parameter`` added to the embeddings), the spec's position_embedding of ``max_len`` T."""
+    name = layer_name(ctx, node, tensor, "position")
+    op = ops.PositionEmbedding(name=name, max_len=int(x.shape[0]), init={"table": _FILE})
+    ctx.emit(op, node.output[0], [x], {"table": table})
 
 
 def _bias(ctx: Ctx, node: Any, x: Value, bias: np.ndarray, tensor: str) -> None:
@@ -326,6 +338,27 @@ def batchnorm(ctx: Ctx, node: Any) -> None:
     )
     params = {"gamma": scale, "beta": bias, "mean": mean, "var": var}
     ctx.emit(op, node.output[0], [x], params)
+
+
+def layer_norm(ctx: Ctx, node: Any) -> None:
+    """``LayerNormalization`` (opset 17) over the last axis, scale and bias constants: the
+    spec's layer_norm (biased variance, ``epsilon`` inside the root: ONNX's definition)."""
+    a = attrs(node)
+    x = _flat(ctx.value(node.input[0]))
+    if int(a.get("axis", -1)) not in (-1, len(x.shape)):
+        raise Unsupported(f"LayerNormalization over axis {a['axis']} (the spec's: the last)")
+    if len(node.output) > 1 and any(ctx.consumers[o] for o in node.output[1:] if o):
+        raise Unsupported("LayerNormalization's mean or inverse deviation output read")
+    e = x.shape[-1]
+    gamma = ctx.const(node.input[1]).reshape(-1)
+    has_b = len(node.input) > 2 and node.input[2]
+    beta = ctx.const(node.input[2]).reshape(-1) if has_b else np.zeros(e, np.float32)
+    if gamma.shape != (e,) or beta.shape != (e,):
+        raise Unsupported(f"LayerNormalization with a scale or bias not of shape ({e},)")
+    name = layer_name(ctx, node, node.input[1], "layer_norm")
+    op = ops.LayerNorm(name=name, eps=_f32(a.get("epsilon", 1e-5)),
+                       init={"gamma": _FILE, "beta": _FILE})  # fmt: skip
+    ctx.emit(op, node.output[0], [x], {"gamma": gamma, "beta": beta})
 
 
 def _f32(value: float) -> float:
@@ -498,6 +531,8 @@ def lstm(ctx: Ctx, node: Any) -> None:
 
 
 def identity(ctx: Ctx, node: Any) -> None:
+    if ctx.fold(node, lambda a: a):  # a weight torch.onnx shares under a second name
+        return
     ctx.alias(node.output[0], ctx.value(node.input[0]), "the identity")
 
 
@@ -541,6 +576,7 @@ RULES: dict[str, Callable[[Ctx, Any], None]] = {
     "Sum": sum_,
     "Concat": concat,
     "BatchNormalization": batchnorm,
+    "LayerNormalization": layer_norm,
     "Identity": identity,
     "Dropout": dropout,
     "Constant": constant,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rosetta.errors import RosettaError
-from rosetta.importer import rules, write
+from rosetta.importer import patterns, rules, write
 from rosetta.importer import source as sources
 from rosetta.importer import translate as translation
 
@@ -45,7 +45,7 @@ def read_and_translate(path: Path, input_shape: tuple[int, ...] | None):
     """The source and its translation; :class:`UnsupportedNodes` (with the coverage table)
     where any node cannot be read."""
     source = sources.read(path, input_shape)
-    result = translation.translate(source, rules.RULES)
+    result = translation.translate(source, rules.RULES, patterns.find(source))
     bad = result.unsupported
     if bad:
         counts = ", ".join(f"{k} x{r.count}" for k, r in sorted(bad.items()))

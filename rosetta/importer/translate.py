@@ -16,6 +16,7 @@ characters, unique): names in a file are data, never code.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from rosetta.spec import ops
+from rosetta.spec.init import make_init
 
 
 class Unsupported(Exception):
@@ -209,10 +211,14 @@ class Translation:
         return {k: r for k, r in self.coverage.items() if r.reason}
 
 
-def translate(source: Any, rules: dict) -> Translation:
+def translate(source: Any, rules: dict, found: Any = None) -> Translation:
     """Every node of ``source`` (a :class:`rosetta.importer.source.Source`) through its rule in
-    ``rules`` (ONNX op type -> rule: ``rosetta.importer.rules.RULES``)."""
+    ``rules`` (ONNX op type -> rule: ``rosetta.importer.rules.RULES``), except the nodes of a
+    region ``found`` recognised as one spec op (:func:`rosetta.importer.patterns.find`): those
+    become that op, emitted where the region's output is made."""
     ctx = Ctx(dict(source.constants), batch=source.batch or 1)
+    covering = found.covering() if found is not None else {}
+    refused = found.refused if found is not None else {}
     frame = "ids" if getattr(source, "input_dtype", "float32") == "int32" else ""
     ctx.values[source.input_name] = Value(-1, source.input_shape, frame=frame)
     graph = source.model.graph
@@ -221,15 +227,21 @@ def translate(source: Any, rules: dict) -> Translation:
             ctx.consumers[name] += 1
     coverage: dict[str, Row] = {}
     failed = False
-    for node in graph.node:
+    for index, node in enumerate(graph.node):
         row = coverage.setdefault(node.op_type, Row())
         row.count += 1
         ctx.became = set()
         rule = rules.get(node.op_type)
+        region = covering.get(index) if node.op_type != "Constant" else None
         try:
-            if rule is None:
+            if index in refused:
+                raise Unsupported(refused[index])
+            if region is not None:
+                if not failed:
+                    _region(ctx, node, region)
+            elif rule is None:
                 raise Unsupported("no rule: the spec has no op for it yet")
-            if not failed:
+            elif not failed:
                 rule(ctx, node)
         except Unsupported as exc:
             row.reason = row.reason or str(exc)
@@ -250,6 +262,33 @@ def translate(source: Any, rules: dict) -> Translation:
     return Translation(
         wire(ctx, made.layer), ctx.weights, coverage, made.ones, int(np.prod(made.shape))
     )
+
+
+def _region(ctx: Ctx, node: Any, region: Any) -> None:
+    """A node of a recognised region: the region's spec op where its output is made, else
+    part of it."""
+    import dataclasses
+
+    if region.out not in node.output:
+        ctx.became.add(f"{region.kind} (part of)")
+        return
+    x = ctx.value(region.x)
+    op = region.op
+    if hasattr(op, "name"):
+        scope = _scope(node.name, region.weight_names) or region.kind
+        init = {role: make_init("file") for role in ("kernel", "bias")}
+        op = dataclasses.replace(op, name=ctx.unique(scope, region.kind), init=init)
+    ctx.emit(op, region.out, [Value(x.layer, x.shape)], region.params)
+
+
+def _scope(node_name: str, weights: tuple[str, ...]) -> str:
+    """A region's name: the module scope of its last node's torch.onnx name
+    (``/enc/layers.0/self_attn/Transpose_7`` -> ``enc_layers_0_self_attn``), else what its
+    weights' names share (``block.0.attn.query_kernel``, ... -> ``block_0_attn``)."""
+    if node_name.startswith("/") and node_name.count("/") > 1:
+        return spec_name(node_name)
+    common = os.path.commonprefix(list(weights)) if weights else ""
+    return spec_name(common.rsplit(".", 1)[0]) if "." in common else ""
 
 
 def wire(ctx: Ctx, last: int) -> list[dict]:
