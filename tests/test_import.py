@@ -366,6 +366,12 @@ def test_the_corpus_reads_as_specs_do(corpus):
     assert stated["file"] == "resnet18ish.onnx" and stated["check_max_rel"] <= 1e-3
     text = corpus["resnet18ish"][1].source.read_text()
     assert "{op: add, inputs: [" in text and "op: batchnorm" in text
+    # the encoder's regions became the spec's ops, named by their module scope in the file
+    kinds = [type(n).__name__ for n in corpus["transformer"][1].graph[0].nodes]
+    assert kinds.count("Attention") == 2 and kinds.count("GELU") == 2
+    assert kinds.count("MaskedMean") == 1 and kinds.count("PositionEmbedding") == 1
+    names = [p.name for p in corpus["transformer"][1].param_specs]
+    assert "enc_layers_1_self_attn.query_kernel" in names and "enc_norm.gamma" in names
 
 
 def test_check_prints_the_coverage_table_and_writes_nothing(tmp_path, capsys):
@@ -423,6 +429,7 @@ def test_a_softmax_over_another_axis_is_refused_with_the_reason(tmp_path, capsys
     assert "{op: softmax}" in (models / "width.yaml").read_text()
 
 
+@pytest.mark.slow  # 2 s of export and checks (quick-tier budget)
 def test_an_attention_that_is_not_the_spec_s_is_refused_by_its_check(tmp_path, capsys):
     """A causal mask on top of the key padding mask: the same MatMul/Softmax structure, another
     function. The region's check (ONNX Runtime on the cut-out nodes against the reference's
