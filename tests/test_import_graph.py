@@ -38,6 +38,7 @@ LAYERS = {
     "rosetta.importer": 3,  # ONNX in: reads into the spec, checks with the reference backend
     "rosetta.runner": 4,
     "rosetta.report": 5,
+    "rosetta.serving": 5,  # LoadGen scenarios: a cell of its own kind over the runner's data
     "rosetta.cli": 6,
 }
 

@@ -1,5 +1,5 @@
 """The ``rosetta`` command: ``list``, ``data``, ``bench``, ``env``, ``report``, ``code``,
-``export``: a module each.
+``export``, ``import``, ``serve``: a module each.
 
 Every user-facing failure is a :class:`rosetta.errors.RosettaError`; ``main`` prints its
 message as one line on stderr and exits with status 2, so no traceback reaches the user
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    from rosetta.cli import bench, code, data, env, export, importer, report
+    from rosetta.cli import bench, code, data, env, export, importer, report, serve
     from rosetta.cli import list as list_cmd
 
     list_cmd.add_parser(sub)
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     code.add_parser(sub)  # text only: generating source imports no framework
     export.add_parser(sub)  # onnx loads only when a graph is exported
     importer.add_parser(sub)  # `rosetta import`: onnx loads only when a file is read
+    serve.add_parser(sub)  # `rosetta serve`: LoadGen loads only in a serving cell
     return parser
 
 

@@ -1,0 +1,126 @@
+"""Serving scenarios under MLPerf's own LoadGen (``rosetta.serving``): real LoadGen runs of a
+second or less each, over a small linear model in NumPy (the mechanics: scenarios, batching, the
+Server search, the accuracy log read back and checked), then one backend's cell end to end.
+
+The accuracy check's tolerance is the cnn workload's float32 forward bound (what the gate uses
+for a float32 backend): the float32 outputs of a float64 matrix product are within it, and a
+planted offset of 1e-2 is not.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from rosetta.cli import main
+from rosetta.errors import RosettaError
+from rosetta.spec import get_workload
+
+lg = pytest.importorskip("mlperf_loadgen")
+
+from rosetta.serving import scenarios as sc  # noqa: E402  (after the skip)
+from rosetta.serving.run import serve  # noqa: E402
+from rosetta.serving.sut import Batching  # noqa: E402
+
+#: a LoadGen run of at least 0.2 s and 16 queries, at most 2 s; 32 Offline samples; 2 trials
+TINY = sc.Budget(200, 16, 2_000, 32, 2)
+
+
+@pytest.fixture(scope="module")
+def linear():
+    """32 samples of 12 features, a (12, 3) weight, the float64 outputs, the tolerance."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, 12)).astype(np.float32)
+    w = rng.standard_normal((12, 3))
+    tolerance = get_workload("cnn").tolerances["float32"].forward
+    return x, w, x.astype(np.float64) @ w, tolerance
+
+
+def _predict(w, offset=0.0, seconds=0.0):
+    """The model's prediction path; ``seconds`` a batch, as a real model takes (LoadGen's
+    Server at the rate of a bare matrix product would issue ~10^5 Python calls a trial)."""
+    w32 = w.astype(np.float32)
+
+    def predict(xb):
+        if seconds:
+            time.sleep(seconds)
+        return xb @ w32 + np.float32(offset)
+
+    return predict
+
+
+@pytest.mark.parametrize("scenario", ["single_stream", "multi_stream", "offline"])
+def test_a_scenario_runs_under_loadgen_and_its_accuracy_log_is_checked(linear, scenario):
+    x, w, ref, tol = linear
+    r = serve(_predict(w), x, ref, tol, scenario, TINY, Batching(4, 0.001))
+    perf = r["performance"]
+    assert perf["valid"], perf["reasons"]
+    assert perf["scenario"] == sc.SCENARIOS[scenario]
+    if scenario == "offline":
+        assert perf["samples_per_second"] > 0
+        assert max(int(b) for b in perf["batches"]) == 4  # the batcher filled its max batch
+    else:
+        pct = perf["percentiles_s"]
+        assert 0 < pct["50.00"] <= pct["90.00"] <= pct["99.00"]
+    acc = r["accuracy"]
+    assert acc["equivalent"] and acc["samples"] == len(x) and acc["violation"] < 1.0
+
+
+def test_the_server_search_keeps_every_trial_and_reports_the_highest_valid_rate(linear):
+    x, w, ref, tol = linear
+    r = serve(_predict(w, seconds=1e-3), x, ref, tol, "server", TINY, Batching(4, 0.001),
+              p99_bound_s=0.05)  # fmt: skip
+    trials = r["server"]["trials"]
+    assert len(trials) == TINY.server_trials
+    assert all("valid" in t and t["target_qps"] > 0 for t in trials)
+    valid = [t["target_qps"] for t in trials if t["valid"]]
+    assert r["server"]["max_valid_qps"] == (max(valid) if valid else None)
+    assert r["single_stream_p99_s"] > 0 and r["p99_bound_s"] == 0.05
+    assert r["accuracy"]["equivalent"]
+
+
+def test_a_wrong_output_fails_the_accuracy_check(linear):
+    x, w, ref, tol = linear
+    r = serve(_predict(w, 1e-2), x, ref, tol, "single_stream", TINY)
+    assert not r["accuracy"]["equivalent"] and r["accuracy"]["violation"] > 1.0
+
+
+def test_a_bound_below_the_single_stream_p99_is_refused_naming_it(linear):
+    x, w, ref, tol = linear
+    with pytest.raises(RosettaError, match="below this backend's single-stream p99 of"):
+        serve(_predict(w), x, ref, tol, "server", TINY, p99_bound_s=1e-9)
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--scenarios", "streaming"], "--scenarios: unknown scenario 'streaming'"),
+        (["--p99-ms", "0"], "--p99-ms: must be above 0"),
+        (["--max-batch", "-2"], "--max-batch: must be above 0"),
+    ],
+)
+def test_bad_serving_options_are_one_line(tmp_path, capsys, argv, words):
+    base = ["serve", "--workloads", "cnn", "--backends", "numpy_ref", "--results-dir",
+            str(tmp_path)]  # fmt: skip
+    assert main(base + argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert words in line
+    assert list(tmp_path.iterdir()) == []  # nothing recorded
+
+
+def test_a_backend_cell_end_to_end(tmp_path, capsys, small_data):
+    """``rosetta serve`` of the cnn on ONNX Runtime: a cell in its own process, its record."""
+    pytest.importorskip("onnxruntime")
+    argv = ["serve", "--workloads", "cnn", "--backends", "onnxruntime", "--scenarios",
+            "single_stream", "--results-dir", str(tmp_path),
+            "--data-dir", str(small_data)]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "onnxruntime  cnn          single_stream" in out and "accuracy equivalent" in out
+    (record,) = tmp_path.glob("serving-*/onnxruntime__cnn__single_stream.json")
+    r = json.loads(record.read_text())
+    assert r["status"] == "ok" and r["performance"]["valid"] and r["accuracy"]["equivalent"]
+    assert r["samples"] == 32 and r["request"]["profile"] == "ci" and len(r["load_before"]) == 3
