@@ -266,6 +266,7 @@ def test_a_ci_sweep_records_every_point_and_skips_bf16_with_its_reason(
                ["quiet_checks"]) == 1  # nothing ran: no new reading  # fmt: skip
 
 
+@pytest.mark.slow  # quick-tier budget (stop 55): CI's slow tier runs it
 def test_retry_failed_reruns_only_the_failed_point(tmp_path, small_data, monkeypatch, capsys):
     fault_env(monkeypatch, "raise")
     monkeypatch.setenv("ROSETTA_FAULT_THREADS", "1")  # the fault hits the 1-thread point only

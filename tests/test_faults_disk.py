@@ -74,6 +74,7 @@ def test_a_record_write_refused_is_one_line_and_leaves_no_partial(tmp_path, monk
     assert list(path.parent.iterdir()) == []  # neither the record nor its .partial
 
 
+@pytest.mark.slow  # quick-tier budget (stop 55): CI's slow tier runs it
 def test_a_full_disk_mid_run_keeps_finished_records_and_resume_completes(
     tmp_path, small_data, monkeypatch, capsys
 ):

@@ -48,6 +48,7 @@ def test_a_crafted_record_is_one_line_naming_the_file(tmp_path, case):
     assert "\n" not in line and line.startswith(f"{path}: malformed record (") and why in line
 
 
+@pytest.mark.slow  # quick-tier budget (stop 55): CI's slow tier runs it
 def test_resume_over_a_crafted_record_sets_it_aside_and_completes(tmp_path, small_data, capsys):
     argv = ["bench", "--profile", "ci", "--results-dir", str(tmp_path / "results"), "--data-dir",
             str(small_data), "--no-report", "--executor", "python", "--backends", "numpy_ref",

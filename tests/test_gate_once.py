@@ -9,6 +9,7 @@ import json
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from rosetta.runner import localise, records
 from rosetta.runner.cell import run_cell
@@ -48,6 +49,7 @@ def test_the_gate_identity_ignores_the_point_and_keeps_the_function():
         assert replace(base, **change).gate_identity() != base.gate_identity(), change
 
 
+@pytest.mark.slow  # quick-tier budget (stop 55): CI's slow tier runs it
 def test_batch_sizes_and_rounds_reuse_the_first_gate_and_gate_every_point_opts_out(
     tmp_path, small_data
 ):

@@ -78,6 +78,7 @@ def test_a_verdict_forged_before_resume_is_not_reused(two_points, tmp_path, smal
     assert again["config"]["gate_sha256"] == index["numpy_ref__gru__b32-t1"]["sha256"]
 
 
+@pytest.mark.slow  # quick-tier budget (stop 55): CI's slow tier runs it
 def test_a_forged_verdict_is_not_kept_on_resume_or_counted(two_points, tmp_path, small_data,
                                                            capsys):  # fmt: skip
     """Issue 50 item 3: a NOT EQUIVALENT record edited to ``equivalent: true`` was kept ("already

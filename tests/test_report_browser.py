@@ -100,6 +100,7 @@ def test_report_in_headless_chromium(tmp_path):
     assert visit.external_requests(url) == []
 
 
+@pytest.mark.slow  # quick-tier budget (stop 55): CI's slow tier runs it
 def test_rounds_and_scaling_render_in_headless_chromium(tmp_path):
     """The per-round chart and the scaling section's charts render, fetch nothing, raise no
     script error (the page keeps its default-src 'none' policy)."""

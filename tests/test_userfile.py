@@ -73,6 +73,7 @@ def test_export_refuses_a_fifo_and_an_existing_file_without_force(tmp_path, caps
     assert path.read_bytes()[:4] != b"mine" and capsys.readouterr().out.startswith("wrote ")
 
 
+@pytest.mark.slow  # quick-tier budget (stop 55): CI's slow tier runs it
 def test_the_report_and_its_csv_never_write_through_a_link_or_into_a_fifo(tmp_path, capsys):
     """The report rewrites its own ``index.html`` and ``rosetta.csv`` (by design, no --force),
     but a symlink or a FIFO put in their place is refused in one line and left as it was."""
