@@ -174,6 +174,7 @@ def test_a_corrupt_record_is_reported_set_aside_and_the_rest_summarised(
     assert cell_record(tmp_path, "c", "numpy_ref", "gru")["status"] == "ok"
 
 
+@pytest.mark.slow  # quick-tier budget (stop 55): CI's slow tier runs it
 def test_interrupt_keeps_records_marks_index_and_resume_completes(
     tmp_path, small_data, monkeypatch, capsys
 ):

@@ -73,6 +73,7 @@ def test_batch_sizes_and_rounds_reuse_the_first_gate_and_gate_every_point_opts_o
     assert all(r["config"]["gate_from"] == "" for r in every.values())
 
 
+@pytest.mark.slow  # quick-tier budget (stop 55): CI's slow tier runs it
 def test_a_failed_or_foreign_verdict_is_not_reused_and_the_cell_gates_itself(tmp_path, small_data):
     cfg = CellConfig("numpy_ref", "gru", profile="ci", data_dir=str(small_data), threads=1,
                      out=str(tmp_path / "src.json"))  # fmt: skip

@@ -116,7 +116,7 @@ FOREIGN = {
 # other four take the same path and are the slow tier's
 @pytest.mark.parametrize(
     "field",
-    [f if f in ("backend", "dtype") else pytest.param(f, marks=pytest.mark.slow)
+    [f if f == "dtype" else pytest.param(f, marks=pytest.mark.slow)
      for f in sorted(FOREIGN)],
 )  # fmt: skip
 def test_resume_sets_aside_a_record_made_for_another_cell(
