@@ -112,10 +112,11 @@ def test_bad_serving_options_are_one_line(tmp_path, capsys, argv, words):
 
 
 def test_a_backend_cell_end_to_end(tmp_path, capsys, small_data):
-    """``rosetta serve`` of the cnn on ONNX Runtime: a cell in its own process, its record."""
+    """``rosetta serve`` of the cnn on ONNX Runtime: each scenario a cell in its own process,
+    its record, the serving page."""
     pytest.importorskip("onnxruntime")
     argv = ["serve", "--workloads", "cnn", "--backends", "onnxruntime", "--scenarios",
-            "single_stream", "--results-dir", str(tmp_path),
+            "single_stream,offline", "--results-dir", str(tmp_path),
             "--data-dir", str(small_data)]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
@@ -124,3 +125,32 @@ def test_a_backend_cell_end_to_end(tmp_path, capsys, small_data):
     r = json.loads(record.read_text())
     assert r["status"] == "ok" and r["performance"]["valid"] and r["accuracy"]["equivalent"]
     assert r["samples"] == 32 and r["request"]["profile"] == "ci" and len(r["load_before"]) == 3
+    assert "onnxruntime" in (record.parent / "serving.html").read_text()
+    # the float64 reference of the samples: computed by the first cell, read by the second
+    offline = json.loads((record.parent / "onnxruntime__cnn__offline.json").read_text())
+    assert r["reference_from"] == "computed" and offline["reference_from"].startswith("the run's")
+    assert offline["accuracy"]["equivalent"] and offline["performance"]["samples_per_second"] > 0
+
+
+def test_the_serving_page_escapes_record_text_and_draws_the_server_trials(tmp_path):
+    """A record's text is data: a name with markup is shown, escaped; the Server trials become
+    the latency-against-load chart; a file that is not a record is named, not fatal."""
+    from rosetta.report.loadgen_page import write
+
+    trials = [{"target_qps": q, "valid": ok, "percentiles_s": {"99.00": p}}
+              for q, ok, p in ((50.0, True, 0.004), (75.0, False, 0.09))]  # fmt: skip
+    server = {"kind": "serving", "status": "ok", "p99_bound_s": 0.01,
+              "request": {"backend": "torch", "workload": "<b>w</b>", "scenario": "server"},
+              "server": {"max_valid_qps": 50.0, "trials": trials},
+              "accuracy": {"equivalent": True, "samples": 32, "violation": 0.1}}  # fmt: skip
+    request = {"backend": "jax", "workload": "<b>w</b>", "scenario": "offline"}
+    failed = {"kind": "serving", "status": "failed", "error": "<script>alert(1)</script>",
+              "request": request}  # fmt: skip
+    (tmp_path / "a.json").write_text(json.dumps(server))
+    (tmp_path / "b.json").write_text(json.dumps(failed))
+    (tmp_path / "c.json").write_text("{not json")
+    text = write(tmp_path).read_text()
+    assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "&lt;b&gt;w&lt;/b&gt;" in text and "<b>w</b>" not in text
+    assert "50 QPS at p99 &lt;= 10 ms" in text and "1 of 2 trials VALID" in text
+    assert "<svg" in text and "c.json: not a record (JSONDecodeError)" in text

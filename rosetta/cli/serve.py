@@ -5,7 +5,9 @@ runs each backend x workload x scenario as a serving cell in its own process
 (``rosetta.serving.cell``), writes one JSON record per cell into ``RESULTS/serving-<id>/`` and
 prints the scenario table: SingleStream p90/p99, MultiStream p99, Offline samples/s, Server's
 highest VALID target QPS at the p99 bound, LoadGen's verdict, and the accuracy check of LoadGen's
-accuracy log against the float64 reference. It is its own command beside ``rosetta bench`` (a
+accuracy log against the float64 reference. The same table, with the Server trials'
+latency-against-load chart, is written as ``serving.html`` beside the records
+(``rosetta.report.loadgen_page``). It is its own command beside ``rosetta bench`` (a
 serving cell measures another thing than a timed step: the same records folder, its own kind of
 record). Bad input is one line: an unknown scenario, a ``--p99-ms`` or ``--max-batch`` that is
 not positive; a bound below a backend's single-stream p99 fails that cell with the p99 named.
@@ -93,11 +95,14 @@ def run(args: argparse.Namespace) -> int:
     for w in workloads:
         for b in names:
             for s in scenarios:
-                req = Request(b, w, s, args.profile, max_batch, wait, p99, None, data_dir)
+                cache = str(folder / f"reference__{w}.npz")
+                req = Request(b, w, s, args.profile, max_batch, wait, p99, None, data_dir, cache)
                 records.append(_run_cell(req, folder, timeout))
                 print(_row(records[-1]), flush=True)
     bad = [r for r in records if r.get("status") == "failed"]
-    print(f"records: {folder}")
+    from rosetta.report.loadgen_page import write
+
+    print(f"records: {folder}\nserving page: {write(folder)}")
     return 1 if bad else 0
 
 
