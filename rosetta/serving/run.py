@@ -144,7 +144,11 @@ def serve(
             )  # fmt: skip
             p99 = single["percentiles_s"].get("99.00")
             record["single_stream_p99_s"] = p99
-            bound = p99_bound_s if p99_bound_s is not None else 4 * (p99 or expected)
+            # default: 4x (single-stream p99 + the batcher's wait): a query at low load waits the
+            # whole max wait for company (measured: ORT's transformer p50 1.1 ms single-stream,
+            # 4.3 ms through a 2 ms batcher at 25 QPS), which 4x the p99 alone did not allow
+            wait = batching.max_wait_s
+            bound = p99_bound_s if p99_bound_s is not None else 4 * ((p99 or expected) + wait)
             if p99 is not None and bound < p99:
                 raise RosettaError(
                     f"--p99-ms {bound * 1e3:g} is below this backend's single-stream p99 of "
@@ -152,7 +156,7 @@ def serve(
                 )
             record["p99_bound_s"] = bound
             record["p99_bound_from"] = (
-                "given" if p99_bound_s is not None else "4 x single-stream p99"
+                "given" if p99_bound_s is not None else "4 x (single-stream p99 + max wait)"
             )
             record["server"] = server_search(
                 predictor, budget, bound, cal["max_batch_samples_per_s"], root / "server"
