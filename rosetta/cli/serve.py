@@ -42,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--p99-ms",
         default=None,
-        help="Server's p99 latency bound (default: 4x each backend's single-stream p99)",
+        help="Server's p99 bound (default: 4x (a backend's single-stream p99 + max wait))",
     )
     p.add_argument("--max-batch", default="8", help="the dynamic batcher's max batch (default 8)")
     p.add_argument("--max-wait-ms", default="2", help="its max wait for a batch (default 2 ms)")
