@@ -450,6 +450,21 @@ def test_an_attention_that_is_not_the_spec_s_is_refused_by_its_check(tmp_path, c
     assert sorted(p.name for p in tmp_path.iterdir()) == ["causal.onnx"]
 
 
+@pytest.mark.slow  # an encoder's export (quick-tier budget)
+def test_a_region_whose_shapes_are_unknown_is_refused_not_guessed(tmp_path, capsys, monkeypatch):
+    """Where ONNX's shape inference fails (a model over protobuf's 2 GiB), the regions cannot be
+    sized for their check: each is refused with the reason, exit 2, nothing written."""
+    torch.manual_seed(1)
+    path = export(TransformerClassifier(), (12,), tmp_path / "encoder.onnx")
+
+    def fail(model):
+        raise ValueError("Message onnx.ModelProto exceeds maximum protobuf size of 2GB")
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", fail)
+    assert main(["import", "--check", str(path)]) == 2
+    assert "is not known (run onnx shape inference)" in capsys.readouterr().out
+
+
 def test_a_ceil_mode_average_pool_is_refused(tmp_path, capsys):
     """``ceil_mode`` adds partial windows the spec's floor does not have: one line, exit 2."""
     model = nn.Sequential(nn.AvgPool2d(3, 2, ceil_mode=True), nn.Flatten())

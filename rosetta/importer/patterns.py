@@ -540,7 +540,10 @@ def _shapes(source: Any) -> dict[str, tuple[int, ...]]:
     """Every tensor's static shape by ONNX's shape inference (a dynamic batch read as 1)."""
     import onnx
 
-    model = onnx.shape_inference.infer_shapes(source.model)
+    try:
+        model = onnx.shape_inference.infer_shapes(source.model)
+    except Exception:  # noqa: BLE001 - over protobuf's 2 GiB, or a graph it cannot type
+        return {}  # every region then refused: "the shape of ... is not known"
     out = {}
     for v in [*model.graph.value_info, *model.graph.input, *model.graph.output]:
         dims = v.type.tensor_type.shape.dim
