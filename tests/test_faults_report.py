@@ -100,11 +100,11 @@ def test_report_name_and_run_id_never_leave_the_out_dir(tmp_path, capsys):
 def test_mathtext_in_a_chart_label_is_plain_text():
     from rosetta.report import charts
 
-    plt = charts._plt()
+    plt = charts.pyplot()
     fig, ax = plt.subplots()
     ax.barh([0], [1.0])
     ax.set_yticks([0], [r"$\undefinedcommand{x}$"])  # crashes matplotlib's mathtext parser
-    svg = charts._to_svg(fig, "m")
+    svg = charts.to_svg(fig, "m")
     assert r"\undefinedcommand{x}" in svg
 
 

@@ -224,8 +224,8 @@ def test_a_many_series_throughput_chart_is_split_into_panels_with_legends_outsid
                                  batch_size=batch, steady_median=step, steady_low=step * 0.97,
                                  steady_high=step * 1.03))  # fmt: skip
     figs = []
-    real = charts._to_svg
-    monkeypatch.setattr(charts, "_to_svg", lambda fig, cid: figs.append(fig) or real(fig, cid))
+    real = charts.to_svg
+    monkeypatch.setattr(charts, "to_svg", lambda fig, cid: figs.append(fig) or real(fig, cid))
     chart = scaling.throughput_chart("r", "cnn", pd.DataFrame(rows))
     (fig,) = figs
     panels = [ax for ax in fig.axes if ax.get_legend() is not None]

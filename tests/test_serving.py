@@ -111,17 +111,24 @@ def test_bad_serving_options_are_one_line(tmp_path, capsys, argv, words):
     assert list(tmp_path.iterdir()) == []  # nothing recorded
 
 
-def test_a_backend_cell_end_to_end(tmp_path, capsys, small_data):
-    """``rosetta serve`` of the cnn on ONNX Runtime: each scenario a cell in its own process,
-    its record, the serving page."""
+def test_a_backend_cell_end_to_end_into_a_bench_run_and_its_report(tmp_path, capsys, small_data):
+    """``rosetta serve --run`` of the cnn on ONNX Runtime: each scenario a cell in its own process,
+    its record in the bench run's ``serving/`` folder, the serving page, and the run's own HTML
+    report showing the scenario table; a second serve keeps what is recorded."""
     pytest.importorskip("onnxruntime")
+    from report_fixtures import write_run
+
+    from rosetta.report import write_report
+
+    run = write_run(tmp_path, "bench-1", {("cnn", "torch"): dict(status="ok", step=0.1,
+                                                                  e2e=60.0, acc=0.7)})  # fmt: skip
     argv = ["serve", "--workloads", "cnn", "--backends", "onnxruntime", "--scenarios",
-            "single_stream,offline", "--results-dir", str(tmp_path),
+            "single_stream,offline", "--results-dir", str(tmp_path), "--run", "bench-1",
             "--data-dir", str(small_data)]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "onnxruntime  cnn          single_stream" in out and "accuracy equivalent" in out
-    (record,) = tmp_path.glob("serving-*/onnxruntime__cnn__single_stream.json")
+    record = run / "serving" / "onnxruntime__cnn__single_stream.json"
     r = json.loads(record.read_text())
     assert r["status"] == "ok" and r["performance"]["valid"] and r["accuracy"]["equivalent"]
     assert r["samples"] == 32 and r["request"]["profile"] == "ci" and len(r["load_before"]) == 3
@@ -130,6 +137,25 @@ def test_a_backend_cell_end_to_end(tmp_path, capsys, small_data):
     offline = json.loads((record.parent / "onnxruntime__cnn__offline.json").read_text())
     assert r["reference_from"] == "computed" and offline["reference_from"].startswith("the run's")
     assert offline["accuracy"]["equivalent"] and offline["performance"]["samples_per_second"] > 0
+    # the bench run's report: the scenario table beside the training tables
+    page = write_report([run], tmp_path / "report").read_text()
+    section = page[page.index('<section id="loadgen">') :]
+    section = section[: section.index("</section>")]
+    assert "single_stream" in section and "samples/s" in section and "onnxruntime" in section
+    assert "accuracy" in section and "equivalent (32 samples" in section
+    # a second serve into the run keeps the records (nothing recorded is lost, nothing reruns)
+    before = record.read_bytes()
+    assert main(argv) == 0
+    assert record.read_bytes() == before
+
+
+def test_serving_into_a_bench_run_that_does_not_exist_is_one_line(tmp_path, capsys):
+    argv = ["serve", "--workloads", "cnn", "--backends", "numpy_ref", "--results-dir",
+            str(tmp_path), "--run", "no-such-run"]  # fmt: skip
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "--run: no bench run 'no-such-run'" in line
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_serving_page_escapes_record_text_and_draws_the_server_trials(tmp_path):

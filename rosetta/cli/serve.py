@@ -9,7 +9,9 @@ accuracy log against the float64 reference. The same table, with the Server tria
 latency-against-load chart, is written as ``serving.html`` beside the records
 (``rosetta.report.loadgen_page``). It is its own command beside ``rosetta bench`` (a
 serving cell measures another thing than a timed step: the same records folder, its own kind of
-record). Bad input is one line: an unknown scenario, a ``--p99-ms`` or ``--max-batch`` that is
+record); ``--run RUN_ID`` adds the cells to a bench run instead (its ``serving/`` folder), whose
+HTML report then shows them beside the training tables (a cell already recorded there is kept,
+not rerun). Bad input is one line: an unknown scenario, a ``--p99-ms`` or ``--max-batch`` that is
 not positive; a bound below a backend's single-stream p99 fails that cell with the p99 named.
 """
 
@@ -47,6 +49,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-batch", default="8", help="the dynamic batcher's max batch (default 8)")
     p.add_argument("--max-wait-ms", default="2", help="its max wait for a batch (default 2 ms)")
     p.add_argument("--results-dir", default=None, help="default: $ROSETTA_RESULTS_DIR or ./results")
+    p.add_argument("--run", default=None,
+                   help="a bench run's id: add the records to its serving/ folder and its report "
+                   "(default: a new serving-<time> folder)")  # fmt: skip
     p.add_argument("--data-dir", default=None, help="data folder (default $ROSETTA_DATA_DIR)")
     p.add_argument("--timeout", default="1800", help="seconds per cell (default 1800)")
     p.set_defaults(func=run)
@@ -80,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         if b not in backends.names():
             raise RosettaError(f"--backends: unknown backend {b[:40]!r}; see `rosetta list`")
     workloads = [w for w in args.workloads.split(",") if w]
+    root = Path(args.results_dir or os.environ.get("ROSETTA_RESULTS_DIR") or "results")
+    run_dir = None if args.run is None else _bench_run(root, args.run)
     sets = [get_workload(w).dataset.name for w in workloads]  # an unknown name: one line
     from rosetta.datasets import prepare_data
     from rosetta.datasets.paths import resolve_data_dir
@@ -88,9 +95,7 @@ def run(args: argparse.Namespace) -> int:
         raise RosettaError("--data-dir: an empty path; name a folder")
     prepare_data(sets, args.data_dir)  # verified; synthesised only in the default folder
     data_dir = str(resolve_data_dir(args.data_dir))
-    root = Path(args.results_dir or os.environ.get("ROSETTA_RESULTS_DIR") or "results")
-    folder = root / f"serving-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-    folder.mkdir(parents=True, exist_ok=False)
+    folder = _folder(root, run_dir)
     records = []
     for w in workloads:
         for b in names:
@@ -98,17 +103,48 @@ def run(args: argparse.Namespace) -> int:
                 cache = str(folder / f"reference__{w}.npz")
                 req = Request(b, w, s, args.profile, max_batch, wait, p99, None, data_dir, cache)
                 records.append(_run_cell(req, folder, timeout))
-                print(_row(records[-1]), flush=True)
+                print(row_text(records[-1]), flush=True)
     bad = [r for r in records if r.get("status") == "failed"]
     from rosetta.report.loadgen_page import write
 
     print(f"records: {folder}\nserving page: {write(folder)}")
+    if args.run is not None:
+        print(f"the run's report shows them: rosetta report {args.run}")
     return 1 if bad else 0
+
+
+def _bench_run(root: Path, run: str) -> Path:
+    """The bench run ``--run`` names (one line if there is none)."""
+    from rosetta.runner.rundir import check_run_id
+
+    run_dir = root / check_run_id(run)
+    if not (run_dir / "run.json").is_file():
+        raise RosettaError(f"--run: no bench run {run[:60]!r} in {root} (no run.json); "
+                           "name one from `ls results` or leave --run out")  # fmt: skip
+    return run_dir
+
+
+def _folder(root: Path, run_dir: Path | None) -> Path:
+    """Where the records go: a new ``serving-<time>`` folder, or the bench run's ``serving/``."""
+    if run_dir is None:
+        folder = root / f"serving-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        folder.mkdir(parents=True, exist_ok=False)
+        return folder
+    from rosetta.report.loadgen_page import SERVING_DIR
+
+    folder = run_dir / SERVING_DIR
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise RosettaError(f"--run: {folder} is not a folder; move it aside")
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 def _run_cell(req, folder: Path, timeout: float) -> dict:
     stem = f"{req.backend}__{req.workload}__{req.scenario}"
     request, record = folder / f"{stem}.request.json", folder / f"{stem}.json"
+    kept = _recorded(record)
+    if kept is not None:  # nothing recorded is lost: a second `serve --run` keeps the first
+        return kept
     request.write_text(json.dumps(req.as_record()))
     cmd = [sys.executable, "-m", "rosetta.serving.cell", str(request), str(record)]
     try:
@@ -123,31 +159,25 @@ def _run_cell(req, folder: Path, timeout: float) -> dict:
     return json.loads(record.read_text())
 
 
-def _ms(v) -> str:
-    return "-" if v is None else f"{v * 1e3:.3g} ms"
+def _recorded(path: Path) -> dict | None:
+    """The serving record already at ``path`` (a rerun into a bench run keeps it), else None."""
+    if not path.is_file() or path.is_symlink():
+        return None
+    try:
+        r = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(r, dict) and r.get("kind") == "serving" and r.get("status") in ("ok", "skipped")
+    return r if ok else None  # a failed cell runs again
 
 
-def _row(r: dict) -> str:
-    """One line of the scenario table."""
+def row_text(r: dict) -> str:
+    """One printed line of the scenario table (the serving page's figure and accuracy)."""
+    from rosetta.report.loadgen_page import accuracy, figure
+
     q = r["request"]
     head = f"  {q['backend']:<12} {q['workload']:<12} {q['scenario']:<13}"
+    fig, verdict = figure(r)
     if r.get("status") != "ok":
-        return f"{head} {r.get('status')}: {r.get('reason') or r.get('error')}"
-    acc = r["accuracy"]
-    check = "equivalent" if acc["equivalent"] else f"NOT equivalent ({acc.get('violation')})"
-    if q["scenario"] == "server":
-        s = r["server"]
-        best = s["max_valid_qps"]
-        figure = (f"max VALID {best:.4g} QPS at p99 <= {_ms(r['p99_bound_s'])} "
-                  f"({len(s['trials'])} trials)" if best else "no VALID trial")  # fmt: skip
-    else:
-        perf = r["performance"]
-        pct = perf["percentiles_s"]
-        if q["scenario"] == "offline":
-            figure = f"{perf.get('samples_per_second') or 0:.4g} samples/s"
-        else:
-            figure = f"p90 {_ms(pct.get('90.00'))}, p99 {_ms(pct.get('99.00'))}"
-        figure += f", LoadGen {perf['result']}"
-        if perf["reasons"]:
-            figure += f" ({'; '.join(perf['reasons'])})"
-    return f"{head} {figure}; accuracy {check}"
+        return f"{head} {verdict}"
+    return f"{head} {fig}, LoadGen {verdict}; accuracy {accuracy(r)}"

@@ -41,12 +41,13 @@ def colour(backend: str) -> str:
     return backends.constant(backend, "COLOUR") or EXTRA[sum(map(ord, backend)) % len(EXTRA)]
 
 
-def _safe_id(*parts: str) -> str:
+def safe_id(*parts: str) -> str:
     """An HTML/SVG id from free text (run ids may hold any character)."""
     return re.sub(r"[^A-Za-z0-9_-]+", "-", "-".join(parts)).strip("-")
 
 
-def _plt():
+def pyplot():
+    """matplotlib's pyplot on the Agg backend, names as plain text (never mathtext)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -96,10 +97,11 @@ def log_ticks(low: float, high: float, most: int = 8) -> list[float]:
     return best
 
 
-def _to_svg(fig, chart_id: str) -> str:
+def to_svg(fig, chart_id: str) -> str:
+    """``fig`` as SVG markup with ids salted by ``chart_id`` (several charts on one page)."""
     import matplotlib
 
-    plt = _plt()
+    plt = pyplot()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": chart_id}):
         buf = io.StringIO()
         fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -139,7 +141,7 @@ def step_time_chart(workload: str, cells: pd.DataFrame) -> Chart | None:
     rows = _ordered(rows[rows["steady_median"].notna()])
     if rows.empty:
         return None
-    plt = _plt()
+    plt = pyplot()
     multi = rows["run_id"].nunique() > 1
     n = len(rows)
     fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.9 + 0.42 * n))
@@ -187,8 +189,8 @@ def step_time_chart(workload: str, cells: pd.DataFrame) -> Chart | None:
     ax.set_ylim(-0.6, n - 0.4)
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title(f"{workload}: steady-state step time", loc="left", fontsize=11)
-    cid = _safe_id("steps", workload)
-    return Chart(cid, f"{workload}: median step time with 95% interval", _to_svg(fig, cid))
+    cid = safe_id("steps", workload)
+    return Chart(cid, f"{workload}: median step time with 95% interval", to_svg(fig, cid))
 
 
 def round_chart(workload: str, groups: pd.DataFrame) -> Chart | None:
@@ -198,7 +200,7 @@ def round_chart(workload: str, groups: pd.DataFrame) -> Chart | None:
     rows = _ordered(rows[rows["steady_median"].notna()])
     if rows.empty or max(len(m) for m in rows["round_medians"]) < 2:
         return None
-    plt = _plt()
+    plt = pyplot()
     multi = rows["run_id"].nunique() > 1
     n = len(rows)
     fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.9 + 0.42 * n))
@@ -223,9 +225,9 @@ def round_chart(workload: str, groups: pd.DataFrame) -> Chart | None:
     ax.set_ylim(-0.6, n - 0.4)
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title(f"{workload}: step time per round", loc="left", fontsize=11)
-    cid = _safe_id("rounds", workload)
+    cid = safe_id("rounds", workload)
     caption = f"{workload}: per-round medians and the interval across rounds"
-    return Chart(cid, caption, _to_svg(fig, cid))
+    return Chart(cid, caption, to_svg(fig, cid))
 
 
 def cold_start_chart(workload: str, cells: pd.DataFrame) -> Chart | None:
@@ -234,7 +236,7 @@ def cold_start_chart(workload: str, cells: pd.DataFrame) -> Chart | None:
     rows = _ordered(rows[rows["cold_start_s"].notna()])
     if rows.empty:
         return None
-    plt = _plt()
+    plt = pyplot()
     multi = rows["run_id"].nunique() > 1
     n = len(rows)
     fig, ax = plt.subplots(figsize=(WIDTH_IN, 1.3 + 0.42 * n))
@@ -262,8 +264,8 @@ def cold_start_chart(workload: str, cells: pd.DataFrame) -> Chart | None:
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=3, fontsize=8, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title(f"{workload}: cold start", loc="left", fontsize=11, pad=22)
-    cid = _safe_id("cold", workload)
-    return Chart(cid, f"{workload}: cold start (import, build, first step)", _to_svg(fig, cid))
+    cid = safe_id("cold", workload)
+    return Chart(cid, f"{workload}: cold start (import, build, first step)", to_svg(fig, cid))
 
 
 def loss_chart(
@@ -276,7 +278,7 @@ def loss_chart(
     sel = losses[(losses["workload"] == workload) & (losses["run_id"] == run_id)]
     if sel.empty:
         return None
-    plt = _plt()
+    plt = pyplot()
     cell_of = cells[(cells["workload"] == workload) & (cells["run_id"] == run_id)]
     equiv = dict(zip(cell_of["backend"], cell_of["equivalent"], strict=False))
     groups = dict(list(sel.groupby("backend", sort=False)))
@@ -320,5 +322,5 @@ def loss_chart(
         axes[-1][0].set_xlabel("training step")
     else:
         ax.set_xlabel("training step")
-    cid = _safe_id("loss", workload, run_id)
-    return Chart(cid, f"{workload}: loss curves of every backend ({run_id})", _to_svg(fig, cid))
+    cid = safe_id("loss", workload, run_id)
+    return Chart(cid, f"{workload}: loss curves of every backend ({run_id})", to_svg(fig, cid))

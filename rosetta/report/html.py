@@ -10,7 +10,16 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
-from rosetta.report import charts, headline, references, roofline, scaling, sections, serving
+from rosetta.report import (
+    charts,
+    headline,
+    loadgen_page,
+    references,
+    roofline,
+    scaling,
+    sections,
+    serving,
+)
 from rosetta.report.compare import ratios_to_fastest
 from rosetta.report.frame import CHECKS, Tables
 from rosetta.report.groups import primary
@@ -68,19 +77,25 @@ def context(t: Tables, out_dir: Path) -> dict:
     except Exception as exc:  # noqa: BLE001 - as above: the page stands without its roofline
         failed.append(f"roofline not drawn ({type(exc).__name__}: {exc})")
         roof = None
+    try:
+        loadgen, loadgen_problems = loadgen_page.run_sections([r.path for r in t.runs.runs])
+    except Exception as exc:  # noqa: BLE001 - as above: the page stands without its serving runs
+        why = f"serving scenarios not shown ({type(exc).__name__}: {exc})"
+        loadgen, loadgen_problems = [], [why]
     ids = [r.run_id for r in t.runs.runs]
     return {
         "title": " vs ".join(ids),
         "lede": lede(t),
         "machine": machine_line(t),
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "problems": [*t.runs.problems, *failed, *references.problems()],
+        "problems": [*t.runs.problems, *failed, *loadgen_problems, *references.problems()],
         "headlines": headline.headlines(t),
         "step_charts": step_charts,
         "round_charts": round_charts,
         "scaling": scaling.sections(t),
         "latency": scaling.latency_sections(t),
         "serving": serving.serving_rows(t),
+        "loadgen": loadgen,
         "cold_charts": cold_charts,
         "loss_charts": loss_charts,
         "ratios": sections.ratio_rows(t),

@@ -1,4 +1,8 @@
-"""The serving page of a ``rosetta serve`` run: LoadGen's scenarios, one section per workload.
+"""LoadGen's serving scenarios in the reports: one section per workload.
+
+``rosetta serve`` writes ``serving.html`` beside its records (:func:`write`); a bench run that
+``rosetta serve --run RUN_ID`` added to holds them in its ``serving/`` folder, and its main
+report shows the same sections (:func:`run_sections`, rendered by the report's template).
 
 Per workload, a scenario table (per backend: SingleStream p90/p99, MultiStream p99, Offline
 samples/s, Server's highest VALID target QPS at its p99 bound; LoadGen's VALID or INVALID with
@@ -13,11 +17,13 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
-from rosetta.report.charts import WIDTH_IN, Chart, _plt, _safe_id, _to_svg, colour
+from rosetta.report.charts import WIDTH_IN, Chart, colour, pyplot, safe_id, to_svg
 
 SCENARIO_ORDER = ("single_stream", "multi_stream", "offline", "server")
+SERVING_DIR = "serving"  # a bench run's folder of serving records (`rosetta serve --run`)
 
 
 def load(folder: Path) -> tuple[list[dict], list[str]]:
@@ -47,7 +53,7 @@ def _ms(v) -> str:
     return "-" if not isinstance(v, int | float) else f"{v * 1e3:.3g} ms"
 
 
-def _figure(r: dict) -> tuple[str, str]:
+def figure(r: dict) -> tuple[str, str]:
     """(the scenario's figure, LoadGen's verdict) of a record, as text."""
     q = r["request"]
     if r.get("status") != "ok":
@@ -72,7 +78,8 @@ def _figure(r: dict) -> tuple[str, str]:
     return fig, verdict
 
 
-def _accuracy(r: dict) -> str:
+def accuracy(r: dict) -> str:
+    """The accuracy check of a record, as text."""
     acc = r.get("accuracy") or {}
     if not acc:
         return "-"
@@ -82,7 +89,68 @@ def _accuracy(r: dict) -> str:
     return f"{state} ({acc.get('samples', 0)} samples, worst {worst})"
 
 
-def latency_load_chart(workload: str, records: list[dict]) -> Chart | None:
+@dataclass(frozen=True)
+class Row:
+    """One line of a scenario table, as text (escaped where it is shown)."""
+
+    scenario: str
+    backend: str
+    figure: str
+    verdict: str
+    accuracy: str
+    load: str
+    bad: bool  # not ok, INVALID or not equivalent: shown in red, never hidden
+
+
+@dataclass(frozen=True)
+class Section:
+    """One workload's scenario table and Server chart."""
+
+    workload: str
+    rows: tuple[Row, ...]
+    chart: Chart | None
+
+
+def row(r: dict) -> Row:
+    """The table line of one record."""
+    q = r["request"]
+    fig, verdict = figure(r)
+    acc = accuracy(r)
+    load = r.get("load_before") or ["-"]
+    bad = r.get("status") != "ok" or "INVALID" in verdict or "NOT" in acc
+    return Row(str(q.get("scenario")), str(q.get("backend")), fig, verdict, acc,
+               str(load[0]), bad)  # fmt: skip
+
+
+def sections(records: list[dict], prefix: str = "") -> list[Section]:
+    """One section per workload, rows in scenario order then backend; ``prefix`` keeps chart
+    ids apart when several runs share a page."""
+    rank = {s: i for i, s in enumerate(SCENARIO_ORDER)}
+    out = []
+    for w in dict.fromkeys(str(r["request"].get("workload")) for r in records):
+        rows = [r for r in records if str(r["request"].get("workload")) == w]
+        rows.sort(key=lambda r: (rank.get(r["request"].get("scenario"), 9),
+                                 str(r["request"].get("backend"))))  # fmt: skip
+        server = [r for r in rows if r["request"].get("scenario") == "server"]
+        out.append(Section(w, tuple(row(r) for r in rows), latency_load_chart(w, server, prefix)))
+    return out
+
+
+def run_sections(run_dirs: list[Path]) -> tuple[list[tuple[str, Section]], list[str]]:
+    """The serving sections of bench runs that ``rosetta serve --run`` added to (their
+    ``serving/`` folders): (run name, section) pairs, and a line per unreadable file."""
+    found, problems = [], []
+    for run_dir in run_dirs:
+        folder = Path(run_dir) / SERVING_DIR
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        records, bad = load(folder)
+        problems += [f"{Path(run_dir).name}/{SERVING_DIR}/{line}" for line in bad]
+        found += [(Path(run_dir).name, s) for s in sections(records, Path(run_dir).name)]
+    return found, problems
+
+
+def latency_load_chart(workload: str, records: list[dict], prefix: str = "") -> Chart | None:
     """p99 latency against target QPS of every Server trial, one line per backend."""
     series = []
     for r in records:
@@ -96,7 +164,7 @@ def latency_load_chart(workload: str, records: list[dict]) -> Chart | None:
             series.append((str(r["request"]["backend"]), points, r.get("p99_bound_s")))
     if not series:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(WIDTH_IN, 3.6))
     for backend, points, bound in series:
         col = colour(backend)
@@ -114,9 +182,9 @@ def latency_load_chart(workload: str, records: list[dict]) -> Chart | None:
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title(f"{workload}: latency against load (dots VALID, crosses INVALID; dashed: "
                  "each backend's p99 bound)", loc="left", fontsize=10)  # fmt: skip
-    cid = _safe_id("serving", workload)
+    cid = safe_id("serving", prefix, workload)
     return Chart(cid, f"{workload}: Server trials, p99 latency against target QPS",
-                 _to_svg(fig, cid))  # fmt: skip
+                 to_svg(fig, cid))  # fmt: skip
 
 
 def page(records: list[dict], problems: list[str], title: str) -> str:
@@ -134,30 +202,18 @@ def page(records: list[dict], problems: list[str], title: str) -> str:
     ]
     for line in problems:
         parts.append(f"<p class='bad'>{e(line)}</p>")
-    workloads = list(dict.fromkeys(str(r["request"].get("workload")) for r in records))
-    for w in workloads:
-        rows = [r for r in records if str(r["request"].get("workload")) == w]
-        rank = {s: i for i, s in enumerate(SCENARIO_ORDER)}
-        rows.sort(key=lambda r: (rank.get(r["request"].get("scenario"), 9),
-                                 str(r["request"].get("backend"))))  # fmt: skip
-        parts.append(f"<h2>{e(w)}</h2><table><tr><th>scenario</th><th>backend</th>"
+    for sec in sections(records):
+        parts.append(f"<h2>{e(sec.workload)}</h2><table><tr><th>scenario</th><th>backend</th>"
                      "<th>figure</th><th>LoadGen</th><th>accuracy</th><th>load (1 min)"
                      "</th></tr>")  # fmt: skip
-        for r in rows:
-            q = r["request"]
-            fig, verdict = _figure(r)
-            acc = _accuracy(r)
-            bad = r.get("status") != "ok" or "INVALID" in verdict or "NOT" in acc
-            load = r.get("load_before") or ["-"]
-            parts.append(
-                f"<tr{' class=bad' if bad else ''}><td>{e(str(q.get('scenario')))}</td>"
-                f"<td>{e(str(q.get('backend')))}</td><td>{e(fig)}</td><td>{e(verdict)}</td>"
-                f"<td>{e(acc)}</td><td>{e(str(load[0]))}</td></tr>"
-            )
+        for r in sec.rows:
+            cells = (r.scenario, r.backend, r.figure, r.verdict, r.accuracy, r.load)
+            tds = "".join(f"<td>{e(c)}</td>" for c in cells)
+            parts.append(f"<tr{' class=bad' if r.bad else ''}>{tds}</tr>")
         parts.append("</table>")
-        chart = latency_load_chart(w, [r for r in rows if r["request"].get("scenario") == "server"])
-        if chart is not None:
-            parts.append(f"<figure>{chart.svg}<figcaption>{e(chart.caption)}</figcaption></figure>")
+        if sec.chart is not None:
+            c = sec.chart
+            parts.append(f"<figure>{c.svg}<figcaption>{e(c.caption)}</figcaption></figure>")
     parts.append("</body></html>")
     return "".join(parts)
 

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from rosetta.report.charts import Chart, _plt, _safe_id, _to_svg, colour, plain_log
+from rosetta.report.charts import Chart, colour, plain_log, pyplot, safe_id, to_svg
 from rosetta.report.fmt import DASH, fmt_num, fmt_pct
 from rosetta.report.frame import Tables
 from rosetta.report.groups import group_machine
@@ -81,7 +81,7 @@ def chart(workload: str, run_id: str, p: pd.DataFrame, ceilings, label_run: bool
     mine = p[(p["workload"] == workload) & (p["run_id"] == run_id)]
     if mine.empty:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     xs = [r["standing"].intensity for _, r in mine.iterrows()]
     ys = list(mine["gflops"])
@@ -138,13 +138,13 @@ def chart(workload: str, run_id: str, p: pd.DataFrame, ceilings, label_run: bool
     ax.grid(True, which="major", color="#e4e4e8", lw=0.6)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     where = f" ({run_id})" if label_run else ""
-    chart_id = _safe_id("roofline", workload, run_id)
+    chart_id = safe_id("roofline", workload, run_id)
     return Chart(
         chart_id,
         f"{workload}{where}: achieved GFLOP/s against arithmetic intensity, under "
         + " and ".join([*(c.label for c in roofs), *([f"memory {bw:.0f} GB/s"] if bw else [])])
         + ("" if bw else " (no bandwidth measured in this run)"),
-        _to_svg(fig, chart_id),
+        to_svg(fig, chart_id),
     )
 
 

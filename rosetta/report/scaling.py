@@ -201,7 +201,7 @@ def throughput_chart(run_id: str, workload: str, rows: pd.DataFrame) -> charts.C
     backends = backend_order(list(dict.fromkeys(b for b, *_ in series)))  # registry order
     settings = list(dict.fromkeys((str(p), str(t)) for _, _, p, t, _ in series))
     panels = backends if len(series) > PANEL_SERIES and len(backends) > 1 else [None]
-    plt = charts._plt()
+    plt = charts.pyplot()
     fig, axes = plt.subplots(
         len(panels), 1, figsize=(charts.WIDTH_IN, 1.2 + 2.4 * len(panels)), sharex=True,
         sharey=True, squeeze=False,
@@ -236,8 +236,8 @@ def throughput_chart(run_id: str, workload: str, rows: pd.DataFrame) -> charts.C
     axes[-1][0].set_xlabel("batch size (log)")
     fig.suptitle(f"{workload}: throughput against batch size ({run_id})", x=0.02, ha="left",
                  fontsize=11)  # fmt: skip
-    cid = charts._safe_id("batch", workload, run_id)
-    return charts.Chart(cid, f"{workload}: throughput against batch size", charts._to_svg(fig, cid))
+    cid = charts.safe_id("batch", workload, run_id)
+    return charts.Chart(cid, f"{workload}: throughput against batch size", charts.to_svg(fig, cid))
 
 
 DASHES = ("-", "--", ":", "-.")  # one line style per precision and thread setting
@@ -245,7 +245,7 @@ DASHES = ("-", "--", ":", "-.")  # one line style per precision and thread setti
 
 def speedup_chart(run_id: str, workload: str, rows: list[dict]) -> charts.Chart | None:
     """Speedup over the fewest threads per backend, with the ideal (linear) line."""
-    plt = charts._plt()
+    plt = charts.pyplot()
     fig, ax = plt.subplots(figsize=(charts.WIDTH_IN, 3.4))
     frame = pd.DataFrame(rows)
     for (b, fixed), g in frame.groupby(["backend", "fixed"], sort=False):
@@ -258,8 +258,8 @@ def speedup_chart(run_id: str, workload: str, rows: list[dict]) -> charts.Chart 
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title(f"{workload}: speedup against threads ({run_id})", loc="left", fontsize=11)
-    cid = charts._safe_id("threads", workload, run_id)
-    return charts.Chart(cid, f"{workload}: speedup against threads", charts._to_svg(fig, cid))
+    cid = charts.safe_id("threads", workload, run_id)
+    return charts.Chart(cid, f"{workload}: speedup against threads", charts.to_svg(fig, cid))
 
 
 def _on(backend: str, machine: object) -> str:
