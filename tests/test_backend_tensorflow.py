@@ -193,6 +193,18 @@ def test_float64_all_the_way_through(name):
         assert v.dtype == "float64", v.name
 
 
+def test_a_request_is_the_loader_s_batch_without_its_pipeline():
+    """``request_batch`` (the serving path's: no ``tf.data`` pipeline per request, which cost
+    ~25 ms a call) gives the loader's very batch: NCHW -> NHWC, the model's dtype."""
+    w = get_workload("cnn")
+    model = make(tfb, w, canonical_weights(w, 0), dtype="float64")
+    x = np.random.default_rng(0).random((3, *w.input.shape), dtype=np.float32)
+    (want,) = next(iter(model.loader(x, None, np.arange(3), 3)))
+    (got,) = model.request_batch(x)
+    assert got.dtype == want.dtype == tf.float64 and got.shape == (3, 32, 32, 3)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 @pytest.mark.parametrize(
     "kernel,stride,padding,size,exact",
     [

@@ -172,11 +172,15 @@ def test_the_serving_page_escapes_record_text_and_draws_the_server_trials(tmp_pa
     request = {"backend": "jax", "workload": "<b>w</b>", "scenario": "offline"}
     failed = {"kind": "serving", "status": "failed", "error": "<script>alert(1)</script>",
               "request": request}  # fmt: skip
+    every = {**server, "request": {**server["request"], "backend": "jax"},
+             "server": {"max_valid_qps": 50.0, "trials": trials[:1]}}  # fmt: skip
     (tmp_path / "a.json").write_text(json.dumps(server))
+    (tmp_path / "d.json").write_text(json.dumps(every))  # every trial VALID: a floor
     (tmp_path / "b.json").write_text(json.dumps(failed))
     (tmp_path / "c.json").write_text("{not json")
     text = write(tmp_path).read_text()
     assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "&lt;b&gt;w&lt;/b&gt;" in text and "<b>w</b>" not in text
-    assert "50 QPS at p99 &lt;= 10 ms" in text and "1 of 2 trials VALID" in text
+    assert "<td>50 QPS at p99 &lt;= 10 ms" in text and "1 of 2 trials VALID" in text
+    assert "&gt;= 50 QPS at p99 &lt;= 10 ms" in text and "1 of 1 trials VALID" in text
     assert "<svg" in text and "c.json: not a record (JSONDecodeError)" in text

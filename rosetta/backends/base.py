@@ -227,10 +227,16 @@ class Model(ABC):
 
     # -- helpers every backend inherits -----------------------------------------------------
     def predict_numpy(self, x: np.ndarray) -> np.ndarray:
-        """Evaluation-mode outputs for a canonical NumPy batch, through the native loader, in
-        the canonical layout (``output_to_canonical``)."""
-        batch = next(iter(self.loader(x, None, np.arange(len(x)), len(x))))
-        return self.output_to_canonical(self.to_numpy(self.predict(batch)))
+        """Evaluation-mode outputs for a canonical NumPy batch (``request_batch``), in the
+        canonical layout (``output_to_canonical``)."""
+        return self.output_to_canonical(self.to_numpy(self.predict(self.request_batch(x))))
+
+    def request_batch(self, x: np.ndarray) -> Batch:
+        """A canonical NumPy batch as this model's native batch, the way a server takes a
+        request (``predict_numpy``, the serving scenarios): the native loader's one batch; a
+        backend whose loader is a pipeline with a per-call cost (``tf.data``) overrides it with
+        the direct conversion."""
+        return next(iter(self.loader(x, None, np.arange(len(x)), len(x))))
 
     def output_to_canonical(self, out: np.ndarray) -> np.ndarray:
         """The model's output (NumPy, native layout) in the canonical layout of the workload's

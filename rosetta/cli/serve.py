@@ -148,11 +148,11 @@ def _run_cell(req, folder: Path, timeout: float) -> dict:
     request.write_text(json.dumps(req.as_record()))
     cmd = [sys.executable, "-m", "rosetta.serving.cell", str(request), str(record)]
     try:
-        subprocess.run(cmd, timeout=timeout, check=False)
+        why = f"exit status {subprocess.run(cmd, timeout=timeout, check=False).returncode}"
     except subprocess.TimeoutExpired:
-        pass
+        why = f"killed at the --timeout of {timeout:g} s"
     if not record.is_file():
-        why = f"the cell's process ended without a record (timeout {timeout:g} s?)"
+        why = f"the cell's process ended without a record ({why})"
         out = {"kind": "serving", "request": req.as_record(), "status": "failed", "error": why}
         record.write_text(json.dumps(out))
         return out

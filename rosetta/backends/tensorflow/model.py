@@ -204,6 +204,9 @@ class KerasModel(Model):
     def loader(self, x, y, order, batch_size):
         return self._loader.dataset(x, y, order, batch_size)
 
+    def request_batch(self, x: np.ndarray) -> Batch:
+        return self._loader.batch(x)  # no tf.data pipeline per request
+
     def train_step(self, batch: Batch):
         self._need_training()
         with tf.device(self.tf_device):
