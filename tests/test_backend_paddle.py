@@ -365,3 +365,15 @@ def test_handwritten_models_compute_what_the_lowered_ones_compute(name, size, dt
     want = hw.features_step(hand, batch[0]).numpy()
     got = model.to_numpy(model.predict(batch))
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 1e-2 * np.abs(want).max())
+
+
+def test_a_request_is_the_loader_s_batch_without_its_dataloader():
+    """``request_batch`` (the serving path's: no ``DataLoader`` per request) gives the loader's
+    very batch: the ids as int64, on the same place."""
+    w = get_workload("gru")
+    model = make("paddle", w, canonical_weights(w), dtype="float64")
+    x = np.random.default_rng(0).integers(0, 30000, size=(3, *w.input.shape)).astype(np.int32)
+    (want,) = next(iter(model.loader(x, None, np.arange(3), 3)))
+    (got,) = model.request_batch(x)
+    assert got.dtype == want.dtype == paddle.int64 and str(got.place) == str(want.place)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

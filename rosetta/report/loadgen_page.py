@@ -119,10 +119,10 @@ def row(r: dict) -> Row:
     q = r["request"]
     fig, verdict = figure(r)
     acc = accuracy(r)
-    load = r.get("load_before") or ["-"]
+    load = (r.get("load_before") or ["-"])[0]
+    load = f"{load:.2f}" if isinstance(load, int | float) else str(load)
     bad = r.get("status") != "ok" or "INVALID" in verdict or "NOT" in acc
-    return Row(str(q.get("scenario")), str(q.get("backend")), fig, verdict, acc,
-               str(load[0]), bad)  # fmt: skip
+    return Row(str(q.get("scenario")), str(q.get("backend")), fig, verdict, acc, load, bad)
 
 
 def sections(records: list[dict], prefix: str = "") -> list[Section]:

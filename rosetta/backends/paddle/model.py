@@ -114,6 +114,9 @@ class PaddleModel(Model):
     def loader(self, x, y, order, batch_size):
         return native.native_loader(x, y, order, batch_size, self.runtime.dtype)
 
+    def request_batch(self, x: np.ndarray) -> Batch:
+        return native.request_batch(x, self.runtime.dtype)  # no DataLoader per request
+
     def train_step(self, batch: Batch) -> paddle.Tensor:
         """One optimiser step (the timed program; the gate runs it with dropout rates 0)."""
         self._trainable()
