@@ -72,6 +72,18 @@ out["bf16"] = {"equivalent": gate.equivalent, "divergence": gate.divergence,
                "fp32_violation": gru.tolerances["float32"].forward.violation(
                    bf16.predict_numpy(gx), ref),
                "mode": bf16.manifest()["precision_mode"]}
+# keras_torch's two GRUs (its option gru): PyTorch's fused nn.GRU and Keras' loop, float64
+if name == "keras_torch":
+    fused = backends.make(module, gru, gp, dtype="float64")
+    plain = backends.make(module, gru, gp, dtype="float64", options={"gru": "keras"})
+    a, b = fused.predict_numpy(gx), plain.predict_numpy(gx)
+    out["gru_forms"] = {
+        "fused": fused.manifest()["fused_rnn"], "keras": plain.manifest()["fused_rnn"],
+        "layers": [type(m).__name__ for m in fused.net.layers],
+        "plain_layers": [type(m).__name__ for m in plain.net.layers],
+        "diff": float(np.abs(a - b).max()), "scale": float(np.abs(b).max()),
+        "bf16": bf16.manifest()["fused_rnn"],
+    }
 # planted defect: Keras' own float64 -> float32 narrowing put back fails the float64 gate
 from keras.src.backend.common import dtypes
 dtypes.BIT64_TO_BIT32_DTYPE["float64"] = "float32"
@@ -181,3 +193,19 @@ def test_the_default_step_is_the_measured_one_with_its_reason():
         step, why = step_in_effect("default", engine, device)
         assert step == "custom" and why.startswith("default on ")
     assert step_in_effect("keras", "jax") == ("keras", "asked for (keras_step keras)")
+
+
+def test_keras_torch_runs_pytorch_s_fused_gru_computing_keras_gru_s_function(engine_run):
+    """keras_torch's GRU is PyTorch's ``nn.GRU`` in ``TorchModuleWrapper`` by default (a fused
+    kernel; Keras' own GRU is a Python loop over the steps on this engine): in float64 the two
+    compute the same function, to summation order (1e-10 relative); bf16 keeps Keras' GRU (its
+    mixed policy); the manifest says which ran."""
+    name, out = engine_run
+    if name != "keras_torch":
+        pytest.skip("keras_torch's option")
+    g = out["gru_forms"]
+    assert "TorchModuleWrapper" in g["layers"] and "GRU" not in g["layers"]
+    assert "GRU" in g["plain_layers"] and "TorchModuleWrapper" not in g["plain_layers"]
+    assert g["fused"].startswith("yes") and g["keras"].startswith("no")
+    assert g["bf16"].startswith("no")
+    assert g["diff"] <= 1e-10 * g["scale"], g

@@ -66,6 +66,10 @@ class Ctx:
     #: layer names as identifiers (``layer1_0_conv1``, as the generated source names them):
     #: Keras on PyTorch registers each variable as a torch parameter, whose name may hold no "."
     identifier_names: bool = False
+    #: an engine's own layer for an op, supplied by its backend (op name -> ``build(op, site,
+    #: ctx)``; keras_torch: the GRU as PyTorch's fused ``nn.GRU``); the op module uses it where
+    #: present (``ops/gru.py``)
+    native: dict[str, Any] = field(default_factory=dict)
 
     def bind(self, binding: Binding) -> None:
         """Record an op's weight binding (its module's ``weights(op, layer, ctx)``)."""

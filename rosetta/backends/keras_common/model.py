@@ -110,6 +110,10 @@ class KerasEngineModel(Model):
     engine = ""
     table: driver.LoweringTable
 
+    def native_layers(self) -> dict:
+        """The engine's own layers for some ops (``Ctx.native``); none by default."""
+        return {}
+
     def __init__(self, workload: Workload, params: Params, runtime: Runtime, fast: KerasFastPath):
         check_policy(self.backend, runtime)
         self.workload = workload
@@ -126,6 +130,7 @@ class KerasEngineModel(Model):
                 seed=runtime.seed,
                 backend=self.backend,
                 identifier_names=True,
+                native=self.native_layers(),
             )
             self.net, self.bindings = functional(workload, self.table, ctx, runtime.dtype)
             self.optimizer = optim.make_optimizer(workload.optimizer)

@@ -30,6 +30,7 @@ from rosetta.backends.base import Batch
 from rosetta.backends.keras_common.model import KerasEngineModel, KerasFastPath, step_in_effect
 from rosetta.backends.keras_torch import loader as loader_mod
 from rosetta.backends.keras_torch.lowering import DATA_FORMAT, TABLE, WHY_LAYOUT
+from rosetta.errors import BackendError
 from rosetta.runtime import Runtime
 from rosetta.spec import ops
 from rosetta.spec.graph import walk
@@ -50,6 +51,12 @@ class KerasTorchModel(KerasEngineModel):
 
     def scope(self):
         return keras.device(self._kdev)
+
+    def native_layers(self) -> dict:
+        """PyTorch's fused GRU where the option ``gru`` chooses it (``gru_in_effect``)."""
+        from rosetta.backends.keras_torch.lowering import fused_gru
+
+        return {"gru": fused_gru} if gru_in_effect(self.runtime)[0] == "fused" else {}
 
     def keras_jit(self) -> bool:
         return False  # Keras' "auto" on torch: eager
@@ -124,11 +131,7 @@ class KerasTorchModel(KerasEngineModel):
             "interop_threads": trt.interop_threads(),
             "compile": "eager (Keras' jit_compile auto is off on torch)",
             "autotune": "cuDNN autotune off (Keras' default)" if self.device == "cuda" else "n/a",
-            "fused_rnn": (
-                "no: Keras' GRU loop over time steps (a cuDNN path on GPUs only)"
-                if has_gru
-                else "n/a"
-            ),
+            "fused_rnn": gru_in_effect(self.runtime)[1] if has_gru else "n/a",
             "loader": (
                 "the torch backend's DataLoader: whole-batch index gather, no workers "
                 f"(NUM_WORKERS={loader_mod.NUM_WORKERS})"
@@ -155,3 +158,16 @@ def build(workload: Workload, params, runtime: Runtime, *, keras_step: str | Non
 
 
 __all__ = ["KerasTorchModel", "build"]
+
+
+def gru_in_effect(runtime: Runtime) -> tuple[str, str]:
+    """The GRU the option ``gru`` chooses, and why: ``default`` is ``fused`` (PyTorch's
+    ``nn.GRU``, ``lowering.fused_gru``) in float32 and float64, and Keras' own layer under a
+    bf16 policy (the torch module's parameters stay in one dtype, where Keras' mixed policy
+    computes in bf16 over float32 variables)."""
+    chosen = runtime.option("gru")
+    if chosen == "keras" or (chosen == "default" and runtime.precision != "fp32"):
+        return "keras", "no: Keras' GRU, a loop over time steps (its cuDNN path on GPUs only)"
+    if runtime.precision != "fp32":
+        raise BackendError("backend 'keras_torch': gru=fused runs fp32 only; use gru=keras")
+    return "fused", "yes: PyTorch's nn.GRU (one aten::gru) in keras.layers.TorchModuleWrapper"

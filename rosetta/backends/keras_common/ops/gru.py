@@ -1,7 +1,9 @@
 """gru in Keras: ``layers.GRU(reset_after=True)`` in the cuDNN-eligible configuration (tanh,
 sigmoid, bias, no unroll), the last step. Its ``kernel (E, 3H)`` and ``recurrent_kernel (H, 3H)``
 already have the spec's gate order z | r | h; its ``bias`` is (2, 3H), row 0 the input bias and
-row 1 the recurrent one (``gru_to_keras``).
+row 1 the recurrent one (``gru_to_keras``). A backend may supply its engine's own GRU
+(``Ctx.native["gru"]``: keras_torch's ``nn.GRU`` in ``TorchModuleWrapper``, its option ``gru``),
+which then builds the layer and its binding.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ def build(op: ops.GRU, site: Site, ctx: Ctx) -> Layer:
         raise BackendError(
             f"backend {ctx.backend!r}: GRU must start at zeros and return the last step"
         )
+    native = ctx.native.get("gru")
+    if native is not None:  # the engine's own fused GRU (keras_torch: nn.GRU), its binding
+        return native(op, site, ctx)
     # the cuDNN-eligible configuration: tanh, sigmoid, reset_after, bias, no unroll
     layer = layers.GRU(
         op.units,
