@@ -16,7 +16,6 @@ from rosetta.backends.keras_torch import runtime as torch_keras_runtime  # isort
 
 import keras
 import numpy as np
-import torch
 
 from rosetta.backends.binding import gru_bias_rzn, gru_kernel_from_rzn_rows, gru_kernel_rzn_rows
 from rosetta.backends.driver import LoweringTable, Site
@@ -29,6 +28,7 @@ from rosetta.backends.keras_common.lowering import (  # noqa: F401  (the table's
 )
 from rosetta.backends.keras_common.weights import Binding
 from rosetta.backends.keras_torch.source import OPS
+from rosetta.backends.torch.lowering import LastStepGRU
 from rosetta.runtime import Runtime
 from rosetta.spec import ops
 
@@ -49,18 +49,6 @@ def apply_op(op: object, x: np.ndarray, runtime: Runtime, training: bool) -> np.
         )
 
 
-class LastStateGRU(torch.nn.Module):
-    """PyTorch's ``nn.GRU`` over batch-major ``(N, T, E)`` from a zero state: the last state."""
-
-    def __init__(self, input_size: int, hidden_size: int) -> None:
-        super().__init__()
-        self.gru = torch.nn.GRU(input_size, hidden_size, batch_first=True)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _, h = self.gru(x)  # h: (num_layers=1, N, H)
-        return h[0]  # (N, H)
-
-
 def fused_gru(op: ops.GRU, site: Site, ctx) -> Layer:
     """The spec's GRU as PyTorch's fused ``nn.GRU`` (one ``aten::gru`` over every step, as the
     ``torch`` backend runs it) in ``keras.layers.TorchModuleWrapper``, Keras' documented way to
@@ -70,7 +58,7 @@ def fused_gru(op: ops.GRU, site: Site, ctx) -> Layer:
     workload's train step fused / Keras' 0.643 [0.617, 0.666] (``benchmarks fastpath_knob``,
     batch 64 x 150, Zen 4), its cold start 0.6 s against 8.8 s. The gates:
     PyTorch's rows r|z|n, (3H, E), where the spec's columns are z|r|h, (E, 3H)."""
-    module = LastStateGRU(site.in_shape[1], op.units)
+    module = LastStepGRU(site.in_shape[1], op.units)  # the torch backend's own
     if ctx.dtype == "float64":
         module = module.double()
     layer = keras.layers.TorchModuleWrapper(
