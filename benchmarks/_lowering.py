@@ -40,7 +40,11 @@ class Pair:
 
     ``train``: whether the steps are training steps (the spec's FLOPs x 3) or forward passes;
     ``sync(value)`` blocks on a step's result before the clock is read; ``facts``: what the
-    record should say about both sides (programs, settings, threads)."""
+    record should say about both sides (programs, settings, threads); ``alternatives``: other
+    forms of the lowered step (a fast-path choice's other side, by label), timed in the same
+    rounds and reported as ``<label> / lowered``; ``after()``, called once the rounds are done,
+    returns more facts (e.g. compile counters) and raises where the timing is void (a steady
+    state that recompiled)."""
 
     lowered: Callable[[], object]
     handwritten: Callable[[], object]
@@ -48,6 +52,8 @@ class Pair:
     batch: int
     sync: Callable[[object], object] = lambda v: None
     facts: dict = field(default_factory=dict)
+    alternatives: dict[str, Callable[[], object]] = field(default_factory=dict)
+    after: Callable[[], dict] = dict
 
 
 def load_avg() -> list[float]:
@@ -115,15 +121,20 @@ def run(
     if unknown:
         p.error(f"--workloads: unknown {unknown}; choose from {', '.join(workloads)}")
     notes: dict = {"backend": backend, "machine": machine(), **(setup(args) if setup else {})}
-    rows, flops = [], {}
+    rows, extra_rows, flops = [], [], {}
     for name in args.workloads.split(","):
         pair = prepare(name, args)
         before = load_avg()
-        steps = {"lowered": pair.lowered, "handwritten": pair.handwritten}
+        steps = {"lowered": pair.lowered, "handwritten": pair.handwritten, **pair.alternatives}
         times = interleaved(steps, rounds=args.rounds or ROUNDS[name], warmup=2, sync=pair.sync)
         row = ratio(f"{name} lowered/handwritten", times["lowered"], times["handwritten"])
-        print(row.line(), flush=True)
+        others = [
+            ratio(f"{name} {k}/lowered", times[k], times["lowered"]) for k in pair.alternatives
+        ]
+        for r in (row, *others):
+            print(r.line(), flush=True)
         rows.append(row)
+        extra_rows.extend(others)
         w, _, _ = workload_batch(name, args.image_size)
         flops[name] = w.flops_per_sample() * pair.batch * (3 if pair.train else 1) / 1e9
         notes[name] = {
@@ -136,10 +147,12 @@ def run(
             "gflop_per_step": flops[name],
             "lowered_s": times["lowered"],
             "handwritten_s": times["handwritten"],
+            **{f"{k}_s": times[k] for k in pair.alternatives},
+            **pair.after(),
         }
     if not args.no_ceiling:
         _fractions(notes, rows, flops, args.threads or len(os.sched_getaffinity(0)))
-    report(f"lowering_{backend}", rows, notes)
+    report(f"lowering_{backend}", rows + extra_rows, notes)
     return 0
 
 
