@@ -4,7 +4,7 @@ A backend's module writes one function, ``prepare(name, args) -> Pair``: the low
 the hand-written one built from the same canonical weights, their outputs already checked equal
 (else the clocks mean nothing), and the two steps to time. :func:`run` does the rest, the same
 way for every backend: the common arguments (``--workloads``, ``--rounds``, ``--threads``,
-``--image-size``, ``--no-ceiling``), the steps interleaved after warm-up
+``--image-size``, ``--no-ceiling``, ``--hand-first``), the steps interleaved after warm-up
 (:func:`benchmarks.common.interleaved`), the median ratio lowered / hand-written with its
 bootstrap 95% interval (target <= 1.05), the load average before and after each workload, the
 spec's GFLOP per step, and, after every timing is done (so it never disturbs one), the measured
@@ -114,6 +114,7 @@ def run(
     p.add_argument("--threads", type=int, default=0, help="threads (default: all usable cores)")
     p.add_argument("--image-size", type=int, default=224, help="resnet50 input size")
     p.add_argument("--no-ceiling", action="store_true", help="skip the ceiling measurement")
+    p.add_argument("--hand-first", action="store_true", help="time hand-written first per round")
     if options:
         options(p)
     args = p.parse_args(argv)
@@ -121,11 +122,14 @@ def run(
     if unknown:
         p.error(f"--workloads: unknown {unknown}; choose from {', '.join(workloads)}")
     notes: dict = {"backend": backend, "machine": machine(), **(setup(args) if setup else {})}
+    notes["order"] = "handwritten first" if args.hand_first else "lowered first"
     rows, extra_rows, flops = [], [], {}
     for name in args.workloads.split(","):
         pair = prepare(name, args)
         before = load_avg()
         steps = {"lowered": pair.lowered, "handwritten": pair.handwritten, **pair.alternatives}
+        if args.hand_first:  # the order within a round, to rule out a first-mover effect
+            steps = {"handwritten": steps.pop("handwritten"), **steps}
         times = interleaved(steps, rounds=args.rounds or ROUNDS[name], warmup=2, sync=pair.sync)
         row = ratio(f"{name} lowered/handwritten", times["lowered"], times["handwritten"])
         others = [

@@ -16,9 +16,6 @@ from rosetta.spec.workload import Workload
 
 #: the issue's step sizes: cnn train at 64, gru train at 64 x 150, resnet50 features at 32 x 224^2
 BATCH = {"cnn": 64, "gru": 64, "resnet50": 32, "transformer": 64}
-#: the fp32 GEMM peak of the 2-core development CPU: ~200 GFLOP/s on 2 threads (issue); a 3072^2
-#: torch.mm measured 104 GFLOP/s on 1 thread (2026-11-23, shared machine)
-GEMM_PEAK_GFLOPS_PER_THREAD = 100.0
 
 
 def build(w: Workload, params, device: str, threads: int | None, **options):
