@@ -92,8 +92,9 @@ def machine() -> dict:
         flags = cpu_flags(Path("/proc/cpuinfo").read_text())
     except OSError:
         flags = set()
-    return {"cpu": cpu_model(), "family": cpu_family(), "isa": sorted(flags & ISA_FLAGS),
-            "cores": len(os.sched_getaffinity(0))}  # fmt: skip
+    fam = cpu_family() or {}  # {"family": 25, "model": 17, ...}: the family as the reports key it
+    return {"cpu": cpu_model(), "family": fam.get("family"), "model": fam.get("model"),
+            "isa": sorted(flags & ISA_FLAGS), "cores": len(os.sched_getaffinity(0))}  # fmt: skip
 
 
 def run(

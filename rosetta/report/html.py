@@ -21,6 +21,7 @@ from rosetta.report import (
     serving,
 )
 from rosetta.report.compare import ratios_to_fastest
+from rosetta.report.fastpaths import TARGET, fastpath_rows
 from rosetta.report.frame import CHECKS, Tables
 from rosetta.report.groups import primary
 from rosetta.report.headline import APART
@@ -114,6 +115,8 @@ def context(t: Tables, out_dir: Path) -> dict:
         "manifests": sections.manifests(t),
         "conditions": sections.condition_rows(t),
         "lanes": lane_rows(t),
+        "fastpaths": fastpath_rows(t),
+        "baseline_target": TARGET,
         "notebooks": sections.notebook_rows(t, out_dir),
         "sources": [str(r.path) for r in t.runs.runs],
     }
