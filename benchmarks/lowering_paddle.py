@@ -6,7 +6,8 @@
 For each workload the lowered model (``rosetta.backends.paddle`` from the canonical weights, its
 default fast path: ``paddle.jit.to_static`` where ``static_in_effect`` chooses it) and the
 hand-written Paddle model (``benchmarks/handwritten/paddle_models.py``, the lowered tensors
-loaded by position, the same static choice, threads and device) first show that they compute
+loaded by position, the same static choice, threads and device; features deployed through Paddle
+Inference by hand where the lowered model runs it) first show that they compute
 the same outputs (eval, float32: 1e-4 relative); then ``benchmarks._lowering`` times their steps
 interleaved (the cnn, gru and transformer train steps, the resnet50 features step) and writes
 lowered / hand-written with its interval, the load and the fraction of the measured ceiling.
@@ -47,8 +48,15 @@ def prepare(name: str, args: argparse.Namespace) -> Pair:
     hand.eval()  # the same function first (eval: no dropout), else the timing means nothing
     assert_same(lowered.to_numpy(lowered.predict(batch)), hw.features_step(forward, batch[0]))
     facts = {"static": lowered.static, "static_reason": lowered.static_reason,
+             "predictor": lowered.infer, "predictor_reason": lowered.infer_reason,
              "threads": lowered.manifest().get("threads")}  # fmt: skip
-    sync = lambda v: float(v.numpy().ravel()[0])  # noqa: E731
+    sync = lambda v: float(lowered.to_numpy(v).ravel()[0])  # noqa: E731
+    if lowered.infer:  # forward only through Paddle Inference: the hand-written deployment too
+        run = hw.deploy(hand, w.input.shape, lowered.runtime.wanted_threads)
+        assert_same(lowered.to_numpy(lowered.predict(batch)), run(batch[0].numpy()))
+        facts["features"] = lowered.manifest()["features"]
+        return Pair(lambda: lowered.predict(batch), lambda: run(batch[0].numpy()),
+                    train=False, batch=len(x), sync=sync, facts=facts)  # fmt: skip
     if w.task == "train":
         hand.train()
         opt = hw.optimizer(name, hand, w.optimizer)

@@ -377,3 +377,35 @@ def test_a_request_is_the_loader_s_batch_without_its_dataloader():
     (got,) = model.request_batch(x)
     assert got.dtype == want.dtype == paddle.int64 and str(got.place) == str(want.place)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.slow  # two ResNet-50 builds and an export: ~6 s; the quick tier is near its budget
+def test_forward_only_float32_runs_through_paddle_inference_and_equals_the_dynamic_graph():
+    """ResNet-50's features (forward only, float32, CPU) run through Paddle Inference with
+    oneDNN by default (``predictor.py``); the same weights through the dynamic graph
+    (``predictor=dygraph``) give the same features to float32 rounding across two kernel
+    libraries (oneDNN's fused conv+BN+ReLU against im2col + GEMM: 1e-5 relative, ~100 ulps
+    compounded over 53 convolutions); new weights reach the predictor (it holds a snapshot, so
+    ``set_params`` must rebuild it); float64 and training keep the dynamic graph, saying why."""
+    w = get_workload("resnet50").at_image_size(32)
+    params = canonical_weights(w)
+    fast = make("paddle", w, params, dtype="float32")
+    plain = make("paddle", w, params, dtype="float32", options={"predictor": "dygraph"})
+    assert (fast.infer, plain.infer) == (True, False)
+    x, _ = gate_batch(w, n=2)
+    want = plain.predict_numpy(x)
+    np.testing.assert_allclose(fast.predict_numpy(x), want, rtol=1e-5, atol=1e-6 * abs(want).max())
+    assert "oneDNN on" in fast.manifest()["features"]
+    last = [k for k in params if k.endswith(".gamma")][-1]  # the last BatchNorm's scale
+    scaled = {**params, last: params[last] * 1.5}
+    fast.set_params(scaled)
+    plain.set_params(scaled)
+    want2 = plain.predict_numpy(x)
+    assert np.abs(want2 - want).max() > 1e-2 * np.abs(want).max()  # the change is visible
+    np.testing.assert_allclose(
+        fast.predict_numpy(x), want2, rtol=1e-5, atol=1e-6 * abs(want2).max()
+    )
+    assert not make("paddle", w, params, dtype="float64").infer
+    gru = get_workload("gru")
+    model = make("paddle", gru, canonical_weights(gru), dtype="float32")
+    assert not model.infer and "training workload" in model.infer_reason

@@ -3,14 +3,19 @@
 Plain ``paddle.nn.Layer`` classes (``nn.Conv2D``, ``nn.BatchNorm2D``, ``nn.GRU``, ``nn.Linear``,
 ``nn.LayerNorm``) and the training loop of Paddle's quick start (``loss.backward()``,
 ``opt.step()``, ``opt.clear_grad()``); features under ``paddle.no_grad()`` in ``eval()``. The
-yardstick the lowered models are timed against (``benchmarks/lowering_paddle.py``). Their
-parameters are declared in the order of the spec's layers, so :func:`copy_weights` loads a lowered
-model's tensors by position, to check that both compute the same function before their clocks
-are compared.
+yardstick the lowered models are timed against (``benchmarks/lowering_paddle.py``); features go
+through Paddle Inference as its guide deploys them (:func:`deploy`) where the lowered model's do.
+Their parameters are declared in the order of the spec's layers, so :func:`copy_weights` loads a
+lowered model's tensors by position, to check that both compute the same function before their
+clocks are compared.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
+
+import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle import nn
@@ -188,6 +193,33 @@ def features_step(model: nn.Layer, x: paddle.Tensor) -> paddle.Tensor:
     """Feature extraction as a user writes it."""
     with paddle.no_grad():
         return model(x)
+
+
+def deploy(model: nn.Layer, input_shape: tuple[int, ...], threads: int):
+    """Feature extraction as Paddle's inference guide deploys it on the CPU: the model saved
+    with ``paddle.jit.save``, a ``paddle.inference`` predictor with oneDNN on. Returns the
+    function of a NumPy batch."""
+    from paddle import inference
+
+    model.eval()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "resnet50")
+        spec = [paddle.static.InputSpec([None, *input_shape], "float32", name="image")]
+        paddle.jit.save(model, path, input_spec=spec)
+        graph = next(f for f in os.listdir(tmp) if f.endswith((".json", ".pdmodel")))
+        config = inference.Config(os.path.join(tmp, graph), path + ".pdiparams")
+        config.enable_mkldnn()
+        config.set_cpu_math_library_num_threads(threads)
+        predictor = inference.create_predictor(config)
+    image = predictor.get_input_handle(predictor.get_input_names()[0])
+    features = predictor.get_output_handle(predictor.get_output_names()[0])
+
+    def run(x: np.ndarray) -> np.ndarray:
+        image.copy_from_cpu(x)
+        predictor.run()
+        return features.copy_to_cpu()
+
+    return run
 
 
 def _tensors(net: nn.Layer) -> list:

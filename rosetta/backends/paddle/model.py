@@ -16,6 +16,9 @@ fastpath_knob --backend paddle --knob paddle_static``, figures in ``static_in_ef
   bytecode translation, Paddle 3's default), the backward runs as its own static program and
   the optimiser stays eager, as in Paddle's own to_static training guide. Dropout's rate is a
   buffer (a program input), so the gate's dropout-off steps run the same program;
+- forward-only workloads (ResNet-50's features) run through Paddle Inference with oneDNN,
+  Paddle's deployment path on the CPU (option ``predictor``; ``predictor.py`` says what it is,
+  where it applies and what it measured);
 - layout NCHW, Paddle's default ``data_format`` (its CPU conv kernels' own layout);
 - the GRU is ``nn.GRU``, which on the CPU runs Paddle's fused ``rnn`` kernel (one op over all
   steps), never a Python loop of cells;
@@ -36,7 +39,7 @@ import numpy as np
 from rosetta.backends import driver
 from rosetta.backends.base import Batch, Model, Params
 from rosetta.backends.paddle import loader as native
-from rosetta.backends.paddle import optim, weights
+from rosetta.backends.paddle import optim, predictor, weights
 from rosetta.backends.paddle import runtime as settings
 from rosetta.backends.paddle.compat import paddle
 from rosetta.backends.paddle.lowering import (
@@ -91,6 +94,10 @@ class PaddleModel(Model):
         else:
             self.static, self.static_reason = bool(static), "the build's static option"
         self.forward = paddle.jit.to_static(self.net) if self.static else self.net
+        self.infer, self.infer_reason = predictor.in_effect(
+            runtime.option("predictor"), workload.task, runtime.dtype, self.device
+        )
+        self._predictor: predictor.Predictor | None = None  # built at the first predict
         self._training: bool | None = None
         self._mode(False)
         self.optimizer: optim.Optimizer | None = None
@@ -127,8 +134,15 @@ class PaddleModel(Model):
         self.optimizer.clear_grad()
         return loss.detach()  # the loss at the parameters before this step
 
-    def predict(self, batch: Batch) -> paddle.Tensor:
+    def predict(self, batch: Batch) -> paddle.Tensor | np.ndarray:
         self._mode(False)
+        if self.infer:  # Paddle Inference (predictor.py): the weights as last set
+            if self._predictor is None:
+                dtype = "int64" if batch[0].dtype == paddle.int64 else self.runtime.dtype
+                self._predictor = predictor.Predictor(
+                    self.net, self.workload.input.shape, dtype, self.runtime.wanted_threads
+                )
+            return self._predictor(batch[0].numpy())
         with paddle.no_grad():
             return self.forward(batch[0])
 
@@ -137,12 +151,13 @@ class PaddleModel(Model):
             paddle.device.synchronize()  # written, not run here
 
     def to_numpy(self, value) -> np.ndarray:
-        return np.asarray(value.numpy())
+        return value if isinstance(value, np.ndarray) else np.asarray(value.numpy())
 
     # -- NumPy face ----------------------------------------------------------------------------
     def set_params(self, params: Params) -> None:
         check_weights(self.workload, params)
         weights.load(self.binds, params)
+        self._predictor = None  # a predictor holds a snapshot of the weights: built again
         names = [n for n, b in self.binds.items() if b.trainable]
         trainable = [self.binds[n].tensor for n in names]
         # fresh state: loading weights restarts training
@@ -191,6 +206,8 @@ class PaddleModel(Model):
             compiled, program = "eager (dynamic graph)", "the dynamic-graph step"
         if self.optimizer is None:
             gated = "n/a: forward only (the gate compares predict, the timed program itself)"
+            if self.infer:
+                gated += ", through the Paddle Inference predictor"
         else:
             gated = (
                 f"PaddleModel.train_step, {program}: the same forward/cross_entropy/backward/"
@@ -222,7 +239,15 @@ class PaddleModel(Model):
             ),
             "optimizer": optim.describe(self.optimizer),
             "dropout": "GatedDropout: inverted dropout, its rate a buffer the step reads",
-            "features": "paddle.no_grad(), eval()",
+            "features": (
+                self._predictor.settings()
+                if self._predictor
+                else "Paddle Inference (oneDNN), built at the first predict"
+                if self.infer
+                else "paddle.no_grad(), eval()"
+            ),  # fmt: skip
+            "predictor": "paddle.inference (oneDNN)" if self.infer else "dynamic graph",
+            "predictor_reason": self.infer_reason,
             "gated_program": gated,
             "paddle": paddle.__version__,
         }
