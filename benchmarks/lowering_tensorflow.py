@@ -1,176 +1,149 @@
-"""Lowering overhead of the TensorFlow/Keras backend: the lowered model's step against the same
-model written by hand in Keras (``handwritten/tensorflow_models.py``), same weights, same threads,
-interleaved after warm-up (``common.interleaved``); the median ratio with its 95% interval.
+"""Lowering overhead of the TensorFlow/Keras backend: the lowered model's step vs the hand-written
+one.
 
-- cnn: train step at batch 64 (lowered ``train_step`` vs ``train_on_batch``);
-- gru: train step at batch 64 x 150;
-- resnet50: features at batch 32 x 224^2 (lowered ``predict`` vs ``predict_on_batch``), with the
-  fraction of the machine's fp32 GEMM peak (``--peak-gflops``, 200 here) it reaches.
+``python -m benchmarks lowering_tensorflow [--workloads cnn,gru,resnet50,transformer]
+[--rounds N] [--threads N] [--image-size S] [--xla] [--layout] [--hand-first] [--no-ceiling]``
 
-Options measure the fast-path choices too: ``--xla`` times each workload's lowered step with
-``jit_compile`` on and off (cold: the first step, tracing and compilation included; steady: the
-interleaved ratio), ``--layout`` the CNN in NHWC against NCHW. Each run writes
-``benchmarks/out/lowering_tensorflow.json``. The runtime (threads, ``--threads``, default all
-usable cores) is configured once, before Keras is imported, and every model is built under it.
-Usage: ``python -m benchmarks lowering_tensorflow [--rounds 8] [--workloads cnn,gru,resnet50]
-[--xla] [--threads N]``.
+For each workload the lowered model (``rosetta.backends.tensorflow`` from the canonical weights,
+its default fast path) and the model written by hand in Keras
+(``benchmarks/handwritten/tensorflow_models.py``: ``compile`` with the lowered model's
+``jit_compile`` choice, ``train_on_batch`` / ``predict_on_batch``, the lowered weights loaded)
+first show that they compute the same outputs (inference mode, float32: 1e-4 relative); then
+``benchmarks._lowering`` times their steps interleaved (the cnn, gru and transformer train
+steps, the resnet50 features step) and writes lowered / hand-written with its interval, the
+load and the fraction of the measured ceiling. Each step's cold first call (tracing and
+compilation included) is recorded, and a lowered train step traced again while timed voids the
+run.
+
+Options time the fast-path choices too, lowered against lowered in the same rounds (rows
+``<label>/lowered``): ``--xla`` the lowered step with ``jit_compile`` flipped (``xla_on`` or
+``xla_off``; the steady ratio, and both cold first steps), ``--layout`` the cnn in NCHW against
+the CPU's NHWC (where TensorFlow's CPU kernels refuse NCHW, the record says so instead).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import numpy as np
 
-from benchmarks.common import interleaved, ratio, report
-from rosetta import backends
-from rosetta.backends import runtime_for
-from rosetta.spec import canonical_weights, get_workload
-
-BATCH = {"cnn": 64, "gru": 64, "resnet50": 32}
+from benchmarks._lowering import Pair, assert_same, run, workload_batch
 
 
-def _data(w, n: int, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    if w.input.dtype == "int32":
-        x = rng.integers(3, 30000, size=(n, w.input.shape[0])).astype(np.int32)
-        x[: n // 2, :50] = 0  # some pre-padding
-    else:
-        x = rng.random((n, *w.input.shape), dtype=np.float32)
-    y = rng.integers(0, w.output_shape[0], size=n) if w.task == "train" else None
-    return x, y
+def options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--xla", action="store_true", help="also time jit_compile flipped")
+    p.add_argument("--layout", action="store_true", help="also time the cnn in NCHW")
 
 
-def _copy_weights(lowered, hand) -> None:
-    """Give the hand-written model the lowered one's (native) weights: by layer name for the
-    functional ResNet (``layer1_0_proj_bn`` is ``layer1.0.proj_bn``), by position otherwise."""
-    mine = [ly for ly in hand.layers if ly.weights]
-    if hand.name == "handwritten_resnet50":
-        for layer in mine:
-            parts = layer.name.split("_", 2)
-            name = ".".join(parts) if layer.name.startswith("layer") else layer.name
-            layer.set_weights(lowered.net.get_layer(name).get_weights())
-        return
-    theirs = [ly for ly in lowered.net.layers if ly.weights]
-    for a, b in zip(mine, theirs, strict=True):
-        a.set_weights(b.get_weights())
+def setup(args: argparse.Namespace) -> dict:
+    """TensorFlow's threads, before TensorFlow starts (its runtime selects Keras' backend)."""
+    from rosetta.backends import runtime_for
 
-
-def _pair(name: str, tfb, rt, hand_module, args):
-    """``(lowered, hand, steps, flops)`` for one workload: the two callables to interleave."""
+    rt = runtime_for("tensorflow", threads=args.threads or None)
+    import keras
     import tensorflow as tf
 
-    w = get_workload(name)
-    if name == "resnet50" and args.resnet_size != 224:
-        w = w.at_image_size(args.resnet_size)
-    bs = BATCH[name]
-    x, y = _data(w, bs)
-    lowered = tfb.build(w, canonical_weights(w, 0), rt)
-    batch = next(iter(lowered.loader(x, y, np.arange(bs), bs)))
+    return {
+        "threads": rt.threads,
+        "versions": f"tensorflow {tf.__version__}, keras {keras.__version__}",
+    }
+
+
+def _step(model, batch) -> Callable[[], object]:
+    """The lowered model's timed step on ``batch``: train step, or features."""
+    if model.workload.task == "train":
+        return lambda: model.train_step(batch)
+    return lambda: model.predict(batch)
+
+
+def _first(fn: Callable[[], object]) -> tuple[np.ndarray, float]:
+    """``fn()``'s value as an array and the seconds the call took: on a first call, tracing and
+    compilation included (outside every clock the frame reads)."""
+    t0 = time.perf_counter()
+    out = np.asarray(fn())
+    return out, time.perf_counter() - t0
+
+
+def _alternative(model, x, y, want: np.ndarray) -> tuple[Callable[[], object], float]:
+    """Another lowered form's step, once its outputs are shown equal to ``want`` (the lowered
+    model's), and the seconds of its cold first step."""
+    batch = next(iter(model.loader(x, y, np.arange(len(x)), len(x))))
+    got, cold = _first(lambda: model.predict(batch))
+    assert_same(got, want)
+    step = _step(model, batch)
+    return step, (_first(step)[1] if model.workload.task == "train" else cold)
+
+
+def prepare(name: str, args: argparse.Namespace) -> Pair:
+    """The lowered and the hand-written Keras model of ``name``, checked equal (and the
+    ``--xla``/``--layout`` alternatives of the lowered step)."""
+    import tensorflow as tf
+
+    from benchmarks.handwritten import tensorflow_models as hw
+    from rosetta.backends import make
+    from rosetta.spec import canonical_weights
+
+    w, x, y = workload_batch(name, args.image_size)
+    params = canonical_weights(w)
+    build = lambda **o: make("tensorflow", w, params, threads=args.threads or None, **o)  # noqa: E731
+    lowered = build()
+    batch = next(iter(lowered.loader(x, y, np.arange(len(x)), len(x))))
     jit = lowered.fast.jit_compile
-    if name == "resnet50":
-        hand = hand_module.resnet50(args.resnet_size, jit_compile=jit)
-    else:
-        hand = getattr(hand_module, name)(jit_compile=jit)
-    _copy_weights(lowered, hand)
-    xh = batch[0]  # the same native tensor (NHWC / token ids)
-    got = hand.predict_on_batch(xh)
-    want = lowered.to_numpy(lowered.predict(batch))
-    same = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+    hand = hw.make(name, args.image_size, jit_compile=jit)
+    hw.copy_weights(lowered.net, hand)
+    xh = batch[0]  # the same native tensor (NHWC images, int32 token ids)
+
+    # the same function first (inference mode: no dropout, BatchNorm on its moving statistics)
+    want, lowered_s = _first(lambda: lowered.predict(batch))
+    got, hand_s = _first(lambda: hand.predict_on_batch(xh))
+    assert_same(got, want)
+    m = lowered.manifest()
+    call = "train_on_batch" if w.task == "train" else "predict_on_batch"
+    facts = {k: m[k] for k in ("layout", "compile", "compile_reason", "intra_op_threads")}
+    facts["handwritten"] = f"keras Model.compile(jit_compile={jit}), {call}"
+    lowered_step = _step(lowered, batch)
     if w.task == "train":
         yh = tf.constant(batch[1])
-        steps = {
-            "lowered": lambda: lowered.to_numpy(lowered.train_step(batch)),
-            "handwritten": lambda: hand.train_on_batch(xh, yh),
-        }
-    else:
-        steps = {
-            "lowered": lambda: lowered.to_numpy(lowered.predict(batch)),
-            "handwritten": lambda: hand.predict_on_batch(xh),
-        }
-    flops = w.flops_per_sample() * bs
-    return lowered, steps, flops, same
+        hand_step = lambda: hand.train_on_batch(xh, yh)  # noqa: E731
+        lowered_s, hand_s = _first(lowered_step)[1], _first(hand_step)[1]
+    else:  # the features step is the predict step just checked
+        hand_step = lambda: hand.predict_on_batch(xh)  # noqa: E731
+    cold = {"lowered": lowered_s, "handwritten": hand_s}
 
+    alternatives: dict[str, Callable[[], object]] = {}
+    if args.xla:  # the XLA choice's other side
+        label = "xla_off" if jit else "xla_on"
+        alternatives[label], cold[label] = _alternative(build(jit_compile=not jit), x, y, want)
+    if args.layout and name == "cnn":  # the layout choice's other side
+        try:  # NCHW may not run on a CPU at all: that is the answer
+            alternatives["NCHW"], cold["NCHW"] = _alternative(build(layout="NCHW"), x, y, want)
+        except AssertionError:
+            raise
+        except Exception as exc:
+            facts["layout_nchw_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+            print(f"cnn NCHW on the CPU: {facts['layout_nchw_error']}", flush=True)
+    facts["cold_first_step_s"] = cold
+    traces = lowered.tracing_count() if w.task == "train" else None  # 1 once warm
 
-def _cold_and_steady(label: str, builds: dict, args) -> tuple[list, dict]:
-    """Cold first step and interleaved steady ratio of several lowered variants of one step."""
-    cold, steps = {}, {}
-    for key, (model, batch, train) in builds.items():
-        fn = (
-            (lambda m=model, b=batch: m.to_numpy(m.train_step(b)))
-            if train
-            else (lambda m=model, b=batch: m.to_numpy(m.predict(b)))
-        )
-        t0 = time.perf_counter()
-        fn()
-        cold[key] = time.perf_counter() - t0
-        steps[key] = fn
-    times = interleaved(steps, rounds=args.rounds, warmup=1)
-    a, b = list(times)
-    return [ratio(f"{label} {a}/{b}", times[a], times[b])], cold
+    def after() -> dict:
+        if traces is not None and lowered.tracing_count() != traces:
+            raise RuntimeError(f"{name}: the lowered train step retraced while timed")
+        return {"tracing_count": traces}
+
+    sync = lambda v: np.asarray(v)  # noqa: E731  (CPU eager: computed once it is a value)
+    return Pair(
+        lowered_step,
+        hand_step,
+        train=w.task == "train",
+        batch=len(x),
+        sync=sync,
+        facts=facts,
+        alternatives=alternatives,
+        after=after,
+    )
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks lowering_tensorflow")
-    p.add_argument("--rounds", type=int, default=8, help="timed rounds per side (default 8)")
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--workloads", default="cnn,gru,resnet50")
-    p.add_argument("--resnet-size", type=int, default=224)
-    p.add_argument("--peak-gflops", type=float, default=200.0, help="fp32 GEMM peak, GFLOP/s")
-    p.add_argument("--xla", action="store_true", help="also time jit_compile on vs off")
-    p.add_argument("--layout", action="store_true", help="also time the CNN in NHWC vs NCHW")
-    p.add_argument("--skip-overhead", action="store_true", help="only the --xla/--layout parts")
-    p.add_argument("--threads", type=int, default=None, help="threads (default: all usable)")
-    args = p.parse_args(argv)
-
-    tfb = backends.load("tensorflow")
-    rt = runtime_for(tfb, threads=args.threads)  # selects Keras' TensorFlow backend, sizes pools
-    from benchmarks.handwritten import tensorflow_models as hand_module
-
-    rows, notes = [], {"threads": rt.threads, "workloads": {}}
-    for name in [n for n in args.workloads.split(",") if n]:
-        note: dict = {}
-        if not args.skip_overhead:
-            lowered, steps, flops, same = _pair(name, tfb, rt, hand_module, args)
-            note["fast_path"] = {k: lowered.manifest()[k] for k in ("layout", "compile")}
-            note["handwritten_vs_lowered_max_rel_diff"] = same
-            times = interleaved(steps, rounds=args.rounds, warmup=args.warmup)
-            r = ratio(f"{name} lowered/handwritten", times["lowered"], times["handwritten"])
-            rows.append(r)
-            if name == "resnet50":
-                gflops = flops / r.median_a / 1e9
-                note["achieved_gflops"] = gflops
-                note["fraction_of_peak"] = gflops / args.peak_gflops
-                print(f"resnet50: {gflops:.1f} GFLOP/s = {gflops / args.peak_gflops:.1%} of peak")
-        if args.xla:
-            w = get_workload(name)
-            if name == "resnet50" and args.resnet_size != 224:
-                w = w.at_image_size(args.resnet_size)
-            x, y = _data(w, BATCH[name])
-            builds = {}
-            for jit in (True, False):
-                m = tfb.build(w, canonical_weights(w, 0), rt, jit_compile=jit)
-                b = next(iter(m.loader(x, y, np.arange(len(x)), len(x))))
-                builds["xla" if jit else "noxla"] = (m, b, w.task == "train")
-            r_rows, cold = _cold_and_steady(name, builds, args)
-            rows += r_rows
-            note["xla_cold_first_step_s"] = cold
-            print(f"{name}: cold first step {cold}")
-        if args.layout and name == "cnn":
-            w = get_workload("cnn")
-            x, y = _data(w, 64)
-            builds = {}
-            for layout in ("NHWC", "NCHW"):
-                m = tfb.build(w, canonical_weights(w, 0), rt, layout=layout)
-                builds[layout] = (m, next(iter(m.loader(x, y, np.arange(64), 64))), True)
-            try:
-                r_rows, cold = _cold_and_steady("cnn layout", builds, args)
-                rows += r_rows
-                note["layout_cold_first_step_s"] = cold
-            except Exception as exc:  # NCHW may not run on a CPU at all: that is the answer
-                note["layout_nchw_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-                print(f"cnn NCHW on CPU: {note['layout_nchw_error']}")
-        notes["workloads"][name] = note
-    report("lowering_tensorflow", rows, notes)
-    return 0
+    return run("tensorflow", prepare, argv, setup=setup, options=options)

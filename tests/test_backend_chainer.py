@@ -24,6 +24,7 @@ from rosetta.backends.numpy_ref.lowering import TABLE as REF_TABLE
 from rosetta.backends.numpy_ref.lowering import Ctx as RefCtx
 from rosetta.errors import BackendError
 from rosetta.spec import canonical_weights, get_workload, ops
+from tests.conformance.conftest import gate_batch
 
 if not backends.status("chainer").usable:
     pytest.skip("chainer is not installed", allow_module_level=True)
@@ -552,3 +553,79 @@ def test_concat_of_a_time_major_sequence_matches_reference(axis):
     assert type(model.net) is chainer.Sequential  # no TokenSequential: ids stay (T, N)
     result = run_gate(model, w, params, x, y, "float64")
     assert result.equivalent, result.divergence
+
+
+# --------------------------------------------------------------------------- hand-written models
+
+
+def _hand_written(name: str, params: dict, size: int | None = None):
+    """The lowered model and the hand-written one (float64, the same canonical weights)."""
+    from benchmarks.handwritten import chainer_models as hw
+
+    w = get_workload(name)
+    w = w.at_image_size(size) if size else w
+    model = make(cb, w, params, dtype="float64")
+    with chainer.using_config("dtype", np.dtype("float64")):  # parameters in float64
+        hand, opt = hw.make(name)
+    hand.load_canonical(params)
+    return w, model, hand, opt
+
+
+@pytest.mark.parametrize(
+    "name,size",
+    [
+        ("cnn", None),
+        ("gru", None),
+        pytest.param("resnet50", 32, marks=pytest.mark.slow),  # ~2.5 s: the quick tier's budget
+        ("transformer", None),
+    ],
+)
+def test_handwritten_models_compute_what_the_lowered_ones_compute(name, size):
+    """The speed benchmark (``benchmarks/lowering_chainer.py``) compares the two; it only means
+    something if they are the same model. float64, test mode: both run Chainer's functions
+    (the transformer's mask additive -1e9 against the lowered select of the dtype's lowest
+    value, an exact 0 weight either way), so only summation order may differ (~1e-16 per op,
+    compounded over ResNet's 53 convolutions), hence 1e-10 relative. A transformer row of
+    padding only pools to 0 on both sides."""
+    from benchmarks.handwritten import chainer_models as hw
+
+    w = get_workload(name).at_image_size(size) if size else get_workload(name)
+    w, model, hand, _ = _hand_written(name, canonical_weights(w), size)
+    x, _ = gate_batch(w, n=3)
+    if name == "transformer":
+        x[2] = 0  # a review of padding only
+    want = model.predict_numpy(x)
+    got = hw.predict(hand, x if name in ("gru", "transformer") else x.astype(np.float64))
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
+
+
+def test_handwritten_transformer_decays_the_specs_matrices_by_lr_times_decay():
+    """Chainer's ``AdamW`` decays what the spec decays, by ``lr * wd`` a step: one update with
+    zero gradients moves no parameter through Adam (m = v = 0), so what changes is the decay
+    alone. The changed parameters are named through their values (the canonical weights
+    offset by distinct random amounts: every tensor unique, none 0) and must be exactly the
+    spec's decay set (the linear layers' matrices, not the tables, biases or LayerNorm); each
+    moves by lr * wd = 1e-5 of itself (float64: 1e-9 relative). Chainer's ``weight_decay_rate``
+    is not scaled by ``alpha``: passing the spec's 0.01 there decays 1000x too fast."""
+    w = get_workload("transformer")
+    rng = np.random.default_rng(1)
+    params = {
+        k: v + rng.uniform(0.01, 0.02, v.shape).astype(v.dtype)
+        for k, v in canonical_weights(w).items()
+    }
+    _, _, hand, opt = _hand_written("transformer", params)
+    before = {name: p.array.copy() for name, p in hand.namedparams()}
+    for p in hand.params():
+        p.grad = np.zeros_like(p.array)
+    opt.update()
+    decayed = set()
+    for name, p in hand.namedparams():
+        b = before[name]
+        change = b - p.array
+        if np.any(change):
+            canon = b.T if name.endswith("/W") else b  # Linear.W is (out, in)
+            keys = [k for k, v in params.items() if v.shape == canon.shape and (v == canon).all()]
+            decayed.update(keys)
+            np.testing.assert_allclose(change, 1e-3 * 0.01 * b, rtol=1e-9)
+    assert decayed == {k for k in params if w.optimizer.decays(k)}

@@ -10,6 +10,7 @@ leaves four orders of margin while each wrong rule tested here is off by 1e-8 or
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import numpy as np
@@ -35,6 +36,7 @@ from rosetta.backends.tensorflow import optim  # noqa: E402
 from rosetta.backends.tensorflow import runtime as tf_runtime  # noqa: E402
 from rosetta.backends.tensorflow.lowering import same_is_exact  # noqa: E402
 from rosetta.backends.tensorflow.model import choose  # noqa: E402
+from tests.conformance.conftest import gate_batch  # noqa: E402
 
 RTOL = 1e-12  # float64, rounding order only (see the module docstring)
 
@@ -337,3 +339,92 @@ def test_summary_is_the_keras_summary():
     w = get_workload("cnn")
     text = make(tfb, w, canonical_weights(w, 0)).summary()
     assert "rosetta_cnn" in text and "Conv2D" in text and "fc1" in text and "Total params" in text
+
+
+# --------------------------------------------------------------------------- hand-written models
+
+
+@contextlib.contextmanager
+def _keras_floatx(dtype: str):
+    """Keras layers built inside take ``dtype`` (its float type and its cached global policy)."""
+    floatx, policy = keras.config.floatx(), keras.config.dtype_policy()
+    keras.config.set_floatx(dtype)
+    keras.config.set_dtype_policy(dtype)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(policy)
+        keras.config.set_floatx(floatx)
+
+
+def _hand_written(name: str, size: int | None, params: dict | None = None):
+    """The lowered model and the hand-written one (float64, the lowered weights copied)."""
+    from benchmarks.handwritten import tensorflow_models as hw
+
+    w = get_workload(name)
+    w = w.at_image_size(size) if size else w
+    model = make(tfb, w, params or canonical_weights(w), dtype="float64")
+    with _keras_floatx("float64"):
+        hand = hw.make(name, size or 224, jit_compile=model.fast.jit_compile)
+    hw.copy_weights(model.net, hand)
+    return w, model, hand
+
+
+@pytest.mark.parametrize(
+    "name,size,rtol",
+    [
+        ("cnn", None, 1e-10),
+        # slow: XLA compiles both GRU predicts (1.2-2 s); two ResNet builds (~5 s)
+        pytest.param("gru", None, 1e-10, marks=pytest.mark.slow),
+        pytest.param("resnet50", 32, 1e-10, marks=pytest.mark.slow),
+        ("transformer", None, 1e-7),
+    ],
+)
+def test_handwritten_models_compute_what_the_lowered_ones_compute(name, size, rtol):
+    """The speed benchmark (``benchmarks/lowering_tensorflow.py``) compares the two; it only
+    means something if they are the same model. float64, inference mode: the same Keras layers
+    on both sides, so only summation order may differ (~1e-16 per op, compounded over ResNet's
+    53 convolutions), hence 1e-10 relative. The transformer's bound is 1e-7: the hand-written
+    one's ``Dense(activation="gelu")`` is ``tf.nn.gelu``, whose sqrt 2 is a float32 constant
+    (1.7e-8 relative in erf's argument; 6e-9 measured at the logits, 4e-16 with it written in
+    float64, as the lowered ``ExactGELU`` does), while the tanh form moves them by 1.9e-4
+    (planted, measured) and a missing key mask or Keras' default LayerNorm epsilon by far more.
+    A row of padding only pools to 0 on both sides (additive -1e9 mask against the lowered
+    -inf select)."""
+    w, model, hand = _hand_written(name, size)
+    x, _ = gate_batch(w, n=3)
+    if name == "transformer":
+        x[2] = 0  # a review of padding only
+    batch = next(iter(model.loader(x, None, np.arange(3), 3)))
+    want = model.to_numpy(model.predict(batch))
+    got = hand.predict_on_batch(batch[0])
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 1e-2 * np.abs(want).max())
+
+
+def test_handwritten_transformer_decays_the_specs_kernels_by_lr_times_decay():
+    """Keras' AdamW with ``exclude_from_weight_decay`` decays what the spec decays: one update
+    with zero gradients moves no parameter through Adam (m = v = 0), so what changes is the
+    decay alone, ``w -= lr * wd * w``. The changed variables are named through their values
+    (the canonical weights offset by distinct random amounts, so every tensor is unique and
+    none is 0) and must be exactly the spec's decay set (the attention, MLP and fc kernels, not
+    the tables, biases or LayerNorm). Each moves by lr * wd = 1e-5 of itself to 1e-6 relative
+    (Keras keeps lr and wd as float32, 5e-8 off); a decay left unscaled by lr is 1000x off."""
+    w = get_workload("transformer")
+    rng = np.random.default_rng(1)
+    params = {
+        k: v + rng.uniform(0.01, 0.02, v.shape).astype(v.dtype)
+        for k, v in canonical_weights(w).items()
+    }
+    _, _, hand = _hand_written("transformer", None, params)
+    variables = hand.trainable_variables
+    before = [v.numpy().copy() for v in variables]
+    hand.optimizer.apply([tf.zeros_like(v) for v in variables], variables)
+    decayed = set()
+    for v, b in zip(variables, before, strict=True):
+        change = b - v.numpy()
+        if np.any(change):
+            (key,) = [k for k, p in params.items() if p.shape == b.shape and np.array_equal(p, b)]
+            decayed.add(key)
+            np.testing.assert_allclose(change, 1e-3 * 0.01 * b, rtol=1e-6)
+    assert decayed == {k for k in params if w.optimizer.decays(k)}
