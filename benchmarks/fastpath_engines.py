@@ -25,31 +25,27 @@ import argparse
 import io
 
 from benchmarks.common import interleaved, random_batch, ratio, report
-from rosetta.export.graph import INPUT, to_model
+from benchmarks.handwritten.engine_sessions import ort_runner, ov_runner
+from rosetta.export.graph import to_model
 from rosetta.spec import canonical_weights, get_workload
 
 
 def _ort(model_bytes: bytes, threads: int, **changes):
-    import onnxruntime as ort
-
+    """The backend's session options with ``changes``: a plain session call."""
     from rosetta.backends.onnxruntime import runtime as settings
 
     so = settings.session_options(threads)
     for k, v in changes.items():
         setattr(so, k, v)
-    sess = ort.InferenceSession(model_bytes, so, providers=[settings.PROVIDER])
-    return lambda x: sess.run(None, {INPUT: x})[0]
+    return ort_runner(model_bytes, so)[1]
 
 
 def _ov(model_bytes: bytes, threads: int, shape: tuple | None, **changes):
+    """The backend's compile config with ``changes`` on its ``Core``: one synchronous request."""
     from rosetta.backends.openvino import runtime as settings
 
-    read = settings.CORE.read_model(io.BytesIO(model_bytes))
-    if shape is not None:
-        read.reshape({INPUT: list(shape)})
     config = {**settings.compile_config("fp32", threads), **changes}
-    request = settings.CORE.compile_model(read, settings.DEVICE, config).create_infer_request()
-    return lambda x: request.infer({0: x})[0]
+    return ov_runner(settings.CORE, io.BytesIO(model_bytes), shape, config)[1]
 
 
 def _pairs(job: str, model_bytes: bytes, threads: int, shape: tuple) -> dict:

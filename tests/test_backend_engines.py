@@ -139,3 +139,92 @@ def test_openvino_bf16_is_skipped_where_the_cpu_lacks_it(tmp_path):
     assert cpu_flags(str(info)) == {"fpu", "sse2", "avx2", "avx512f"}
     assert not has_bf16(cpu_flags(str(info)))
     assert has_bf16({"avx512f", "avx512_bf16"})
+
+
+# -- the hand-written baselines: each engine's own tool on the lowered model's export ------------
+# (benchmarks/handwritten/engine_sessions.py; timed by benchmarks/lowering_{onnxruntime,openvino})
+
+
+@pytest.fixture(scope="module")
+def tool_export(tmp_path_factory):
+    """``name`` -> (workload, weights, the export's ``.onnx`` file, a gate batch): one export per
+    workload (resnet50 at 32 px), which both engines' lowered models and tool sessions read."""
+    from benchmarks.handwritten.engine_sessions import write_export
+    from rosetta.export.graph import to_model
+    from rosetta.spec import get_workload
+
+    made: dict = {}
+
+    def get(name: str):
+        if name not in made:
+            w = get_workload(name)
+            w = w.at_image_size(32) if name == "resnet50" else w
+            params = weights(w)
+            path = write_export(to_model(w, params), tmp_path_factory.mktemp(name))
+            made[name] = (w, params, path, gate_batch(w)[0])
+        return made[name]
+
+    return get
+
+
+def _tool_session(engine: str, path, shape):
+    """The baseline session of ``engine`` on ``path``: perf_test's defaults, or benchmark_app's
+    ``-api sync`` with ``-infer_precision f32`` where the plugin's default is not float32."""
+    from benchmarks.handwritten import engine_sessions as es
+
+    if engine == "onnxruntime":
+        return es.perf_test_session(path)
+    return es.benchmark_app_session(path, shape, precision=es.baseline_precision())
+
+
+@pytest.mark.parametrize("engine", ["onnxruntime", "openvino"])
+@pytest.mark.parametrize(
+    "name",
+    ["cnn", "gru", "transformer", pytest.param("resnet50", marks=pytest.mark.slow)],
+)
+def test_the_tool_default_session_computes_the_lowered_models_function(engine, name, tool_export):
+    """The engine's tool settings on the lowered model's own export give the lowered model's
+    outputs, float32 to 1e-4 relative (the benchmark's check before timing). Both run one graph
+    in one engine, so only the split of a reduction across threads could differ (~sqrt(K) ulps,
+    under 1e-5 at K = 4608); measured bitwise equal on this 2-core machine."""
+    from benchmarks._lowering import assert_same
+
+    w, params, path, x = tool_export(name)
+    lowered = make(_usable(engine), w, params, onnx_file=path)
+    tool = _tool_session(engine, path, x.shape)
+    assert_same(tool.run(x), lowered.predict_numpy(x))
+    if engine == "onnxruntime":  # perf_test's -o 99 and -x 0 (ORT picks), read back
+        assert tool.settings["graph_optimization_level"] == "ORT_ENABLE_ALL"
+        assert tool.settings["intra_op_num_threads"] == 0
+    else:  # benchmark_app -api sync: LATENCY, one stream, the baseline computes in float32
+        assert tool.settings["PERFORMANCE_HINT"] == "LATENCY"
+        assert tool.settings["NUM_STREAMS"] == "1"
+        assert tool.settings["INFERENCE_PRECISION_HINT"] == "float32"
+
+
+def test_the_benchmark_app_baseline_pins_f32_where_the_plugin_default_is_not(tool_export):
+    """benchmark_app with no ``-infer_precision`` computes in the CPU plugin's default precision:
+    read back from the compiled model, it is bf16 on an avx512_bf16/AMX CPU (OpenVINO's documented
+    default; ``has_bf16`` reads /proc/cpuinfo, independently) and then fails the float32 check
+    against the lowered model (bf16 keeps 8 significant bits: 6.2e-3 of the largest output on
+    this gate batch, 60x the 1e-4 bound), so the baseline pins f32 and passes it. Elsewhere the
+    default is f32 and nothing is pinned."""
+    from benchmarks._lowering import assert_same
+    from benchmarks.handwritten import engine_sessions as es
+
+    _usable("openvino")
+    w, params, path, x = tool_export("cnn")
+    want = make("openvino", w, params, onnx_file=path).predict_numpy(x)
+    plain = es.benchmark_app_session(path, x.shape, precision=None)  # the tool as it comes
+    default = plain.settings["INFERENCE_PRECISION_HINT"]
+    assert default == es.default_precision()  # a compile gets the device's default
+    assert default == ("bfloat16" if has_bf16() else "float32")
+    base = _tool_session("openvino", path, x.shape)
+    assert base.settings["INFERENCE_PRECISION_HINT"] == "float32"
+    assert_same(base.run(x), want)
+    if default == "float32":
+        assert "-infer_precision" not in base.command
+        return
+    assert base.command.endswith("-infer_precision f32")
+    with pytest.raises(AssertionError):
+        assert_same(plain.run(x), want)
