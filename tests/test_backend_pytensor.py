@@ -20,6 +20,7 @@ from rosetta.runner.gate import run_gate
 from rosetta.spec import canonical_weights, get_workload, load_workload, ops
 from rosetta.spec.probes import probe_batch, probe_workload
 from rosetta.spec.workload import InputSpec
+from tests.conformance.conftest import gate_batch
 
 if not backends.status("pytensor").usable:
     pytest.skip("pytensor is not installed", allow_module_level=True)
@@ -142,3 +143,69 @@ def test_a_time_major_concat_matches_the_reference(axis):
     x, y = probe_batch(w)
     model = make("pytensor", w, params, dtype="float64")
     assert run_gate(model, w, params, x, y, "float64").equivalent
+
+
+@pytest.mark.parametrize(
+    "name,size",
+    [
+        ("cnn", None),
+        ("gru", None),
+        # two builds and compiles each: ~7 s (transformer) and ~15 s (ResNet-50 at 32x32, 53
+        # convolutions) with PyTensor's compile cache warm; the quick tier has ~8 s for all four
+        pytest.param("transformer", None, marks=pytest.mark.slow),
+        pytest.param("resnet50", 32, marks=pytest.mark.slow),
+    ],
+)
+def test_handwritten_models_compute_what_the_lowered_ones_compute(name, size):
+    """The speed benchmark (``benchmarks/lowering_pytensor.py``) compares the two; it only means
+    something if they are the same model, the lowered weights loaded by position. float64, the
+    evaluation forward: the two graphs order their sums differently (NCHW im2col with rows
+    channel-major against NHWC taps tap-major, batch-major against time-major attention), ~1e-16
+    per op; measured at most 1.7e-15 of the outputs' scale (ResNet-50's 53 convolutions), hence
+    1e-12. A slip (a tap order, a gate block, a missing mask) moves them O(1)."""
+    from benchmarks.handwritten import pytensor_models as hw
+
+    w = get_workload(name)
+    w = w.at_image_size(size) if size else w
+    model = make("pytensor", w, canonical_weights(w), dtype="float64")
+    hand = hw.MODELS[name](w.input.shape, dtype="float64")
+    hw.copy_weights(model, hand)
+    x, _ = gate_batch(w, n=2)
+    batch = next(iter(model.loader(x, None, np.arange(2), 2)))
+    got = model.to_numpy(model.predict(batch))
+    xin = x.astype(np.float64) if x.dtype.kind == "f" else x  # NCHW images, (N, T) ids
+    want = hw.features_step(hw.compile_features(hand, "CVM"), xin)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
+@pytest.mark.slow  # compiles both sides' training steps (gradients, updates): 7-40 s each
+@pytest.mark.parametrize("name", ["cnn", "gru", "transformer"])
+def test_handwritten_train_steps_are_the_lowered_ones(name):
+    """Three steps of the hand-written update rules (momentum SGD, Adam, AdamW decaying the
+    linear matrices only) against the lowered model's compiled step, dropout off on both sides,
+    float64. The losses agree to summation order (measured 1.6e-14 relative); each parameter's
+    change after 3 steps to 1e-8 of its largest entry: Adam divides by sqrt(v_hat), so an entry
+    whose gradient is ~eps turns rounding into update noise (measured 9.3e-11, the
+    transformer), while a wrong rule moves it by >= 1e-2 (the decay on one more tensor: lr * wd
+    against lr, a missing bias correction: O(1))."""
+    from benchmarks.handwritten import pytensor_models as hw
+
+    w = get_workload(name)
+    model = make("pytensor", w, canonical_weights(w), dtype="float64")
+    model.set_dropout(False)
+    hand = hw.MODELS[name](w.input.shape, dtype="float64")
+    hw.copy_weights(model, hand)
+    step = hw.compile_train(name, hand, w.optimizer, "CVM", dropout=False)
+    x, y = gate_batch(w, n=4)
+    batch = next(iter(model.loader(x, y, np.arange(4), 4)))
+    xin = x.astype(np.float64) if x.dtype.kind == "f" else x
+    before = list(model.get_params().values())
+    for _ in range(3):
+        want = float(hw.train_step(step, xin, y))
+        np.testing.assert_allclose(float(model.train_step(batch)), want, rtol=1e-12)
+    for (pname, got), var, p0 in zip(model.get_params().items(), hand.params, before,
+                                     strict=True):  # fmt: skip
+        change = var.get_value() - p0
+        assert np.abs(change).max() > 0, pname
+        np.testing.assert_allclose(got - p0, change, rtol=0, atol=1e-8 * np.abs(change).max(),
+                                   err_msg=pname)  # fmt: skip
