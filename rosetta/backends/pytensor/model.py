@@ -49,7 +49,9 @@ import pytensor.tensor as pt  # noqa: E402
 def softmax_cross_entropy(logits: Any, labels: Any) -> Any:
     """Mean softmax cross-entropy of ``logits`` (N, K) against integer ``labels`` (N,)."""
     logp = pt.special.log_softmax(logits, axis=-1)
-    return -pt.mean(logp[pt.arange(logits.shape[0]), labels])
+    # rows indexed by the labels' own length: ``arange(logits.shape[0])`` beside ``labels`` made
+    # PyTensor check at every step that the two lengths broadcast (an Assert and 5 more nodes)
+    return -pt.mean(logp[pt.arange(labels.shape[0]), labels])
 
 
 class PyTensorModel(Model):

@@ -4,7 +4,9 @@
 ``pt.special.softmax`` (the row maximum subtracted, so large logits never overflow) over scores
 whose padding keys are ``switch``-ed to the dtype's lowest finite value (weight exactly 0); a
 query whose every key is padding gets weights 0 (a multiplication by "any key"), so its heads
-give 0 and no NaN reaches a gradient.
+give 0 and no NaN reaches a gradient. "Any key" is one 0/1 per sample, so it multiplies the
+weighted values (N, H, T, d) rather than the weights (N, H, T, T): the same numbers exactly (a
+product by 1 or 0), T/d times fewer elements, forward and backward.
 
 Weights as is: kernels IO, their columns (rows for the output) in head-major blocks of d, as the
 spec's; the key projection has no bias.
@@ -52,7 +54,7 @@ def self_attention(x, valid, p, name, heads):
     lowest = np.asarray(np.finfo(x.dtype).min, x.dtype)
     weights = pt.special.softmax(pt.switch(valid.dimshuffle(0, "x", "x", 1), scores, lowest), -1)
     any_key = valid.any(axis=1).astype(x.dtype).dimshuffle(0, "x", "x", "x")
-    o = pt.matmul(weights * any_key, v)  # (N, heads, T, d)
+    o = pt.matmul(weights, v) * any_key  # (N, heads, T, d); one 0/1 per sample
     return pt.dot(o.dimshuffle(0, 2, 1, 3).reshape((n, t, e)), wo) + bo
 ''',
 }
@@ -89,7 +91,7 @@ def build(op: ops.Attention, site: Site, ctx: Ctx) -> Layer:
         p = pt.special.softmax(pt.switch(keys, scores, lowest), axis=-1)  # max subtracted: stable
         # a row whose every key is padding attends to nothing: weights 0, gradients 0
         any_key = pt.any(valid, axis=1).astype(ctx.dtype).dimshuffle(0, "x", "x", "x")
-        o = pt.matmul(p * any_key, v)  # (N, H, T, d)
+        o = pt.matmul(p, v) * any_key  # (N, H, T, d): per sample, the same as weights * any_key
         o = o.dimshuffle(2, 0, 1, 3).reshape((t * n, e))  # heads concatenated, time-major rows
         return (pt.dot(o, w["output_kernel"]) + w["output_bias"]).reshape((t, n, e))
 

@@ -1,11 +1,16 @@
 """maxpool2d in PyTensor: the kernel taps stacked on a new last axis, ``argmax`` over it, and the
 selected tap kept through ``switch``: the gradient reaches only the *first* maximum in row-major
 window order, the spec's rule (``pt.max``'s gradient would reach every tied cell, which a flat
-image makes visible); padding is ``-inf`` (never selected).
+image makes visible); padding is ``-inf`` (never selected). An evaluation graph takes no
+gradient, so there the pooling is the ``maximum`` of the taps, one fused elementwise pass (the
+same values exactly) instead of a K-fold stacked copy, an ``argmax`` and a ``switch``. The
+generated file keeps the ``argmax`` form throughout: its ``forward(p, x, None)`` also serves
+its gradient check.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,7 +45,10 @@ def build(op: ops.MaxPool2D, site: Site, ctx: Ctx) -> Layer:
 
     def maxpool2d_layer(x: Any, run: Run) -> Any:
         xp = padded(x, run, site, op.padding, ctx.const(-np.inf))  # padded cells never win
-        stacked = pt.stack(tap_slices(xp, site, op.kernel, op.stride), axis=-1)  # (N, Ho, Wo, C, K)
+        views = tap_slices(xp, site, op.kernel, op.stride)
+        if not run.training:  # no gradient to route: one fused pass over the K views
+            return functools.reduce(pt.maximum, views)  # (N, Ho, Wo, C)
+        stacked = pt.stack(views, axis=-1)  # (N, Ho, Wo, C, K)
         first = pt.argmax(stacked, axis=-1, keepdims=True)  # the first maximum on ties
         chosen = pt.eq(pt.arange(k), first)  # one-hot over the window
         return pt.sum(pt.switch(chosen, stacked, ctx.const(0.0)), axis=-1)  # (N, Ho, Wo, C)
