@@ -3,6 +3,8 @@ records of ``python -m benchmarks lowering_<backend>`` (``benchmarks/out/lowerin
 
     python -m benchmarks baselines [RECORD ...]
 
+Records are read in the order given; where two hold the same backend x workload, the later wins.
+
 Each record was written by the shared frame (``benchmarks/_lowering.py``): it names its backend
 and the machine it ran on (CPU model, family, ISA flags). Its backend x workload rows replace
 those of the same kind of machine (:func:`rosetta.report.references.same_kind`);
@@ -79,7 +81,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--out", type=Path, default=DATA, help="the file to refresh")
     args = p.parse_args(argv)
     paths = args.records or sorted(OUT_DIR.glob("lowering_*.json"))
-    machine, rows = None, []
+    machine, rows = None, {}  # (backend, workload) -> row: a later record's wins
     for path in paths:
         record = json.loads(path.read_text())
         notes = record.get("notes") or {}
@@ -94,13 +96,14 @@ def main(argv: list[str]) -> int:
                 f"{machine_name(machine)}: one kind of machine per refresh"
             )
         machine = machine or m
-        rows += entries(record)
+        rows.update({(r["backend"], r["workload"]): r for r in entries(record)})
         print(f"{path.name}: {len(entries(record))} workloads of {notes['backend']}")
     if machine is None:
         raise SystemExit(f"no lowering records in {OUT_DIR}: run python -m benchmarks "
                          "lowering_<backend> first")  # fmt: skip
     doc = json.loads(args.out.read_text()) if args.out.exists() else {}
     measured = time.strftime("%Y-%m-%d", time.gmtime())
-    args.out.write_text(json.dumps(merge(doc, machine, rows, measured), indent=1) + "\n")
+    doc = merge(doc, machine, list(rows.values()), measured)
+    args.out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"written: {args.out} ({machine_name(machine)})")
     return 0

@@ -5,7 +5,8 @@
 
 For each workload the lowered model (``rosetta.backends.torch`` from the canonical weights) and
 the hand-written idiomatic model (``benchmarks/handwritten/torch_models.py``, loaded with the
-same weights, same memory format, same threads and device) first show that they compute the
+same weights, same memory format, same threads and device, compiled where the lowered model
+compiles) first show that they compute the
 same outputs; then ``benchmarks._lowering`` times their steps interleaved (the cnn, gru and
 transformer train steps, the resnet50 features step) and writes lowered / hand-written with its
 interval (target <= 1.05), the load and the fraction of the measured ceiling each side reaches.
@@ -45,11 +46,19 @@ def prepare(name: str, args: argparse.Namespace) -> Pair:
     fmt = torch.channels_last if lowered.layout == "NHWC" else torch.contiguous_format
     hand = hand.to(memory_format=fmt)
     batch = next(iter(lowered.loader(x, y, np.arange(len(x)), len(x))))  # the same tensors
+    compiled = w.task != "train" and lowered.compile_backend == "inductor"
+    if compiled:  # the lowered features compile (inductor with freezing): so does the
+        import torch._inductor.config as inductor  # hand-written model, as PyTorch's guides do
+
+        inductor.freezing = True
+        hand = torch.compile(hand, backend="inductor", dynamic=False)
 
     hand.eval()  # same function first (eval: no dropout), else the timing means nothing
     with torch.no_grad():
         assert_same(lowered.predict(batch).cpu().numpy(), hw.features_step(hand, batch[0]).cpu())
-    facts = {"layout": lowered.manifest()["layout"], "threads": torch.get_num_threads()}
+    facts = {"layout": lowered.manifest()["layout"], "threads": torch.get_num_threads(),
+             "compile": lowered.compile_reason,
+             "handwritten_compile": "inductor, freezing" if compiled else "eager"}  # fmt: skip
     sync = tc.sync_for(args.device)
     if w.task == "train":
         hand.train()

@@ -114,6 +114,10 @@ class KerasEngineModel(Model):
         """The engine's own layers for some ops (``Ctx.native``); none by default."""
         return {}
 
+    def make_optimizer(self, spec) -> keras.optimizers.Optimizer | None:
+        """The spec's optimiser on this engine (``keras_common/optim.py``'s by default)."""
+        return optim.make_optimizer(spec)
+
     def __init__(self, workload: Workload, params: Params, runtime: Runtime, fast: KerasFastPath):
         check_policy(self.backend, runtime)
         self.workload = workload
@@ -133,7 +137,7 @@ class KerasEngineModel(Model):
                 native=self.native_layers(),
             )
             self.net, self.bindings = functional(workload, self.table, ctx, runtime.dtype)
-            self.optimizer = optim.make_optimizer(workload.optimizer)
+            self.optimizer = self.make_optimizer(workload.optimizer)
             if isinstance(self.optimizer, optim.SpecAdamW):  # AdamW: the spec's decay set
                 self.optimizer.decay_only(
                     optim.decayed_variables(workload.optimizer, self.bindings)
@@ -243,7 +247,8 @@ class KerasEngineModel(Model):
                 + (f" ({FLOAT64_NOTE})" if self.dtype == "float64" else "")
             ),
             "attention": ATTENTION_NOTE if self._has(ops.Attention) else "n/a",
-            "optimizer": optim.describe(self.workload.optimizer),
+            "optimizer": optim.describe(self.workload.optimizer)
+            + (f" ({self.optimizer.HOW})" if hasattr(self.optimizer, "HOW") else ""),
             "inference": "model(x, training=False); BatchNorm on moving stats",
             "versions": f"keras {keras.__version__} on {keras.backend.backend()}",
         }

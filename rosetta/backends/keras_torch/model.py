@@ -52,6 +52,12 @@ class KerasTorchModel(KerasEngineModel):
     def scope(self):
         return keras.device(self._kdev)
 
+    def make_optimizer(self, spec):
+        """Adam and AdamW updating every variable at once (``keras_torch/optim.py``)."""
+        from rosetta.backends.keras_torch.optim import make_optimizer
+
+        return make_optimizer(spec)
+
     def native_layers(self) -> dict:
         """PyTorch's fused GRU where the option ``gru`` chooses it (``gru_in_effect``)."""
         from rosetta.backends.keras_torch.lowering import fused_gru

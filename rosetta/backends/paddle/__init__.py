@@ -54,8 +54,8 @@ OPTIONS = (
         "how a forward-only workload's predict runs: default and inference use Paddle Inference "
         "(paddle.jit.save + create_predictor with oneDNN) for float32 on the CPU, dygraph the "
         "dynamic graph",
-        "ResNet-50 112^2 batch 8, 2-core Zen 4: Paddle Inference with oneDNN 84.6 ms against the "
-        "dynamic graph's 449 ms (predictor.in_effect)",
+        "ResNet-50 32 x 224^2, 2-core Zen 4, quiet: dynamic graph / Paddle Inference with oneDNN "
+        "6.32 [6.07, 6.57] (predictor.in_effect)",
     ),
 )
 LANES = {"default": {"predictor": "dygraph"}}  # Paddle as it comes: the dynamic graph throughout

@@ -6,10 +6,13 @@ static program (``paddle.jit.save`` with an ``InputSpec``), loaded by
 ``paddle.inference.create_predictor`` with oneDNN on (``Config.enable_mkldnn``: oneDNN's fused
 convolution, batch-norm and ReLU kernels in place of the dynamic graph's im2col + GEMM phi
 kernels, which ``FLAGS_use_onednn`` does not reach) and the backend's thread count
-(``set_cpu_math_library_num_threads``). Measured on a 2-core Zen 4, ResNet-50 at 112^2, batch 8,
-forward, interleaved in one process: the dynamic graph 449 ms, the predictor without oneDNN
-448 ms, with oneDNN 84.6 ms (the prototype of ``python -m benchmarks fastpath_knob --backend
-paddle --knob predictor``); outputs within 7e-7 relative of the dynamic graph's. The predictor
+(``set_cpu_math_library_num_threads``). Measured quiet on a 2-core Zen 4 (``python -m benchmarks
+fastpath_knob --backend paddle --knob predictor --values inference,dygraph --workloads
+resnet50``: 32 images at 224^2, interleaved in one process, load 1.3-1.5): the dynamic graph
+10.23 s a batch, the predictor 1.62 s, dygraph / inference 6.32 [6.07, 6.57]; its cold start
+(export, IR passes, first batch) 4.8 s against the dynamic graph's 6.8 s. A prototype at 112^2,
+batch 8: the predictor without oneDNN 448 ms against the dynamic graph's 449 ms, so oneDNN is
+the gain. Outputs within 7e-7 relative of the dynamic graph's. The predictor
 holds a snapshot of the weights: :class:`Predictor` is rebuilt after every ``set_params``.
 
 Where it does not apply the model keeps the dynamic graph, and says why (:func:`in_effect`):
@@ -46,8 +49,9 @@ def in_effect(setting: str, task: str, dtype: str, device: str) -> tuple[bool, s
         return True, "asked for (paddle.predictor=inference)"
     return True, (
         "default for forward-only float32 on the CPU: Paddle Inference with oneDNN, Paddle's "
-        "deployment path; ResNet-50 112^2 batch 8 on a 2-core Zen 4, interleaved: 84.6 ms "
-        "against the dynamic graph's 449 ms (predictor without oneDNN: 448 ms)"
+        "deployment path; ResNet-50 32 x 224^2 on a 2-core Zen 4, interleaved, quiet: "
+        "dynamic graph / predictor 6.32 [6.07, 6.57] (10.23 s against 1.62 s a batch; "
+        "benchmarks fastpath_knob --knob predictor)"
     )
 
 

@@ -42,8 +42,9 @@ def render(op: ops.LSTM, site: Site, ctx: RenderCtx) -> Snippet:
         ),
         (
             Weight(f"{op.name}.kernel", f"model.{n}.weight_ih_l0", "a.T", "a.T", note=note),
-            Weight(f"{op.name}.recurrent_kernel", f"model.{n}.weight_hh_l0", "a.T", "a.T",
-                   note=note),
+            Weight(
+                f"{op.name}.recurrent_kernel", f"model.{n}.weight_hh_l0", "a.T", "a.T", note=note
+            ),
             Weight(f"{op.name}.bias", f"model.{n}.bias_ih_l0"),
         ),  # fmt: skip
         notes=("LSTM: the spec's i | f | g | o is Paddle's order; one bias (bias_hh_l0 = 0)",),
