@@ -139,10 +139,15 @@ class PaddleModel(Model):
         if self.infer:  # Paddle Inference (predictor.py): the weights as last set
             if self._predictor is None:
                 dtype = "int64" if batch[0].dtype == paddle.int64 else self.runtime.dtype
-                self._predictor = predictor.Predictor(
-                    self.net, self.workload.input.shape, dtype, self.runtime.wanted_threads
-                )
-            return self._predictor(batch[0].numpy())
+                try:
+                    self._predictor = predictor.Predictor(
+                        self.net, self.workload.input.shape, dtype, self.runtime.wanted_threads
+                    )
+                except Exception as exc:  # a graph paddle.jit.save cannot translate: say so
+                    self.infer = False
+                    self.infer_reason = predictor.export_failed(exc)
+            if self.infer:
+                return self._predictor(batch[0].numpy())
         with paddle.no_grad():
             return self.forward(batch[0])
 

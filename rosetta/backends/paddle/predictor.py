@@ -18,7 +18,8 @@ holds a snapshot of the weights: :class:`Predictor` is rebuilt after every ``set
 Where it does not apply the model keeps the dynamic graph, and says why (:func:`in_effect`):
 training workloads (the predictor cannot step an optimiser, and a training workload's predict
 must see the weights as they are trained), float64 (oneDNN's kernels are float32), devices other
-than the CPU (a GPU predictor is not written), and the localiser's probe cuts.
+than the CPU (a GPU predictor is not written), the localiser's probe cuts, and a network
+``paddle.jit.save`` cannot translate (its error is the reason: :func:`export_failed`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,13 @@ def in_effect(setting: str, task: str, dtype: str, device: str) -> tuple[bool, s
         "dynamic graph / predictor 6.32 [6.07, 6.57] (10.23 s against 1.62 s a batch; "
         "benchmarks fastpath_knob --knob predictor)"
     )
+
+
+def export_failed(exc: Exception) -> str:
+    """The reason a model keeps the dynamic graph when Paddle cannot export its network."""
+    first = (str(exc).strip().splitlines() or [""])[-1].strip()[:200]
+    return (f"the dynamic graph: paddle.jit.save could not translate this network for Paddle "
+            f"Inference ({type(exc).__name__}: {first})")  # fmt: skip
 
 
 class Predictor:
