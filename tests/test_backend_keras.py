@@ -116,11 +116,15 @@ pytestmark = pytest.mark.xdist_group("keras_engines")
 )
 def engine_run(request):
     """The script's findings for one Keras engine, from a fresh interpreter of its own."""
-    name = request.param
+    return _run_script(request.param, SCRIPT, str(ROOT / "tests" / "workloads" / "mlp.yaml"))
+
+
+def _run_script(name: str, script: str, arg: str) -> tuple[str, dict]:
+    """``script`` run for engine ``name`` in a fresh interpreter: its last ``RESULT`` line."""
     if not backends.status(name).usable:
         pytest.skip(backends.status(name).reason)
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, name, str(ROOT / "tests" / "workloads" / "mlp.yaml")],
+        [sys.executable, "-c", script, name, arg],
         capture_output=True,
         text=True,
         timeout=900,
@@ -266,20 +270,7 @@ HANDWRITTEN_RTOL = {"keras_jax": {"transformer": 1e-6}}
 def handwritten_run(request):
     """``HANDWRITTEN``'s findings for one Keras engine: the four workloads, in one fresh
     interpreter."""
-    name = request.param
-    if not backends.status(name).usable:
-        pytest.skip(backends.status(name).reason)
-    done = subprocess.run(
-        [sys.executable, "-c", HANDWRITTEN, name, "cnn,gru,resnet50,transformer"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=ROOT,
-        check=False,
-    )
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stderr[-3000:]
-    return name, json.loads(lines[-1].removeprefix("RESULT "))
+    return _run_script(request.param, HANDWRITTEN, "cnn,gru,resnet50,transformer")
 
 
 def test_handwritten_keras_models_compute_what_the_lowered_ones_compute(handwritten_run):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from rosetta.report.references import machine_name, same_kind
+from rosetta.report.references import _version, machine_name, same_kind
 
 DATA = Path(__file__).with_name("baselines.json")
 SCHEMA = 1
@@ -66,14 +66,6 @@ def _baseline(e: dict, name: str, measured: str) -> Baseline | None:
         batch if isinstance(batch, int) else 0, _num(e.get("load1")),
         _num(e.get("of_ceiling_lowered")), _num(e.get("of_ceiling_handwritten")), name, measured,
     )  # fmt: skip
-
-
-def _version(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size
 
 
 def load(path: Path | None = None) -> tuple[tuple[tuple[dict, tuple[Baseline, ...]], ...], str]:
