@@ -240,6 +240,8 @@ def _black_batch_grads(model_backend, w, params):
     return make(model_backend, w, params, dtype="float64").loss_and_grads(x, y)
 
 
+# quick-tier budget (stop 58): the slow tier runs it; relu_half_at_zero stays quick (planted)
+@pytest.mark.slow
 def test_relu_gradient_at_zero_is_the_references(monkeypatch):
     # All-black images through the CNN: every conv and dense output is exactly its bias, 0 at
     # the spec's zero bias init, so every ReLU sees exactly 0. The reference's gradient there is
@@ -297,6 +299,7 @@ def test_steady_steps_hit_the_compile_cache():
     assert len(m.manifest()["compile_s"]) == 2
 
 
+@pytest.mark.slow  # quick-tier budget (stop 58): CI's slow tier runs it (7 s: three jit compiles)
 def test_dropout_keys_come_from_the_seed_and_the_step():
     w = tiny_cnn()
     params = canonical_weights(w)

@@ -265,7 +265,8 @@ HANDWRITTEN_RTOL = {"keras_jax": {"transformer": 1e-6}}
 
 @pytest.fixture(
     scope="module",
-    params=[pytest.param("keras_jax", marks=pytest.mark.slow), "keras_torch"],
+    # both engines in the slow tier (quick-tier budget, stop 58: 8 s for keras_torch's interpreter)
+    params=[pytest.param(e, marks=pytest.mark.slow) for e in ("keras_jax", "keras_torch")],
 )
 def handwritten_run(request):
     """``HANDWRITTEN``'s findings for one Keras engine: the four workloads, in one fresh

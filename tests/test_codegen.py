@@ -216,6 +216,8 @@ PAGE_PROBE = """(() => {
 })()"""
 
 
+# quick-tier budget (stop 58): the slow tier runs it; the report's browser test stays quick
+@pytest.mark.slow
 def test_rosetta_page_in_headless_chromium(tmp_path):
     pytest.importorskip("jinja2")
     from rosetta.report.rosetta_page import write_rosetta_page

@@ -86,6 +86,8 @@ def test_gru_whole_model_gradients_match_finite_differences():
     assert np.all(np.abs(grads["embedding.table"][used]).sum(axis=1) > 0)
 
 
+# quick-tier budget (stop 58): the slow tier runs it; the GRU's learning test stays quick
+@pytest.mark.slow
 def test_cnn_trains_on_learnable_images():
     w = get_workload("cnn")
     rng = np.random.default_rng(0)
