@@ -67,8 +67,9 @@ class Ctx:
     #: Keras on PyTorch registers each variable as a torch parameter, whose name may hold no "."
     identifier_names: bool = False
     #: an engine's own layer for an op, supplied by its backend (op name -> ``build(op, site,
-    #: ctx)``; keras_torch: the GRU as PyTorch's fused ``nn.GRU``); the op module uses it where
-    #: present (``ops/gru.py``)
+    #: ctx)``; keras_torch: the GRU as PyTorch's fused ``nn.GRU``), or for attention the
+    #: ``SelfAttention`` subclass to build (keras_torch: PyTorch's fused attention kernel); the
+    #: op module uses it where present (``ops/gru.py``, ``ops/attention.py``)
     native: dict[str, Any] = field(default_factory=dict)
 
     def bind(self, binding: Binding) -> None:
@@ -222,13 +223,20 @@ class SelfAttention(layers.Layer):
             return keras.ops.transpose(keras.ops.reshape(y, (-1, t, self.heads, d)), (0, 2, 1, 3))
 
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
-        scores = keras.ops.matmul(q, keras.ops.swapaxes(k, -1, -2)) / d**0.5  # (N, H, T, T)
         any_key = keras.ops.any(valid, axis=1)[:, None, None, None]  # (N, 1, 1, 1)
         keys = keras.ops.logical_or(valid[:, None, None, :], keras.ops.logical_not(any_key))
-        probs = keras.ops.softmax(keras.ops.where(keys, scores, float("-inf")), axis=-1)
-        o = keras.ops.where(any_key, keras.ops.matmul(probs, v), 0.0)  # (N, H, T, d)
+        o = keras.ops.where(any_key, self.attend(q, k, v, keys), 0.0)  # (N, H, T, d)
         o = keras.ops.reshape(keras.ops.transpose(o, (0, 2, 1, 3)), (-1, t, self.dim))
         return self.out_proj(o)  # heads concatenated in order
+
+    def attend(self, q, k, v, keys):
+        """``softmax(q k^T / sqrt(d)) v`` over the keys ``keys`` (N, 1, 1, T) lets in, every row
+        with at least one: (N, H, T, d). An engine may run its own fused kernel here
+        (``Ctx.native["attention"]``: keras_torch's ``scaled_dot_product_attention``)."""
+        d = self.dim // self.heads
+        scores = keras.ops.matmul(q, keras.ops.swapaxes(k, -1, -2)) / d**0.5  # (N, H, T, T)
+        probs = keras.ops.softmax(keras.ops.where(keys, scores, float("-inf")), axis=-1)
+        return keras.ops.matmul(probs, v)
 
     def get_config(self) -> dict:
         return {**super().get_config(), "dim": self.dim, "heads": self.heads}

@@ -51,7 +51,18 @@ OPTIONS = (
         "fused/keras train step of the gru workload: 0.643 [0.617, 0.666] (133.1 vs 207.0 ms), "
         "cold start 0.6 vs 8.8 s (benchmarks/fastpath_knob, Zen 4, 2026-11-28)",
     ),
+    Option(
+        "attention",
+        ("default", "fused", "keras"),
+        "default",
+        "the attention core: fused is PyTorch's scaled_dot_product_attention (one kernel, a "
+        "boolean key mask), keras the keras.ops composition every Keras engine shares (matmul, "
+        "where, softmax, matmul); default is fused",
+        "fused/keras train step of the transformer 0.966 [0.902, 1.018] (a prototype, loaded "
+        "machine, Zen 4, 2026-11-28); the quiet figure: benchmarks lowering_keras_torch",
+    ),
 )
 #: the lanes besides Rosetta's fast path (``rosetta bench --lanes default,fast``): the options
 #: that make this framework run as it comes, its own plain defaults
-LANES = {"default": {"step": "keras", "gru": "keras"}}  # Keras' own train_on_batch and GRU
+#: Keras' own train_on_batch and GRU, the shared keras.ops attention
+LANES = {"default": {"step": "keras", "gru": "keras", "attention": "keras"}}

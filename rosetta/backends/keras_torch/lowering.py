@@ -16,11 +16,13 @@ from rosetta.backends.keras_torch import runtime as torch_keras_runtime  # isort
 
 import keras
 import numpy as np
+import torch
 
 from rosetta.backends.binding import gru_bias_rzn, gru_kernel_from_rzn_rows, gru_kernel_rzn_rows
 from rosetta.backends.driver import LoweringTable, Site
 from rosetta.backends.keras_common.lowering import (  # noqa: F401  (the table's composers)
     Layer,
+    SelfAttention,
     apply_keras_op,
     graph,
     residual,
@@ -79,3 +81,15 @@ def _gru_to_torch(kernel, recurrent_kernel, bias_input, bias_recurrent):
 def _gru_from_torch(weight_ih, weight_hh, bias_ih, bias_hh):
     return (gru_kernel_from_rzn_rows(weight_ih), gru_kernel_from_rzn_rows(weight_hh),
             gru_bias_rzn(bias_ih), gru_bias_rzn(bias_hh))  # fmt: skip
+
+
+class FusedSelfAttention(SelfAttention):
+    """The spec's attention with its core, ``softmax(q k^T / sqrt(d)) v`` over the real keys, as
+    PyTorch's ``torch.nn.functional.scaled_dot_product_attention`` (one fused kernel, forward and
+    backward, where the shared ``SelfAttention`` runs matmul, where, softmax and matmul as four
+    eager ops with an (N, H, T, T) tensor between each), the boolean mask letting in the keys
+    the shared layer lets in; the projections, the mask and the all-padding rule are the shared
+    layer's. Chosen by the option ``attention`` (``attention_in_effect``)."""
+
+    def attend(self, q, k, v, keys):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keys)

@@ -59,10 +59,14 @@ class KerasTorchModel(KerasEngineModel):
         return make_optimizer(spec)
 
     def native_layers(self) -> dict:
-        """PyTorch's fused GRU where the option ``gru`` chooses it (``gru_in_effect``)."""
-        from rosetta.backends.keras_torch.lowering import fused_gru
+        """PyTorch's fused GRU and attention where the options ``gru`` and ``attention`` choose
+        them (``gru_in_effect``, ``attention_in_effect``)."""
+        from rosetta.backends.keras_torch.lowering import FusedSelfAttention, fused_gru
 
-        return {"gru": fused_gru} if gru_in_effect(self.runtime)[0] == "fused" else {}
+        native = {"gru": fused_gru} if gru_in_effect(self.runtime)[0] == "fused" else {}
+        if attention_in_effect(self.runtime)[0] == "fused":
+            native["attention"] = FusedSelfAttention
+        return native
 
     def keras_jit(self) -> bool:
         return False  # Keras' "auto" on torch: eager
@@ -130,14 +134,17 @@ class KerasTorchModel(KerasEngineModel):
     # -- description -----------------------------------------------------------------------------
     def manifest(self) -> dict:
         w = self.workload
-        has_gru = any(isinstance(n, ops.GRU) for n, _, _ in walk(w.graph, w.input.shape))
+        kinds = {type(n) for n, _, _ in walk(w.graph, w.input.shape)}
         return {
             **self.keras_manifest(),
             "device": trt.device_name(self.device),
             "interop_threads": trt.interop_threads(),
             "compile": "eager (Keras' jit_compile auto is off on torch)",
             "autotune": "cuDNN autotune off (Keras' default)" if self.device == "cuda" else "n/a",
-            "fused_rnn": gru_in_effect(self.runtime)[1] if has_gru else "n/a",
+            "fused_rnn": gru_in_effect(self.runtime)[1] if ops.GRU in kinds else "n/a",
+            "fused_attention": (
+                attention_in_effect(self.runtime)[1] if ops.Attention in kinds else "n/a"
+            ),
             "loader": (
                 "the torch backend's DataLoader: whole-batch index gather, no workers "
                 f"(NUM_WORKERS={loader_mod.NUM_WORKERS})"
@@ -164,6 +171,15 @@ def build(workload: Workload, params, runtime: Runtime, *, keras_step: str | Non
 
 
 __all__ = ["KerasTorchModel", "build"]
+
+
+def attention_in_effect(runtime: Runtime) -> tuple[str, str]:
+    """The attention core the option ``attention`` chooses, and why: ``default`` is ``fused``
+    (PyTorch's ``scaled_dot_product_attention``, ``lowering.FusedSelfAttention``) at every
+    precision, ``keras`` the shared layer's ``keras.ops`` composition."""
+    if runtime.option("attention") == "keras":
+        return "keras", "no: keras.ops matmul, where, softmax, matmul (the shared SelfAttention)"
+    return "fused", "yes: torch.nn.functional.scaled_dot_product_attention, a boolean key mask"
 
 
 def gru_in_effect(runtime: Runtime) -> tuple[str, str]:

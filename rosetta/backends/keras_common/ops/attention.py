@@ -57,7 +57,8 @@ HELPERS = {"SelfAttention": SELF_ATTENTION}
 def build(op: ops.Attention, site: Site, ctx: Ctx) -> Layer:
     from rosetta.backends.keras_common.lowering import SelfAttention, takes_mask
 
-    layer = SelfAttention(site.in_shape[1], op.heads, dtype=ctx.dtype, name=ctx.layer_name(op.name))
+    cls = ctx.native.get("attention", SelfAttention)  # an engine's fused core (keras_torch)
+    layer = cls(site.in_shape[1], op.heads, dtype=ctx.dtype, name=ctx.layer_name(op.name))
     ctx.bind(weights(op, layer, ctx))  # kernels IO, as the spec
     return takes_mask(lambda x, valid: layer(x, valid))
 
