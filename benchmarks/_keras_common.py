@@ -95,7 +95,13 @@ def _pair(backend: str, name: str, args: argparse.Namespace) -> Pair:
                 return hw.train_step(hand, batch[0], batch[1])
             return hw.features_step(hand, batch[0])
 
-    return Pair(lowered_step, hand_step, train=train, batch=len(x), sync=lowered.sync, facts=facts)
+    alternatives = {}
+    if backend == "keras_torch" and name == "transformer":  # its option attention's other side
+        composed = make(backend, w, canonical_weights(w), dtype="float32",
+                        threads=args.threads or None, options={"attention": "keras"})  # fmt: skip
+        alternatives["attention_keras"] = lambda: composed.train_step(batch)
+    return Pair(lowered_step, hand_step, train=train, batch=len(x), sync=lowered.sync, facts=facts,
+                alternatives=alternatives)  # fmt: skip
 
 
 def _facts(name: str, lowered) -> dict:
@@ -127,6 +133,8 @@ def _facts(name: str, lowered) -> dict:
             )
     if name == "transformer":
         facts["lowered"]["attention"] = man["attention"]
+        if "fused_attention" in man:
+            facts["lowered"]["fused_attention"] = man["fused_attention"]
         facts["handwritten"]["attention"] = HANDWRITTEN["attention"]
     if name in HANDWRITTEN["optimizer"]:
         facts["handwritten"]["optimizer"] = HANDWRITTEN["optimizer"][name]
