@@ -295,7 +295,8 @@ class KerasModel(Model):
             "fused_rnn": self._fused_rnn() if has_op(self.workload, ops.GRU) else "n/a",
             "loader": "tf.data: index batches (drop_remainder) -> gather + layout map -> "
             "prefetch(AUTOTUNE)" + (" -> prefetch_to_device" if self.device == "cuda" else ""),
-            "optimizer": optim.describe(self.workload.optimizer),
+            "optimizer": optim.describe(self.workload.optimizer)
+            + (f" ({self.optimizer.HOW})" if hasattr(self.optimizer, "HOW") else ""),
             "inference": "model(x, training=False) in a tf.function; BatchNorm on moving stats",
             "gated_program": self._gated_program(xla),
             "versions": f"tensorflow {tf.__version__}, keras {keras.__version__}",
