@@ -67,9 +67,10 @@ class Ctx:
     #: Keras on PyTorch registers each variable as a torch parameter, whose name may hold no "."
     identifier_names: bool = False
     #: an engine's own layer for an op, supplied by its backend (op name -> ``build(op, site,
-    #: ctx)``; keras_torch: the GRU as PyTorch's fused ``nn.GRU``), or for attention the
-    #: ``SelfAttention`` subclass to build (keras_torch: PyTorch's fused attention kernel); the
-    #: op module uses it where present (``ops/gru.py``, ``ops/attention.py``)
+    #: ctx)``; keras_torch: the GRU as PyTorch's fused ``nn.GRU``), or for attention and dropout
+    #: the ``SelfAttention`` / ``GatedDropout`` subclass to build (keras_torch: PyTorch's own
+    #: kernels); the op module uses it where present (``ops/gru.py``, ``attention.py``,
+    #: ``dropout.py``)
     native: dict[str, Any] = field(default_factory=dict)
 
     def bind(self, binding: Binding) -> None:
@@ -133,10 +134,27 @@ class GatedDropout(layers.Dropout):
 
     def call(self, inputs, training=False):
         dropped = super().call(inputs, training=training)
+        if isinstance(self._gate, EagerGate):  # an eager engine: the choice is Python's
+            return dropped if self._gate.on else inputs
         gate = keras.ops.convert_to_tensor(
             self._gate
         )  # the value in effect (a stateless call: its input)
         return keras.ops.where(gate, dropped, inputs) if training else dropped
+
+
+class EagerGate:
+    """The dropout gate of an engine that runs the model eagerly, op by op (Keras on PyTorch,
+    ``KerasEngineModel.make_gate``): a Python flag each ``GatedDropout`` reads when called, so a
+    training-mode output is the dropout's own tensor or the input, with no select over the
+    activations (one pass forward and two backward per dropout layer, ~3% of the transformer's
+    eager train step). There is no trace to keep, so nothing is lost; the mask is still drawn
+    either way. ``assign`` as a ``keras.Variable``'s."""
+
+    def __init__(self, on: bool = True):
+        self.on = bool(on)
+
+    def assign(self, value) -> None:
+        self.on = bool(value)
 
 
 def same_is_exact(kernel, stride, padding, in_hw) -> bool:

@@ -114,6 +114,12 @@ class KerasEngineModel(Model):
         """The engine's own layers for some ops (``Ctx.native``); none by default."""
         return {}
 
+    def make_gate(self):
+        """The dropout gate (``Ctx.dropout_on``): a boolean ``keras.Variable`` read inside the
+        compiled step, so ``set_dropout`` retraces nothing; an eager engine may hand a Python
+        flag instead (``lowering.EagerGate``)."""
+        return keras.Variable(True, trainable=False, dtype="bool", name="dropout_on")
+
     def make_optimizer(self, spec) -> keras.optimizers.Optimizer | None:
         """The spec's optimiser on this engine (``keras_common/optim.py``'s by default)."""
         return optim.make_optimizer(spec)
@@ -126,7 +132,7 @@ class KerasEngineModel(Model):
         self._trainable = {p.name for p in workload.param_specs if p.trainable}
         layer_dtype = KERAS_POLICIES.get(runtime.precision, runtime.dtype)
         with self.scope():
-            self._gate = keras.Variable(True, trainable=False, dtype="bool", name="dropout_on")
+            self._gate = self.make_gate()
             ctx = Ctx(
                 layer_dtype,
                 fast.data_format,

@@ -52,6 +52,13 @@ class KerasTorchModel(KerasEngineModel):
     def scope(self):
         return keras.device(self._kdev)
 
+    def make_gate(self):
+        """A Python flag: Keras on PyTorch runs the model eagerly, so the dropout layers choose
+        in Python and select nothing over the activations (``keras_common.lowering.EagerGate``)."""
+        from rosetta.backends.keras_common.lowering import EagerGate
+
+        return EagerGate(True)
+
     def make_optimizer(self, spec):
         """Adam and AdamW updating every variable at once (``keras_torch/optim.py``)."""
         from rosetta.backends.keras_torch.optim import make_optimizer
@@ -59,11 +66,19 @@ class KerasTorchModel(KerasEngineModel):
         return make_optimizer(spec)
 
     def native_layers(self) -> dict:
-        """PyTorch's fused GRU and attention where the options ``gru`` and ``attention`` choose
-        them (``gru_in_effect``, ``attention_in_effect``)."""
-        from rosetta.backends.keras_torch.lowering import FusedSelfAttention, fused_gru
+        """PyTorch's own dropout kernel (its generator seeded here, from the runtime's seed),
+        and its fused GRU and attention where the options ``gru`` and ``attention`` choose them
+        (``gru_in_effect``, ``attention_in_effect``)."""
+        from rosetta.backends.keras_torch.lowering import (
+            FusedDropout,
+            FusedSelfAttention,
+            fused_gru,
+        )
 
-        native = {"gru": fused_gru} if gru_in_effect(self.runtime)[0] == "fused" else {}
+        torch.manual_seed(self.runtime.seed)  # FusedDropout's stream, as the torch backend's
+        native = {"dropout": FusedDropout}
+        if gru_in_effect(self.runtime)[0] == "fused":
+            native["gru"] = fused_gru
         if attention_in_effect(self.runtime)[0] == "fused":
             native["attention"] = FusedSelfAttention
         return native

@@ -1,7 +1,8 @@
 """dropout in Keras: ``GatedDropout``, Keras' own inverted ``Dropout`` (same rate, seed
 generator, mask and scaling) whose training-mode output is selected by ``ctx.dropout_on``, a
 boolean variable read inside the compiled program (``Model.set_dropout`` flips it without a
-retrace). No parameters.
+retrace). No parameters. An engine may supply its own (``Ctx.native["dropout"]``: keras_torch's
+PyTorch kernel).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ if TYPE_CHECKING:  # the framework is imported by build() alone
 def build(op: ops.Dropout, site: Site, ctx: Ctx) -> Layer:
     from rosetta.backends.keras_common.lowering import GatedDropout
 
-    layer = GatedDropout(op.rate, ctx.dropout_on, seed=ctx.next_seed(), dtype=ctx.dtype)
+    cls = ctx.native.get("dropout", GatedDropout)  # an engine's own kernel (keras_torch)
+    layer = cls(op.rate, ctx.dropout_on, seed=ctx.next_seed(), dtype=ctx.dtype)
     return layer if ctx.training is None else lambda x: layer(x, training=ctx.training)
 
 
