@@ -299,8 +299,10 @@ def batchnorm_forward(
     # each (C,) -> (1, C) or (1, C, 1, 1)
     g, bt, mu, vr = (v.reshape(shape) for v in (gamma, beta, mean, var))
     std = np.sqrt(vr + np.asarray(eps, dtype=vr.dtype))
-    xhat = (x - mu) / std
-    y = xhat * g + bt
+    xhat = x - mu
+    xhat /= std  # in place: the same operations in the same order, two fresh arrays, not four
+    y = xhat * g
+    y += bt
     return y, BatchNormCache(xhat=xhat, gamma=g, std=std)
 
 
