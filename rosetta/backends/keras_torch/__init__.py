@@ -58,8 +58,9 @@ OPTIONS = (
         "the attention core: fused is PyTorch's scaled_dot_product_attention (one kernel, a "
         "boolean key mask), keras the keras.ops composition every Keras engine shares (matmul, "
         "where, softmax, matmul); default is fused",
-        "fused/keras train step of the transformer 0.966 [0.902, 1.018] (a prototype, loaded "
-        "machine, Zen 4, 2026-11-28); the quiet figure: benchmarks lowering_keras_torch",
+        "keras/fused train step of the transformer 1.071 [0.988, 1.131] (428 vs 400 ms; two "
+        "earlier runs 1.040 [1.021, 1.074], 1.059 [0.995, 1.109]; benchmarks "
+        "lowering_keras_torch, 40 rounds, Zen 4, 2026-11-28)",
     ),
 )
 #: the lanes besides Rosetta's fast path (``rosetta bench --lanes default,fast``): the options
