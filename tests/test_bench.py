@@ -26,8 +26,9 @@ def cell_record(tmp_path, run_id, backend, workload) -> dict:
     [
         ("raise", "failed", "RuntimeError: planted failure inside the framework"),
         ("segfault", "killed", "killed by SIGSEGV"),
-        ("exit0", "failed", "exited with status 0"),
-        ("oom", "failed", "MemoryError"),
+        # quick-tier budget (stop 58): two more ways to die in the slow tier
+        pytest.param("exit0", "failed", "exited with status 0", marks=pytest.mark.slow),
+        pytest.param("oom", "failed", "MemoryError", marks=pytest.mark.slow),
     ],
 )
 def test_a_failing_cell_is_recorded_and_the_matrix_goes_on(
@@ -98,6 +99,8 @@ def test_a_killed_bench_takes_its_cell_along(tmp_path, small_data, monkeypatch):
     assert not _cells_running(run_id), "an orphan cell outlived its killed parent"
 
 
+# quick-tier budget (stop 58): papermill runs in the slow tier's profile and sweep tests too
+@pytest.mark.slow
 def test_notebook_cells_papermill_ok_and_failed(tmp_path, small_data, monkeypatch, capsys):
     fault_env(monkeypatch, "raise")
     code = bench(tmp_path, small_data, "--backends", "numpy_ref,fault", "--workloads", "gru",

@@ -36,6 +36,7 @@ def test_a_failing_probe_is_an_error_not_a_crash():
     assert "error" in peak.run_probe("import time; time.sleep(10)", 1, timeout=1)
 
 
+@pytest.mark.slow  # quick-tier budget (stop 58): test_ceiling's quick tests measure the peaks
 def test_machine_peaks_measures_numpy_and_the_conv_probe():
     pytest.importorskip("torch")
     got = peak.machine_peaks(threads=1, frameworks=("numpy",))
