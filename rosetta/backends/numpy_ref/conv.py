@@ -124,12 +124,25 @@ def _scatter_windows(
 
 @dataclass(frozen=True)
 class Conv2dCache:
-    xh: np.ndarray  # zero-padded input, channels-last and contiguous, (N, Hp, Wp, C)
+    # zero-padded input, channels-last and contiguous, (N, Hp, Wp, C); for a pointwise
+    # convolution (1x1 kernel, no padding) the channels-first input at the strided pixels,
+    # (N, C, Ho*Wo)
+    xh: np.ndarray
     w: np.ndarray  # kernel, (O, C, KH, KW)
     has_bias: bool
     stride: tuple[int, int]
     padding: tuple[int, int, int, int]
     out_hw: tuple[int, int]  # (Ho, Wo)
+    in_hw: tuple[int, int] = (0, 0)  # (H, W) of the unpadded input
+
+    @property
+    def pointwise(self) -> bool:
+        """A 1x1 kernel without padding: a matrix product per image, channels-first."""
+        return _pointwise(self.w, self.padding)
+
+
+def _pointwise(w: np.ndarray, padding: tuple[int, int, int, int]) -> bool:
+    return w.shape[2:] == (1, 1) and not any(padding)
 
 
 def _im2col(
@@ -172,7 +185,8 @@ def conv2d_forward(
     (sh, sw) and ``padding`` is explicit zero padding (top, bottom, left, right). Returns ``y`` of
     shape (N, O, Ho, Wo) with Ho = (H + top + bottom - KH) // sh + 1 (same for Wo) and
     ``y[n, o, p, q] = b[o] + sum_{c, i, j} w[o, c, i, j] * xpad[n, c, sh*p + i, sw*q + j]``.
-    Internally the input is moved to channels-last once so that im2col copies contiguous runs.
+    Internally the input is moved to channels-last once so that im2col copies contiguous runs;
+    a pointwise kernel (1x1, no padding) is one matrix product per image, channels-first as given.
     """
     stride = tuple(stride)
     padding = tuple(padding)
@@ -183,6 +197,8 @@ def conv2d_forward(
     if b is not None and b.shape != (o,):
         raise ValueError(f"conv2d bias shape {b.shape} != ({o},)")
     n = x.shape[0]
+    if _pointwise(w, padding):
+        return _pointwise_forward(x, w, b, stride, (ho, wo))
     # (N, C, H, W) -> (N, C, Hp, Wp) -> (N, Hp, Wp, C), contiguous
     xh = np.ascontiguousarray(_pad(x, padding, 0).transpose(0, 2, 3, 1))
     cols = _im2col(xh, (kh, kw), stride, (ho, wo))  # (N*Ho*Wo, KH*KW*C)
@@ -192,7 +208,13 @@ def conv2d_forward(
     # (N*Ho*Wo, O) -> (N, Ho, Wo, O) -> (N, O, Ho, Wo)
     y = np.ascontiguousarray(y.reshape(n, ho, wo, o).transpose(0, 3, 1, 2))
     cache = Conv2dCache(
-        xh=xh, w=w, has_bias=b is not None, stride=stride, padding=padding, out_hw=(ho, wo)
+        xh=xh,
+        w=w,
+        has_bias=b is not None,
+        stride=stride,
+        padding=padding,
+        out_hw=(ho, wo),
+        in_hw=x.shape[2:],
     )
     return y, cache
 
@@ -206,6 +228,8 @@ def conv2d_backward(
     when the forward had no bias. The patch matrix is rebuilt from the cached padded input
     rather than stored (it is KH*KW times larger). Padded cells receive gradient but are cropped.
     """
+    if cache.pointwise:
+        return _pointwise_backward(dy, cache)
     xh, w = cache.xh, cache.w
     n, hp, wp, c = xh.shape
     o, _, kh, kw = w.shape
@@ -232,6 +256,55 @@ def conv2d_backward(
     # crop the padding and go back to channels-first: (N, Hp, Wp, C) -> (N, C, H, W)
     dx = dxh[:, top : hp - bottom, left : wp - right].transpose(0, 3, 1, 2)
     return np.ascontiguousarray(dx), dw, db
+
+
+def _pointwise_forward(
+    x: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray | None,
+    stride: tuple[int, int],
+    out_hw: tuple[int, int],
+) -> tuple[np.ndarray, Conv2dCache]:
+    """A 1x1 convolution without padding: ``y[n] = W @ x[n]`` over the strided pixels, with no
+    layout change and no patch matrix (ResNet's bottlenecks are mostly these)."""
+    n, c, h, wd = x.shape
+    o = w.shape[0]
+    ho, wo = out_hw
+    sh, sw = stride
+    xs = x if (sh, sw) == (1, 1) else x[:, :, : sh * (ho - 1) + 1 : sh, : sw * (wo - 1) + 1 : sw]
+    xs = xs.reshape(n, c, ho * wo)  # (N, C, Ho, Wo) -> (N, C, Ho*Wo): a view when stride 1
+    y = np.matmul(w.reshape(o, c), xs)  # (O, C) @ (N, C, Ho*Wo) -> (N, O, Ho*Wo)
+    if b is not None:
+        y += b[:, None]
+    cache = Conv2dCache(
+        xh=xs, w=w, has_bias=b is not None, stride=stride, padding=(0, 0, 0, 0),
+        out_hw=out_hw, in_hw=(h, wd),
+    )  # fmt: skip
+    return y.reshape(n, o, ho, wo), cache  # (N, O, Ho*Wo) -> (N, O, Ho, Wo)
+
+
+def _pointwise_backward(
+    dy: np.ndarray, cache: Conv2dCache
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Gradients of :func:`_pointwise_forward`: ``dW = sum_n dy[n] x[n]^T``, ``dx[n] = W^T dy[n]``
+    at the strided pixels (zero elsewhere)."""
+    xs, w = cache.xh, cache.w
+    n, c, _ = xs.shape
+    o = w.shape[0]
+    ho, wo = cache.out_hw
+    h, wd = cache.in_hw
+    sh, sw = cache.stride
+    dy3 = dy.reshape(n, o, ho * wo)  # (N, O, Ho, Wo) -> (N, O, Ho*Wo)
+    db = dy3.sum(axis=(0, 2)) if cache.has_bias else None  # (O,)
+    # sum over images and pixels: (N, O, P) x (N, C, P) -> (O, C) -> (O, C, 1, 1)
+    dw = np.tensordot(dy3, xs, axes=([0, 2], [0, 2])).reshape(w.shape)
+    dxs = np.matmul(w.reshape(o, c).T, dy3)  # (C, O) @ (N, O, Ho*Wo) -> (N, C, Ho*Wo)
+    dxs = dxs.reshape(n, c, ho, wo)  # (N, C, Ho*Wo) -> (N, C, Ho, Wo)
+    if (sh, sw) == (1, 1):
+        return dxs, dw, db
+    dx = np.zeros((n, c, h, wd), dtype=dxs.dtype)
+    dx[:, :, : sh * (ho - 1) + 1 : sh, : sw * (wo - 1) + 1 : sw] = dxs
+    return dx, dw, db
 
 
 def grouped_conv2d_forward(

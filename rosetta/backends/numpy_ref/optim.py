@@ -127,17 +127,24 @@ class Adam:
             dt = p.dtype.type
             t = self.t.get(name, 0) + 1
             self.t[name] = t
-            m = self.m.setdefault(name, np.zeros_like(p))
-            v = self.v.setdefault(name, np.zeros_like(p))
+            if name not in self.m:  # zeros at the first step only (not built and dropped later)
+                self.m[name], self.v[name] = np.zeros_like(p), np.zeros_like(p)
+            m, v = self.m[name], self.v[name]
             # moments, in place, in p's dtype; (1 - beta) is formed in Python then rounded once
             m *= dt(self.beta1)
             m += dt(1 - self.beta1) * g
             v *= dt(self.beta2)
             v += dt(1 - self.beta2) * (g * g)
             # bias corrections formed in Python (float64) and rounded once to p's dtype
-            m_hat = m / dt(1 - self.beta1**t)
-            v_hat = v / dt(1 - self.beta2**t)
-            p -= dt(self.lr) * m_hat / (np.sqrt(v_hat) + dt(self.eps))
+            # p -= lr * m_hat / (sqrt(v_hat) + eps): those operations in that order, two
+            # temporaries reused in place (the optimiser's passes run over every parameter)
+            step = m / dt(1 - self.beta1**t)  # m_hat
+            step *= dt(self.lr)
+            denom = v / dt(1 - self.beta2**t)  # v_hat
+            np.sqrt(denom, out=denom)
+            denom += dt(self.eps)
+            step /= denom
+            p -= step
 
     def state_dict(self) -> dict[str, dict]:
         """A copy of the state: ``{"step": {name: t}, "m": {name: array}, "v": {...}}``."""

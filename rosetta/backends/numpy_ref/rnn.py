@@ -76,23 +76,24 @@ def gru_forward(
     # input projections for all steps at once: (N, T, E) @ (E, 3H) -> (N, T, 3H)
     xproj = x @ kernel + bias_input
     hs = np.zeros((t_steps + 1, n_batch, hsz), dtype=x.dtype)
-    zs = np.empty((t_steps, n_batch, hsz), dtype=x.dtype)
-    rs = np.empty_like(zs)
-    ns = np.empty_like(zs)
-    hhs = np.empty_like(zs)
+    zrs = np.empty((t_steps, n_batch, 2 * hsz), dtype=x.dtype)  # [z | r] of every step
+    ns = np.empty((t_steps, n_batch, hsz), dtype=x.dtype)
+    hhs = np.empty_like(ns)
     for t in range(t_steps):
         h = hs[t]  # (N, H)
         hproj = h @ recurrent_kernel + bias_recurrent  # (N, H) @ (H, 3H) -> (N, 3H)
         xp = xproj[:, t]  # (N, 3H)
-        z = logistic(xp[:, :hsz] + hproj[:, :hsz])
-        r = logistic(xp[:, hsz : 2 * hsz] + hproj[:, hsz : 2 * hsz])
+        zr = zrs[t]
+        logistic(xp[:, : 2 * hsz] + hproj[:, : 2 * hsz], out=zr)  # both gates in one call
+        z, r = zr[:, :hsz], zr[:, hsz:]
         hh = hproj[:, 2 * hsz :]
         n = np.tanh(xp[:, 2 * hsz :] + r * hh)
         hs[t + 1] = z * h + (1 - z) * n
-        zs[t], rs[t], ns[t], hhs[t] = z, r, n, hh
+        ns[t], hhs[t] = n, hh
     cache = GRUCache(
-        x=x, kernel=kernel, recurrent_kernel=recurrent_kernel, hs=hs, zs=zs, rs=rs, ns=ns, hhs=hhs
-    )
+        x=x, kernel=kernel, recurrent_kernel=recurrent_kernel, hs=hs,
+        zs=zrs[..., :hsz], rs=zrs[..., hsz:], ns=ns, hhs=hhs,
+    )  # fmt: skip
     return hs[t_steps].copy(), cache
 
 
@@ -109,27 +110,24 @@ def gru_backward(
     hsz = rk.shape[0]
     # gradients of the pre-activations, gate blocks [z | r | h]
     dxproj = np.empty((n_batch, t_steps, 3 * hsz), dtype=x.dtype)  # wrt x_t @ kernel + b_in
-    drk = np.zeros_like(rk)  # (H, 3H)
-    dbr = np.zeros(3 * hsz, dtype=x.dtype)  # (3H,)
+    dhproj = np.empty((t_steps, n_batch, 3 * hsz), dtype=x.dtype)  # wrt h @ rk + b_rec
     dh = dh_last.astype(x.dtype, copy=True)  # (N, H), gradient wrt the state h_{t+1}
     for t in reversed(range(t_steps)):
         h, z, r, n, hh = cache.hs[t], cache.zs[t], cache.rs[t], cache.ns[t], cache.hhs[t]
-        # h_new = z * h + (1 - z) * n
-        dz = dh * (h - n)
-        dn = dh * (1 - z)
-        dh_prev = dh * z
-        # n = tanh(a_n), a_n = xh + r * hh
-        da_n = dn * (1 - n * n)
-        dr = da_n * hh
-        dhh = da_n * r
+        dxp, dhp = dxproj[:, t], dhproj[t]  # (N, 3H) each, blocks [z | r | h]
+        # h_new = z * h + (1 - z) * n; n = tanh(a_n), a_n = xh + r * hh
+        da_n = dh * (1 - z) * (1 - n * n)
         # z = sigmoid(a_z), r = sigmoid(a_r)
-        da_z = dz * z * (1 - z)
-        da_r = dr * r * (1 - r)
-        dxproj[:, t] = np.concatenate([da_z, da_r, da_n], axis=1)  # (N, 3H)
-        dhproj = np.concatenate([da_z, da_r, dhh], axis=1)  # (N, 3H)
-        drk += h.T @ dhproj  # (H, N) @ (N, 3H) -> (H, 3H)
-        dbr += dhproj.sum(axis=0)
-        dh = dh_prev + dhproj @ rk.T  # (N, 3H) @ (3H, H) -> (N, H)
+        np.multiply(dh * (h - n), z * (1 - z), out=dxp[:, :hsz])  # da_z
+        np.multiply(da_n * hh, r * (1 - r), out=dxp[:, hsz : 2 * hsz])  # da_r
+        dxp[:, 2 * hsz :] = da_n
+        dhp[:, : 2 * hsz] = dxp[:, : 2 * hsz]
+        np.multiply(da_n, r, out=dhp[:, 2 * hsz :])  # dhh
+        dh = dh * z + dhp @ rk.T  # (N, 3H) @ (3H, H) -> (N, H)
+    # every step's recurrent-weight gradient in one product: (T, N, H) -> (T*N, H) and
+    # (T, N, 3H) -> (T*N, 3H), contracting time and batch together
+    drk = cache.hs[:-1].reshape(-1, hsz).T @ dhproj.reshape(-1, 3 * hsz)  # (H, 3H)
+    dbr = dhproj.reshape(-1, 3 * hsz).sum(axis=0)  # (3H,)
     # (N, T, 3H) -> (N*T, 3H) and (N, T, E) -> (N*T, E) to contract batch and time together
     dxproj_flat = dxproj.reshape(-1, 3 * hsz)
     dkernel = x.reshape(-1, e).T @ dxproj_flat  # (E, N*T) @ (N*T, 3H) -> (E, 3H)

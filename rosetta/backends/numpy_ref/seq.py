@@ -125,9 +125,66 @@ def _erf_nonneg(a: np.ndarray, out: np.ndarray) -> None:
     np.copyto(out, np.where(a < _SMALL, small, np.where(inside < _TOP, p, 1.0)))
 
 
+# erf for inputs of 4 bytes or fewer (float32, float16, bfloat16), whose answer only needs float32's
+# 24 bits: one formula over the whole line, no table look-ups. erf(a) = 1 - exp(-a^2) t P(t) with
+# t = 1 / (1 + P_T a), P a degree-P_DEG polynomial fitted at import by least squares to
+# erfc(a) e^(a^2) / t at Chebyshev nodes of [0, P_TOP] (the C library's erfc), evaluated in
+# float64 (so 1 - e^(-a^2) t P(t) loses nothing that float32 would keep down to a = 1e-4, below
+# which erf(a) = 2a/sqrt(pi) to 3e-9) and rounded once: within 1 ulp of the correctly rounded
+# float32 erf (tests/test_numpy_ref_seq.py), 3x faster than the float64 path above. |x| is
+# clamped at P_TOP: erf(4) = 1 - 1.5e-8 already rounds to 1 in float32.
+_P_T, _P_DEG, _P_TOP, _P_TINY = 0.35, 10, 4.0, 1e-4
+
+
+def _fit_erfc_poly() -> np.ndarray:
+    """Coefficients (lowest power first) of P(t) ~ erfc(a) e^(a^2) / t, t = 1 / (1 + P_T a)."""
+    a = (1 - np.cos(np.linspace(0, np.pi, 2000))) * (_P_TOP / 2)  # Chebyshev nodes of [0, TOP]
+    t = 1 / (1 + _P_T * a)
+    target = np.array([math.erfc(v) * math.exp(v * v) for v in a]) / t
+    coef, *_ = np.linalg.lstsq(np.vander(t, _P_DEG + 1, increasing=True), target, rcond=None)
+    return coef
+
+
+_P_COEF = _fit_erfc_poly()
+
+
+def _erf_single(x: np.ndarray) -> np.ndarray:
+    """``erf`` for a float32 (or narrower) ``x``, in x's dtype: the formula above, chunked."""
+    flat = x.ravel()
+    out = np.empty(flat.shape, dtype=x.dtype)
+    buf = np.empty((4, min(_CHUNK, flat.size)))  # a, t, P(t), the result: float64 scratch
+    for i in range(0, flat.size, _CHUNK):
+        xs = flat[i : i + _CHUNK]
+        a, t, p, y = buf[:, : xs.size]
+        np.abs(xs, out=a)
+        np.minimum(a, _P_TOP, out=a)  # NaN stays NaN
+        np.multiply(a, _P_T, out=t)
+        t += 1
+        np.reciprocal(t, out=t)
+        p.fill(_P_COEF[-1])
+        for c in _P_COEF[-2::-1]:  # Horner
+            p *= t
+            p += c
+        np.multiply(a, a, out=y)
+        np.negative(y, out=y)
+        np.exp(y, out=y)
+        y *= t
+        y *= p  # erfc(a)
+        np.subtract(1, y, out=y)
+        tiny = a < _P_TINY
+        if tiny.any():
+            y[tiny] = a[tiny] * (2 / math.sqrt(math.pi))
+        np.copysign(y, xs, out=y)
+        out[i : i + xs.size] = y  # rounded once
+    return out.reshape(x.shape)
+
+
 def erf(x: np.ndarray) -> np.ndarray:
-    """``erf`` elementwise in x's dtype (evaluated in float64, rounded once)."""
+    """``erf`` elementwise in x's dtype: float64 within 2 ulp of the C library's (the pieces
+    above), float32 and narrower within 1 ulp of the correctly rounded value (one formula)."""
     x = np.asarray(x)
+    if x.dtype.itemsize <= 4 and x.dtype.kind not in "biu" and x.size:
+        return _erf_single(x)
     flat = np.abs(x, dtype=np.float64).ravel()
     out = np.empty_like(flat)
     with np.errstate(over="ignore", invalid="ignore"):  # the series at huge |x|: not taken
