@@ -173,3 +173,22 @@ def test_dropout_only_in_training_and_params_roundtrip():
     assert not np.array_equal(after["fc1.kernel"], before["fc1.kernel"])
     model.set_params(params)
     np.testing.assert_array_equal(model.get_params()["fc1.kernel"], params["fc1.kernel"])
+
+
+def test_predict_keeps_no_tape_and_computes_the_taped_forward_bit_for_bit():
+    """predict runs ``Ctx(backward=False)``: no layer's cache outlives the layers that read its
+    output (ResNet-50 at 224 would otherwise hold every activation to the end). The same
+    operations run: its output equals a taped forward's exactly, and its backward refuses."""
+    from rosetta.backends.numpy_ref import loader
+    from rosetta.backends.numpy_ref.layers import Ctx
+
+    w = get_workload("cnn")
+    model = make(numpy_ref, w, canonical_weights(w, 0))
+    x, _ = _images(4, np.random.default_rng(3))
+    taped, _ = model.net(loader.as_input(x, model.dtype), Ctx(model.params, False, None))
+    np.testing.assert_array_equal(model.predict_numpy(x), taped)
+    _, back = model.net(
+        loader.as_input(x, model.dtype), Ctx(model.params, False, None, backward=False)
+    )
+    with pytest.raises(RuntimeError, match="no tape kept"):
+        back(np.ones_like(taped))

@@ -94,6 +94,9 @@ class Ctx:
     #: (N, T) bool, True at real tokens: made from the model's token-id input by the top-level
     #: sequence (``sequential(..., tokens=True)``), read by every op with ``mask: tokens``
     valid: np.ndarray | None = None
+    #: False for a forward alone (predict): the sequences and graphs keep no tape, so each
+    #: layer's cache is freed once the layers after it no longer need its output
+    backward: bool = True
 
     def acc(self, name: str, grad: np.ndarray) -> None:
         """Add ``grad`` to the gradient of parameter ``name`` (a parameter may be used twice)."""
@@ -433,6 +436,11 @@ def token_mask(ctx: Ctx) -> np.ndarray:
     return ctx.valid
 
 
+def _needs_tape(ctx: Ctx) -> None:
+    if not ctx.backward:
+        raise RuntimeError("no backward: this forward ran with Ctx(backward=False), no tape kept")
+
+
 def sequential(layers: list[Layer], tokens: bool = False) -> Layer:
     """Layers in order; the backward plays their closures in reverse. ``tokens``: the input is
     the model's token ids, whose padding (id 0) the masked ops read from ``ctx.valid``."""
@@ -443,9 +451,11 @@ def sequential(layers: list[Layer], tokens: bool = False) -> Layer:
         tape = []
         for layer in layers:
             x, back = layer(x, ctx)
-            tape.append(back)
+            if ctx.backward:
+                tape.append(back)
 
         def back(dy: np.ndarray) -> np.ndarray | None:
+            _needs_tape(ctx)
             for b in reversed(tape):
                 dy = b(dy)
             return dy
@@ -506,9 +516,11 @@ def graph(layers: list[Layer], inputs: list[tuple[int, ...]]) -> Layer:
             args = [x if k < 0 else values[k] for k in src]
             y, back = layer(args if len(src) > 1 else args[0], ctx)
             values.append(y)
-            tape.append(back)
+            if ctx.backward:
+                tape.append(back)
 
         def back(dy: np.ndarray) -> np.ndarray | None:
+            _needs_tape(ctx)
             grads: list = [None] * len(layers)
             grads[-1] = dy
             dx = None

@@ -49,7 +49,8 @@ class ReferenceModel(Model):
         return np.asarray(loss)
 
     def predict(self, batch: Batch) -> np.ndarray:
-        out, _ = self.net(loader.as_input(batch[0], self.dtype), self._ctx(False))
+        ctx = Ctx(self.params, training=False, rng=self.rng, backward=False)  # no tape
+        out, _ = self.net(loader.as_input(batch[0], self.dtype), ctx)
         return out
 
     def to_numpy(self, value) -> np.ndarray:
