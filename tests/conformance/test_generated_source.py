@@ -10,6 +10,7 @@ model is. The quick suite runs one case per framework (about 60 s on a quiet mac
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 
 import numpy as np
@@ -21,7 +22,7 @@ from rosetta.spec import get_workload
 from rosetta.spec.probes import probe_batch, probe_workload
 from tests.conformance.conftest import DTYPES, WORKLOADS, gate_batch, weights
 from tests.conformance.engine_process import keras_engine
-from tests.conformance.generated_run import GeneratedRun, gate_generated, run_file
+from tests.conformance.generated_run import GeneratedRun, gate_generated, run_file, run_files
 
 #: the quick suite: one case per framework, every workload among them, at float32 (float64 is the
 #: slow tier's: conftest.SLOW_PARAMS)
@@ -137,25 +138,65 @@ PROBES = (
 
 def _graph_cases():
     for backend in codegen.BACKENDS:
-        marks = [pytest.mark.slow]
-        if keras_engine(backend):
-            marks.append(pytest.mark.xdist_group(f"conformance-{backend}"))
+        # a backend's probes share one interpreter (run_files), so one worker; a Keras engine's
+        # join its other checks' group (its child pytest runs them all)
+        group = f"conformance-{backend}" if keras_engine(backend) else f"probes-{backend}"
+        marks = [pytest.mark.slow, pytest.mark.xdist_group(group)]
         for op, index in PROBES:
             yield pytest.param(backend, op, index, marks=marks, id=f"{backend}-{op}-{index}")
 
 
+#: {backend: {probe key: the file's outputs, or its error}}, filled on a backend's first probe
+_PROBE_RUNS: dict[str, dict] = {}
+
+
+def _probe(op: str, index: int):
+    workload = probe_workload(op, index)
+    return workload, weights(workload), *probe_batch(workload)
+
+
+def _probe_outputs(backend: str, tmp_path_factory) -> dict:
+    """Every probe file of ``backend`` run in one interpreter (``run_files``, float64: the
+    probes' strict tolerances), once per backend and process: each file is small, and a fresh
+    interpreter per file paid the framework's import 15 times (6-17 s each for Keras)."""
+    if backend not in _PROBE_RUNS:
+        jobs = {}
+        for op, index in PROBES:
+            workload, params, x, y = _probe(op, index)
+            jobs[f"{op}-{index}"] = (codegen.generate(workload, backend), workload, params, x, y)
+        folder = tmp_path_factory.mktemp(f"probes-{backend}")
+        _PROBE_RUNS[backend] = run_files(jobs, "float64", folder)
+    return _PROBE_RUNS[backend]
+
+
 @pytest.mark.parametrize("backend, op, index", list(_graph_cases()))
-def test_generated_probe_matches_reference(backend, op, index, tmp_path):
+def test_generated_probe_matches_reference(backend, op, index, tmp_path_factory):
     """A wired graph (layers naming their inputs) or a grouped convolution as each framework's
     source: the file computes what the float64 reference computes, at float64 (the probes'
     strict tolerances)."""
     _skip_unless_installed(backend)
-    workload = probe_workload(op, index)
-    params = weights(workload)
-    x, y = probe_batch(workload)
-    gen = codegen.generate(workload, backend)
-    result = gate_generated(gen, workload, params, x, y, "float64", tmp_path)
+    out = _probe_outputs(backend, tmp_path_factory)[f"{op}-{index}"]
+    workload, params, x, y = _probe(op, index)
+    gen_name = codegen.generate(workload, backend).name
+    assert not isinstance(out, str), f"{gen_name} --check failed:\n{out}"
+    result = run_gate(GeneratedRun(backend, out, params), workload, params, x, y, "float64")
     detail = "; ".join(
         f"{c.what} {c.violation:.3g}x (worst {c.worst or '-'})" for c in result.checks
     )
-    assert result.equivalent, f"{gen.name}: {result.divergence} [{detail}]"
+    assert result.equivalent, f"{gen_name}: {result.divergence} [{detail}]"
+
+
+def test_one_interpreter_reports_each_file_and_a_failing_file_spoils_no_other(tmp_path):
+    """``run_files``: a file that raises, one that exits non-zero and a good one, in one batch:
+    the good one's outputs come back and each bad one's own error, in its own key."""
+    workload, params, x, y = _probe("add", 0)
+    good = codegen.generate(workload, "numpy_ref")
+    raises = dataclasses.replace(good, text=good.text + "\nraise ValueError('planted')\n")
+    exits = dataclasses.replace(good, text="import sys\nsys.exit(3)\n")
+    jobs = {name: (g, workload, params, x, y) for name, g in
+            (("raises", raises), ("exits", exits), ("good", good))}  # fmt: skip
+    out = run_files(jobs, "float64", tmp_path)
+    assert "ValueError: planted" in out["raises"] and out["exits"] == "exit 3"
+    result = run_gate(GeneratedRun("numpy_ref", out["good"], params), workload, params, x, y,
+                      "float64")  # fmt: skip
+    assert result.equivalent, result.divergence
