@@ -55,6 +55,10 @@ class SpecAdam(keras.optimizers.Optimizer):
         self._v = self.add_optimizer_variables(variables, "v")
 
     def update_step(self, gradient, variable, learning_rate) -> None:
+        self._adam_step(gradient, variable, learning_rate)
+
+    def _adam_step(self, gradient, variable, learning_rate) -> None:
+        """Algorithm 1 on one variable (an engine may run it as its own kernel)."""
         dt = variable.dtype
         g = ops.cast(self._dense(gradient), dt)
         i = self._get_variable_index(variable)
@@ -103,7 +107,7 @@ class SpecAdamW(SpecAdam):
             dt = variable.dtype
             decay = ops.cast(learning_rate, dt) * ops.cast(self.decay_rate, dt)
             self.assign_sub(variable, decay * variable)
-        super().update_step(gradient, variable, learning_rate)
+        self._adam_step(gradient, variable, learning_rate)
 
 
 def decayed_variables(spec, bindings) -> list:

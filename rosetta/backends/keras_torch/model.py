@@ -47,6 +47,7 @@ class KerasTorchModel(KerasEngineModel):
     def __init__(self, workload: Workload, params, runtime: Runtime, fast: KerasFastPath):
         self._kdev = trt.keras_device(runtime.device)
         self._place = loader_mod.placement(self._kdev, runtime.dtype)
+        torch.manual_seed(runtime.seed)  # FusedDropout's stream, as the torch backend seeds it
         super().__init__(workload, params, runtime, fast)
 
     def scope(self):
@@ -66,16 +67,15 @@ class KerasTorchModel(KerasEngineModel):
         return make_optimizer(spec)
 
     def native_layers(self) -> dict:
-        """PyTorch's own dropout kernel (its generator seeded here, from the runtime's seed),
-        and its fused GRU and attention where the options ``gru`` and ``attention`` choose them
-        (``gru_in_effect``, ``attention_in_effect``)."""
+        """PyTorch's own dropout kernel (its generator seeded at construction, from the
+        runtime's seed), and its fused GRU and attention where the options ``gru`` and
+        ``attention`` choose them (``gru_in_effect``, ``attention_in_effect``)."""
         from rosetta.backends.keras_torch.lowering import (
             FusedDropout,
             FusedSelfAttention,
             fused_gru,
         )
 
-        torch.manual_seed(self.runtime.seed)  # FusedDropout's stream, as the torch backend's
         native = {"dropout": FusedDropout}
         if gru_in_effect(self.runtime)[0] == "fused":
             native["gru"] = fused_gru

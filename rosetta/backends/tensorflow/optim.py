@@ -40,12 +40,11 @@ class _Fused:
 
     HOW = "each variable in one fused kernel: tf.raw_ops.ResourceApplyAdam"
 
-    def update_step(self, gradient, variable, learning_rate) -> None:
+    def _adam_step(self, gradient, variable, learning_rate) -> None:
+        """Algorithm 1's step on one variable (AdamW's decay runs first, in SpecAdamW)."""
         dt = variable.dtype
         g = tf.cast(self._dense(gradient), dt)
         lr = tf.cast(learning_rate, tf.float64)
-        if self._var_key(variable) in getattr(self, "_decayed", ()):  # AdamW: decay first
-            self.assign_sub(variable, tf.cast(lr * float(self.decay_rate), dt) * variable)
         i = self._get_variable_index(variable)
         t = tf.cast(self.iterations + 1, tf.float64)
         c1 = 1.0 - tf.pow(tf.constant(float(self.beta1), tf.float64), t)
@@ -71,7 +70,8 @@ class TFSpecAdam(_Fused, SpecAdam):
 
 
 class TFSpecAdamW(_Fused, SpecAdamW):
-    """:class:`SpecAdamW` as TensorFlow's fused kernel: the decay first, on its variables."""
+    """:class:`SpecAdamW` with Adam's step as TensorFlow's fused kernel (the decay is
+    SpecAdamW's own, first, on its variables)."""
 
 
 def make_optimizer(spec) -> keras.optimizers.Optimizer | None:
