@@ -135,6 +135,21 @@ def test_unmodified_copies_load(tmp_path):
         assert _load(tmp_path, _base(name), name=name).name == name
 
 
+def test_the_same_bytes_parse_once_and_an_edited_file_is_read_again(tmp_path):
+    """A run writing 600 records read the spec 600 times (~0.1 s of PyYAML each): the bytes
+    parse once per process; an edit, even of one field, is seen at the next load, and an edit
+    that breaks the file fails as it would without the cache."""
+    raw = _base("cnn")
+    first = _load(tmp_path, raw)
+    assert load_workload(tmp_path / "cnn.yaml") is first
+    edited = copy.deepcopy(raw)
+    edited["description"] = "edited"
+    again = _load(tmp_path, edited)
+    assert again is not first and again.description == "edited"
+    with pytest.raises(SpecError, match="cnn.yaml: not valid YAML"):
+        _load(tmp_path, "name: cnn\nlayers: [\n")
+
+
 def test_invalid_yaml_and_missing_file(tmp_path):
     with pytest.raises(SpecError, match=r"cnn\.yaml: not valid YAML at line 3"):
         _load(tmp_path, "name: cnn\nlayers: [\n  - {op: relu\n")

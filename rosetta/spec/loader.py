@@ -91,9 +91,16 @@ DESCRIPTION_RULE = (
 SHOWN_MAX = 80  # characters of an offending value an error message shows (its repr, cut)
 
 
+#: workloads parsed in this process, by (path, the file's bytes, limits): a run that writes 600
+#: records reads the spec 600 times, and PyYAML's pure-Python parser takes ~0.1 s a file
+_PARSED: dict[tuple[str, bytes, SpecLimits], Workload] = {}
+_PARSED_MAX = 64
+
+
 def load_workload(path: str | Path, limits: SpecLimits = DEFAULT_LIMITS) -> Workload:
     """Parse and validate one workload spec file; raises ``SpecError`` (one line) if malformed
-    or if it exceeds ``limits``."""
+    or if it exceeds ``limits``. The file is read each call; the same bytes parse once per
+    process (a ``Workload`` is a frozen value, shared)."""
     path = Path(path)
     try:
         with open(path, "rb") as fh:
@@ -107,6 +114,9 @@ def load_workload(path: str | Path, limits: SpecLimits = DEFAULT_LIMITS) -> Work
             f"{path}: spec file larger than {limits.max_bytes:,} bytes (limit max_bytes); "
             "a workload spec is a few kilobytes"
         )
+    key = (str(path), data, limits)
+    if key in _PARSED:
+        return _PARSED[key]
     too_deep = _flow_nesting_over(data, limits.max_depth)
     if too_deep:
         raise SpecError(
@@ -131,7 +141,11 @@ def load_workload(path: str | Path, limits: SpecLimits = DEFAULT_LIMITS) -> Work
             loader.dispose()
     parser = _Parser(path, limits)
     parser.check_size(raw)
-    return parser.workload(raw)
+    workload = parser.workload(raw)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[key] = workload
+    return workload
 
 
 def parse_workload(raw: dict, path: Path, limits: SpecLimits = DEFAULT_LIMITS) -> Workload:
