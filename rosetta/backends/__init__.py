@@ -56,6 +56,7 @@ REGISTRY: dict[str, BackendInfo] = {
     "paddle": BackendInfo(
         "paddle", "PaddlePaddle", (("paddlepaddle", "paddlepaddle-gpu"),), "paddle"
     ),
+    "mindspore": BackendInfo("mindspore", "MindSpore", (("mindspore",),), "mindspore"),
     "pytensor": BackendInfo(
         "pytensor", "PyTensor (Theano's line)", (("pytensor",),), "pytensor"
     ),

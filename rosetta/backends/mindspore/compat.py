@@ -1,0 +1,46 @@
+"""The one place MindSpore is imported (every other module of this backend takes ``ms`` from here).
+
+MindSpore 2.10.0's CPU wheel declares ``numpy>=1.25`` but part of its C++ core was built against
+the NumPy 1.x C API: with NumPy 2, the first Python scalar it turns into a tensor prints "A module
+that was compiled using NumPy 1.x cannot be run in NumPy 2" and leaves that ImportError *set*
+without raising it, so the next MindSpore call from Python fails with ``SystemError: ... returned
+a result with an exception set`` (measured: ``nn.GRU(8, 16)`` right after ``ops.gelu``). The
+import below takes that first conversion once and clears what it leaves, with its message
+silenced (stderr is restored), so that no cell starts with a pending error. MindSpore's own
+logging is set to errors only (``GLOG_v=3``) where the user has not chosen a level.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+
+os.environ.setdefault("GLOG_v", "3")  # MindSpore's C++ log: errors only (its warnings are noise)
+
+
+def _clear_numpy_abi_error(ms) -> None:
+    """Take MindSpore's first scalar conversion and clear the error it leaves pending."""
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            ms.Tensor(1.0, ms.float32)
+        except Exception:  # noqa: BLE001 - the error is what this clears
+            pass
+        try:  # the pending error surfaces at the next call from Python, which clears it
+            ms.ops.zeros((1,), ms.float32).asnumpy()
+        except SystemError:
+            pass
+
+
+def load():
+    """``mindspore``, imported once, its pending NumPy-ABI error cleared."""
+    if "mindspore" in sys.modules:
+        return sys.modules["mindspore"]
+    import mindspore as ms
+
+    _clear_numpy_abi_error(ms)
+    return ms
+
+
+ms = load()

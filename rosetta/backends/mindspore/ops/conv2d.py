@@ -1,0 +1,57 @@
+"""conv2d in MindSpore: ``nn.Conv2d`` on NCHW activations with ``pad_mode="pad"`` and the spec's
+``(top, bottom, left, right)`` padding (``lowering.Conv2d``: in float64, which has no CPU kernel,
+the same sum written out); the canonical OIHW kernel is ``weight``'s own layout, the bias as is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rosetta.backends.binding import Binding, same
+from rosetta.backends.driver import Site
+from rosetta.backends.mindspore.ops import pad_text, pair
+from rosetta.backends.snippet import RenderCtx, Snippet, Weight, attr, fmt_shape
+from rosetta.spec import ops
+
+if TYPE_CHECKING:  # the framework is imported by build() alone
+    from mindspore import nn
+
+    from rosetta.backends.mindspore.lowering import Build
+
+
+def build(op: ops.Conv2D, site: Site, ctx: Build) -> nn.Cell:
+    from rosetta.backends.mindspore.lowering import Conv2d
+
+    conv = Conv2d(site.in_shape[0], op.out_channels, op.kernel, op.stride, op.padding, op.bias,
+                  op.groups, ctx.ms_dtype)  # fmt: skip
+    ctx.own(op, conv)
+    return conv
+
+
+def render(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
+    n = attr(op.name)
+    args = [str(site.in_shape[0]), str(op.out_channels), pair(op.kernel)]
+    if op.stride != (1, 1):
+        args.append(f"stride={pair(op.stride)}")
+    args.append('pad_mode="pad"')
+    if any(op.padding):
+        args.append(f"padding={pad_text(op.padding)}")
+    if op.bias:
+        args.append("has_bias=True")
+    if op.groups != 1:
+        args.append(f"group={op.groups}")
+    weights = [Weight(f"{op.name}.kernel", f"model.{n}.weight", note="OIHW, as stored")]
+    if op.bias:
+        weights.append(Weight(f"{op.name}.bias", f"model.{n}.bias"))
+    return Snippet(
+        (f"self.{n} = nn.Conv2d({', '.join(args)})",),
+        (f"{{x}} = self.{n}({{x}})  # {fmt_shape(site.out_shape)}",),
+        tuple(weights),
+    )
+
+
+def weights(op: ops.Conv2D, m: nn.Cell) -> list[Binding]:
+    out = [Binding(f"{op.name}.kernel", m.weight, True, same, same)]
+    if op.bias:
+        out.append(Binding(f"{op.name}.bias", m.bias, True, same, same))
+    return out

@@ -1,0 +1,25 @@
+"""gelu in MindSpore: ``nn.GELU(approximate=False)``, the exact (erf) form (MindSpore's default is
+the tanh approximation)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rosetta.backends.driver import Site
+from rosetta.backends.snippet import RenderCtx, Snippet
+from rosetta.spec import ops
+
+if TYPE_CHECKING:  # the framework is imported by build() alone
+    from mindspore import nn
+
+    from rosetta.backends.mindspore.lowering import Build
+
+
+def build(op: ops.GELU, site: Site, ctx: Build) -> nn.Cell:
+    from rosetta.backends.mindspore.lowering import nn
+
+    return nn.GELU(approximate=False)  # exact erf; the default is tanh's
+
+
+def render(op: ops.GELU, site: Site, ctx: RenderCtx) -> Snippet:
+    return Snippet(forward=("{x} = ops.gelu({x}, approximate=\"none\")  # exact (erf)",))
