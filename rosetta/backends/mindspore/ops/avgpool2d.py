@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the framework is imported by build() alone
 def build(op: ops.AvgPool2D, site: Site, ctx: Build) -> nn.Cell:
     from rosetta.backends.mindspore.lowering import AvgPool2d
 
-    return AvgPool2d(op.kernel, op.stride, op.padding, op.count_include_pad)
+    return AvgPool2d(op.kernel, op.stride, op.padding, op.count_include_pad, ctx.ms_dtype)
 
 
 def render(op: ops.AvgPool2D, site: Site, ctx: RenderCtx) -> Snippet:
