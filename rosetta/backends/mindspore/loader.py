@@ -45,8 +45,10 @@ def native_loader(x, y, order, batch_size: int, dtype: str) -> Iterator[tuple]:
     """Native batches ``(x, y)`` or ``(x,)`` of ``x[order]`` as MindSpore tensors."""
     source = OrderedBatches(x, y, order, batch_size, dtype)
     columns = ["x"] if y is None else ["x", "y"]
-    data = ms.dataset.GeneratorDataset(source, column_names=columns, shuffle=False,
-                                       num_parallel_workers=1, python_multiprocessing=False)  # fmt: skip
+    data = ms.dataset.GeneratorDataset(
+        source, column_names=columns, shuffle=False, num_parallel_workers=1,
+        python_multiprocessing=False,
+    )  # fmt: skip
     return (tuple(batch) for batch in data.create_tuple_iterator(num_epochs=1))
 
 

@@ -240,7 +240,7 @@ class MaskedSequential(nn.Cell):
         self.masked = [bool(getattr(c, "takes_mask", False)) for c in cells]
 
     def construct(self, x, valid):
-        for cell, masked in zip(self.layers, self.masked):
+        for cell, masked in zip(self.layers, self.masked, strict=True):
             x = cell(x, valid) if masked else cell(x)
         return x
 

@@ -145,6 +145,8 @@ def describe(optimizer) -> str:
         return "none (forward only)"
     if isinstance(optimizer, SpecAdam):
         kind = "AdamW" if any(optimizer.decayed) else "Adam"
-        return (f"spec {kind} in MindSpore ops (nn.Adam puts epsilon outside the bias "
-                "correction, Keras' placement; nn.AdamWeightDecay has no bias correction)")  # fmt: skip
+        return (
+            f"spec {kind} in MindSpore ops (nn.Adam puts epsilon outside the bias correction, "
+            "Keras' placement; nn.AdamWeightDecay has no bias correction)"
+        )
     return "spec SGD (momentum, Nesterov) in MindSpore ops (nn.Momentum: momentum as float32)"

@@ -1,4 +1,4 @@
-"""The Rosetta of MindSpore, in text: each op of the spec as the ``mindspore.nn`` source that says it.
+"""The Rosetta of MindSpore, in text: each op of the spec as the ``mindspore.nn`` source saying it.
 
 Each op's rendering is the ``render`` of its module ``ops/<op>.py`` (beside its build and its
 weight mapping); this file holds how the snippets compose (a sequence, a residual block, a wired

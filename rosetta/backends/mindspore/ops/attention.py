@@ -19,6 +19,24 @@ if TYPE_CHECKING:  # the framework is imported by build() alone
     from rosetta.backends.mindspore.lowering import Build
 
 
+SELF_ATTENTION = '''
+def self_attention(x, valid, query, key, value, output, heads):
+    """Multi-head self-attention; keys where valid is False (padding) take no part, and a
+    sequence of padding only attends to nothing (its head outputs are 0, not NaN)."""
+    n, t, e = x.shape
+    q, k, v = (p(x).reshape(n, t, heads, e // heads).transpose(0, 2, 1, 3)
+               for p in (query, key, value))  # (N, H, T, d)
+    any_key = valid.any(axis=1, keep_dims=True)  # (N, 1): False for padding only
+    keep = (valid | ~any_key).reshape(n, 1, 1, t)  # such a row: every key, then 0
+    sqrt_d = ops.sqrt(ms.Tensor(e // heads, x.dtype))  # a tensor of x's dtype, not a float
+    scores = ops.matmul(q, k.transpose(0, 1, 3, 2)) / sqrt_d  # (N, H, T, T)
+    weights = ops.softmax(ops.where(keep, scores, ms.Tensor(float("-inf"), x.dtype)), axis=-1)
+    o = ops.matmul(weights, v) * any_key.astype(x.dtype).reshape(n, 1, 1, 1)
+    return output(o.transpose(0, 2, 1, 3).reshape(n, t, e))  # heads concatenated
+'''
+HELPERS = {"self_attention": SELF_ATTENTION}
+
+
 def build(op: ops.Attention, site: Site, ctx: Build) -> nn.Cell:
     from rosetta.backends.mindspore.lowering import SelfAttention
 
@@ -41,7 +59,8 @@ def render(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
     projections = ", ".join(f"self.{n}_{r}" for r in roles)
     return Snippet(
         tuple(
-            f"self.{n}_{r} = nn.Dense({e}, {e}{', has_bias=False' if r == 'key' else ''})"
+            f"self.{n}_{r} = nn.Dense({e}, {e}{', has_bias=False' if r == 'key' else ''}, "
+            "dtype=dtype)"
             for r in roles
         ),
         (

@@ -19,6 +19,31 @@ if TYPE_CHECKING:  # the framework is imported by build() alone
     from rosetta.backends.mindspore.lowering import Build
 
 
+BATCH_NORM = '''
+class BatchNorm(nn.Cell):
+    """Inference-mode batch normalisation (the held statistics, never updated):
+    nn.BatchNorm2d/1d(use_batch_statistics=False), whose momentum is 1 - PyTorch's. In float64,
+    which MindSpore's CPU BatchNorm kernel does not take, (x - mean) / sqrt(var + eps) * gamma +
+    beta written out."""
+
+    def __init__(self, channels, eps, momentum, image, dtype):
+        super().__init__()
+        cls = nn.BatchNorm2d if image else nn.BatchNorm1d
+        self.bn = cls(channels, eps=eps, momentum=momentum, use_batch_statistics=False,
+                      dtype=dtype)
+        self.eps = ms.Tensor(eps, dtype)
+        self.shape = (1, channels, 1, 1) if image else (1, channels)
+
+    def construct(self, x):
+        if x.dtype != ms.float64:
+            return self.bn(x)
+        bn, s = self.bn, self.shape
+        std = ops.sqrt(bn.moving_variance.reshape(s) + self.eps)
+        return (x - bn.moving_mean.reshape(s)) / std * bn.gamma.reshape(s) + bn.beta.reshape(s)
+'''
+HELPERS = {"BatchNorm": BATCH_NORM}
+
+
 def build(op: ops.BatchNorm, site: Site, ctx: Build) -> nn.Cell:
     from rosetta.backends.mindspore.lowering import BatchNorm
 
@@ -34,8 +59,8 @@ def render(op: ops.BatchNorm, site: Site, ctx: RenderCtx) -> Snippet:
              ("var", "bn.moving_variance"))  # fmt: skip
     m = round(1.0 - op.momentum, 12)
     return Snippet(
-        (f"self.{n} = BatchNorm(nn.{kind}({site.in_shape[0]}, eps={op.eps}, momentum={m}, "
-         "use_batch_statistics=False))",),  # fmt: skip
+        (f"self.{n} = BatchNorm({site.in_shape[0]}, eps={op.eps}, momentum={m}, "
+         f"image={kind == 'BatchNorm2d'}, dtype=dtype)",),  # fmt: skip
         (f"{{x}} = self.{n}({{x}})",),
         tuple(Weight(f"{op.name}.{c}", f"model.{n}.{t}") for c, t in roles),
         helpers=("BatchNorm",),

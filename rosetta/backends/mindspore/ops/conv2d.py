@@ -19,6 +19,34 @@ if TYPE_CHECKING:  # the framework is imported by build() alone
     from rosetta.backends.mindspore.lowering import Build
 
 
+CONV2D = '''
+class Conv2d(nn.Conv2d):
+    """nn.Conv2d; in float64, which MindSpore's CPU Conv2D kernel does not take, the same sum
+    written out: for each kernel offset (i, j), the strided window of the padded input times that
+    offset's (out, in) weights, summed in offset order."""
+
+    def construct(self, x):
+        if x.dtype != ms.float64:
+            return super().construct(x)
+        p = (self.padding,) * 4 if isinstance(self.padding, int) else tuple(self.padding)
+        xp = ops.pad(x, (p[2], p[3], p[0], p[1])) if any(p) else x  # (left, right, top, bottom)
+        n, c, h, w = xp.shape
+        (kh, kw), (sh, sw), g = self.kernel_size, self.stride, self.group
+        ho, wo = (h - kh) // sh + 1, (w - kw) // sw + 1
+        out = None
+        for i in range(kh):
+            for j in range(kw):
+                win = xp[:, :, i : i + sh * (ho - 1) + 1 : sh, j : j + sw * (wo - 1) + 1 : sw]
+                win = win.reshape(n, g, c // g, ho * wo)  # (N, G, C/G, Ho*Wo)
+                wk = self.weight[:, :, i, j].reshape(g, -1, c // g)  # (G, O/G, C/G)
+                term = ops.matmul(wk, win)  # (N, G, O/G, Ho*Wo)
+                out = term if out is None else out + term
+        out = out.reshape(n, -1, ho, wo)
+        return out + self.bias.reshape(1, -1, 1, 1) if self.has_bias else out
+'''
+HELPERS = {"Conv2d": CONV2D}
+
+
 def build(op: ops.Conv2D, site: Site, ctx: Build) -> nn.Cell:
     from rosetta.backends.mindspore.lowering import Conv2d
 
@@ -40,13 +68,15 @@ def render(op: ops.Conv2D, site: Site, ctx: RenderCtx) -> Snippet:
         args.append("has_bias=True")
     if op.groups != 1:
         args.append(f"group={op.groups}")
+    args.append("dtype=dtype")
     weights = [Weight(f"{op.name}.kernel", f"model.{n}.weight", note="OIHW, as stored")]
     if op.bias:
         weights.append(Weight(f"{op.name}.bias", f"model.{n}.bias"))
     return Snippet(
-        (f"self.{n} = nn.Conv2d({', '.join(args)})",),
+        (f"self.{n} = Conv2d({', '.join(args)})",),
         (f"{{x}} = self.{n}({{x}})  # {fmt_shape(site.out_shape)}",),
         tuple(weights),
+        helpers=("Conv2d",),
     )
 
 

@@ -34,7 +34,7 @@ def render(op: ops.Dense, site: Site, ctx: RenderCtx) -> Snippet:
     if op.bias:
         weights.append(Weight(f"{op.name}.bias", f"model.{n}.bias"))
     return Snippet(
-        (f"self.{n} = nn.Dense({site.in_shape[-1]}, {op.units}{bias})",),
+        (f"self.{n} = nn.Dense({site.in_shape[-1]}, {op.units}{bias}, dtype=dtype)",),
         (f"{{x}} = self.{n}({{x}})  # {fmt_shape(site.out_shape)}",),
         tuple(weights),
         notes=(f"{op.name}.kernel: IO -> Dense.weight (out, in), transposed",),

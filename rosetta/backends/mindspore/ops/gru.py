@@ -41,7 +41,7 @@ def render(op: ops.GRU, site: Site, ctx: RenderCtx) -> Snippet:
     kernel, back, note = "swap_rz(a, 1).T", "swap_rz(a.T, 1)", "z|r|h -> r|z|n, transposed"
     bias = dict(to="swap_rz(a, 0)", back="swap_rz(a, 0)", note="z|r|h -> r|z|n")
     return Snippet(
-        (f"self.{n} = nn.GRU({site.in_shape[1]}, {op.units}, batch_first=True)",),
+        (f"self.{n} = nn.GRU({site.in_shape[1]}, {op.units}, batch_first=True, dtype=dtype)",),
         (
             f"_, {{x}} = self.{n}({{x}})  # h: (1, N, {op.units}), the last step's state",
             f"{{x}} = {{x}}[0]  # {fmt_shape(site.out_shape)}",

@@ -25,15 +25,35 @@ def build(op: ops.LayerNorm, site: Site, ctx: Build) -> nn.Cell:
     return cell
 
 
+LAYER_NORM = '''
+class LayerNorm(nn.LayerNorm):
+    """nn.LayerNorm over the last axis; in float64 written out (its kernel takes epsilon as a
+    float32 attribute), eps a tensor of the model's dtype."""
+
+    def __init__(self, dim, eps, dtype):
+        super().__init__((dim,), epsilon=eps, dtype=dtype)
+        self.eps = ms.Tensor(eps, dtype)
+
+    def construct(self, x):
+        if x.dtype != ms.float64:
+            return super().construct(x)
+        xc = x - x.mean(axis=-1, keep_dims=True)
+        rstd = 1 / ops.sqrt((xc * xc).mean(axis=-1, keep_dims=True) + self.eps)
+        return xc * rstd * self.gamma + self.beta
+'''
+HELPERS = {"LayerNorm": LAYER_NORM}
+
+
 def render(op: ops.LayerNorm, site: Site, ctx: RenderCtx) -> Snippet:
     n = attr(op.name)
     return Snippet(
-        (f"self.{n} = nn.LayerNorm(({site.in_shape[-1]},), epsilon={op.eps})",),
+        (f"self.{n} = LayerNorm({site.in_shape[-1]}, {op.eps}, dtype)",),
         (f"{{x}} = self.{n}({{x}})",),
         (
             Weight(f"{op.name}.gamma", f"model.{n}.gamma"),
             Weight(f"{op.name}.beta", f"model.{n}.beta"),
         ),
+        helpers=("LayerNorm",),
     )
 
 

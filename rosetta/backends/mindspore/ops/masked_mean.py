@@ -16,6 +16,15 @@ if TYPE_CHECKING:  # the framework is imported by build() alone
     from rosetta.backends.mindspore.lowering import Build
 
 
+MASKED_MEAN = '''
+def masked_mean(x, valid):
+    """(N, T, E) -> (N, E): the mean over real tokens; 0 for a row of padding only."""
+    w = valid.astype(x.dtype)
+    return (x * w.expand_dims(-1)).sum(axis=1) / ops.clamp(w.sum(axis=1, keepdims=True), min=1)
+'''
+HELPERS = {"masked_mean": MASKED_MEAN}
+
+
 def build(op: ops.MaskedMean, site: Site, ctx: Build) -> nn.Cell:
     from rosetta.backends.mindspore.lowering import MaskedMean
 

@@ -26,12 +26,11 @@ def build(op: ops.MaxPool2D, site: Site, ctx: Build) -> nn.Cell:
 
 def render(op: ops.MaxPool2D, site: Site, ctx: RenderCtx) -> Snippet:
     t, b, left, right = op.padding
-    lines = []
-    if (t, left) != (b, right):
+    lines, pad = [], ""
+    if (t, left) != (b, right):  # asymmetric: MindSpore's pooling takes one (h, w) pair
         lines.append(f"{{x}} = ops.pad({{x}}, ({left}, {right}, {t}, {b}), value=float('-inf'))")
-        pad = ""
-    else:
-        pad = f', pad_mode="pad", padding=({t}, {left})' if t or left else ""
+    elif t or left:
+        pad = f", padding=({t}, {left})"
     lines.append(f"{{x}} = ops.max_pool2d({{x}}, {pair(op.kernel)}, {pair(op.stride)}{pad})"
                  f"  # {fmt_shape(site.out_shape)}")  # fmt: skip
     return Snippet(forward=tuple(lines))
