@@ -74,17 +74,14 @@ class MindSporeModel(Model):
     def _loss(self, x, y):
         return ops.cross_entropy(self.net(x), y)  # softmax, mean reduction
 
-    def _train(self, x, y, *corrections):
+    def _train(self, x, y, *inputs):
         loss, grads = self._grad(x, y)
-        self.optimizer(grads, *corrections)
+        self.optimizer(grads, *inputs)
         return loss
 
     def _trainable(self) -> None:
         if self.optimizer is None:
             raise BackendError(f"workload {self.workload.name!r} is forward-only")
-
-    def _corrections(self) -> tuple:
-        return self.optimizer.corrections() if isinstance(self.optimizer, optim.SpecAdam) else ()
 
     # -- timed face ----------------------------------------------------------------------------
     def loader(self, x, y, order, batch_size):
@@ -97,7 +94,7 @@ class MindSporeModel(Model):
         """One optimiser step (the timed program; the gate runs it with dropout rates 0)."""
         self._trainable()
         self.net.set_train(True)
-        return self._step(batch[0], batch[1], *self._corrections())  # the loss before the step
+        return self._step(batch[0], batch[1], *self.optimizer.inputs())  # the loss before the step
 
     def predict(self, batch: Batch) -> ms.Tensor:
         self.net.set_train(False)

@@ -54,6 +54,10 @@ class SpecSGD(nn.Cell):
         self.bufs = ms.ParameterTuple([_zeros_like(p, "buf") for p in params]) \
             if self.momentum else ()  # fmt: skip
 
+    def inputs(self) -> tuple:
+        """What the next step takes beside the gradients: nothing."""
+        return ()
+
     def construct(self, grads):
         for i in range(len(self.params)):
             p, g = self.params[i], grads[i]
@@ -100,9 +104,10 @@ class SpecAdam(nn.Cell):
         self.v = ms.ParameterTuple([_zeros_like(p, "v") for p in params])
         self.t = 0
 
-    def corrections(self) -> tuple[list[ms.Tensor], list[ms.Tensor]]:
-        """The next step's ``1 - beta1^t`` and ``1 - beta2^t`` in each parameter's dtype (the
-        step count advanced: call once per step)."""
+    def inputs(self) -> tuple[list[ms.Tensor], list[ms.Tensor]]:
+        """What the next step takes beside the gradients: its ``1 - beta1^t`` and ``1 -
+        beta2^t`` in each parameter's dtype, formed here, outside any compiled step (the step
+        count advanced: call once per step)."""
         self.t += 1
         c1 = 1 - self.spec.beta1**self.t
         c2 = 1 - self.spec.beta2**self.t
