@@ -62,17 +62,6 @@ ABSENT: tuple[AbsentFramework, ...] = (
         "2026-11-25",
     ),
     AbsentFramework(
-        "mindspore",
-        "MindSpore",
-        "its CPU wheel for Python 3.11 (2.10.0) resolves here without moving any pinned version, "
-        "but it is an 804 MB download, most of the 1 GB that CI's install may grow by (issue "
-        "30, item 4): not added as a backend until that budget is decided",
-        "pip install --dry-run -c constraints/cpu.txt mindspore==2.10.0 -> Would install "
-        "dill-0.4.1 mindspore-2.10.0 (mindspore-2.10.0-cp311-cp311-manylinux1_x86_64.whl, "
-        "804.3 MB; numpy, protobuf, scipy and the rest already satisfied as pinned)",
-        "2026-11-25",
-    ),
-    AbsentFramework(
         "theano",
         "Theano",
         "retired (1.0.5, 2020); its maintained line is PyTensor, which runs here as backend "
