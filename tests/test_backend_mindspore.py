@@ -19,6 +19,7 @@ from rosetta.backends.numpy_ref import optim as ref_optim
 from rosetta.errors import BackendError
 from rosetta.spec import canonical_weights, get_workload
 from rosetta.spec.workload import SGD, Adam, AdamW
+from tests.conformance.conftest import gate_batch
 
 if not backends.status("mindspore").usable:
     pytest.skip("mindspore is not installed", allow_module_level=True)
@@ -122,3 +123,30 @@ def test_the_float64_ops_mindspore_computes_in_float32_are_written_out():
     stock = _float64_error(ms.nn.AvgPool2d(3, 2), x, want)
     ours = _float64_error(AvgPool2d((3, 3), (2, 2), (0, 0, 0, 0), True, ms.float64), x, want)
     assert stock > 1e-9 and ours < 1e-12, (stock, ours)
+
+
+@pytest.mark.parametrize("name,size", [("cnn", None), ("gru", None), ("resnet50", 32),
+                                       ("transformer", None)])  # fmt: skip
+def test_handwritten_models_compute_what_the_lowered_ones_compute(name, size):
+    """The speed benchmark (``benchmarks/lowering_mindspore.py``) compares the two; it only means
+    something if they are the same model, the lowered tensors loaded by position. Float32, the
+    dtype both are timed in (the hand-written cells are MindSpore's float32 defaults): both run
+    MindSpore's kernels, so what may differ is the transformer's mask form (additive -1e9 against
+    a -inf select: an exact 0 weight either way) and summation order, a few float32 ulps: 1e-5
+    relative. Each transformer row holds a real token (the additive mask averages the padding of
+    a row of padding only, where the spec's rule gives 0)."""
+    from benchmarks.handwritten import mindspore_models as hw
+
+    w = get_workload(name)
+    w = w.at_image_size(size) if size else w
+    model = make("mindspore", w, canonical_weights(w), dtype="float32")
+    hand = hw.MODELS[name]()
+    hw.copy_weights(model.net, hand)
+    hand.set_train(False)
+    x, _ = gate_batch(w, n=2)
+    if name == "transformer":
+        x[:, 0] = np.maximum(x[:, 0], 1)  # a real first token in every row
+    batch = next(iter(model.loader(x, None, np.arange(2), 2)))
+    want = hw.features_step(hand, batch[0]).asnumpy()
+    got = model.to_numpy(model.predict(batch))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7 * np.abs(want).max())
