@@ -240,8 +240,8 @@ class MaskedSequential(nn.Cell):
         self.masked = [bool(getattr(c, "takes_mask", False)) for c in cells]
 
     def construct(self, x, valid):
-        for cell, masked in zip(self.layers, self.masked, strict=True):
-            x = cell(x, valid) if masked else cell(x)
+        for j in range(len(self.masked)):  # (mindspore.jit's graph mode takes no zip(strict=))
+            x = self.layers[j](x, valid) if self.masked[j] else self.layers[j](x)
         return x
 
 

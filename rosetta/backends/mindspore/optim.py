@@ -104,14 +104,14 @@ class SpecAdam(nn.Cell):
         self.v = ms.ParameterTuple([_zeros_like(p, "v") for p in params])
         self.t = 0
 
-    def inputs(self) -> tuple[list[ms.Tensor], list[ms.Tensor]]:
+    def inputs(self) -> tuple[tuple[ms.Tensor, ...], tuple[ms.Tensor, ...]]:
         """What the next step takes beside the gradients: its ``1 - beta1^t`` and ``1 -
         beta2^t`` in each parameter's dtype, formed here, outside any compiled step (the step
         count advanced: call once per step)."""
         self.t += 1
         c1 = 1 - self.spec.beta1**self.t
         c2 = 1 - self.spec.beta2**self.t
-        return [_const(c1, p) for p in self.params], [_const(c2, p) for p in self.params]
+        return tuple(_const(c1, p) for p in self.params), tuple(_const(c2, p) for p in self.params)
 
     def construct(self, grads, c1, c2):
         for i in range(len(self.params)):
