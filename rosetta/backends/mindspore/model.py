@@ -32,6 +32,25 @@ from rosetta.spec.workload import Workload
 nn, ops = ms.nn, ms.ops
 
 
+class TrainStep(nn.Cell):
+    """One optimiser step as a cell (MindSpore's own form of a training step, what
+    ``mindspore.jit`` compiles once): the loss and its gradients by ``value_and_grad``, then the
+    optimiser cell; returns the loss at the parameters before the step."""
+
+    def __init__(self, net: nn.Cell, optimizer: nn.Cell, params: list) -> None:
+        super().__init__()
+        self.net, self.optimizer = net, optimizer
+        self.grad = ms.value_and_grad(self.loss, None, params)
+
+    def loss(self, x, y):
+        return ops.cross_entropy(self.net(x), y)  # softmax, mean reduction
+
+    def construct(self, x, y, *inputs):
+        loss, grads = self.grad(x, y)
+        self.optimizer(grads, *inputs)
+        return loss
+
+
 class MindSporeModel(Model):
     """``workload`` lowered to ``mindspore.nn`` (``self.net``), trained with the spec's
     optimiser written in MindSpore ops."""
@@ -63,8 +82,7 @@ class MindSporeModel(Model):
             self.jit, self.jit_reason = jit_in_effect(runtime.option("jit"), workload.task)
         else:
             self.jit, self.jit_reason = bool(jit), "the build's jit option"
-        self._grad = ms.value_and_grad(self._loss, None, self.trainable)
-        self._step = ms.jit(self._train) if self.jit else self._train
+        self._grad = ms.value_and_grad(self._loss, None, self.trainable)  # the NumPy face
         self._forward = ms.jit(self.net) if self.jit else self.net
         self.net.set_train(False)
         self.optimizer = None
@@ -73,11 +91,6 @@ class MindSporeModel(Model):
     # -- helpers -------------------------------------------------------------------------------
     def _loss(self, x, y):
         return ops.cross_entropy(self.net(x), y)  # softmax, mean reduction
-
-    def _train(self, x, y, *inputs):
-        loss, grads = self._grad(x, y)
-        self.optimizer(grads, *inputs)
-        return loss
 
     def _trainable(self) -> None:
         if self.optimizer is None:
@@ -112,6 +125,10 @@ class MindSporeModel(Model):
         weights.load(self.binds, params)
         # fresh state: loading weights restarts training
         self.optimizer = optim.make_optimizer(self.workload.optimizer, self.trainable, self.names)
+        self._step = None
+        if self.optimizer is not None:
+            step = TrainStep(self.net, self.optimizer, self.trainable)
+            self._step = ms.jit(step) if self.jit else step
 
     def get_params(self) -> Params:
         return weights.read(self.binds)
