@@ -10,13 +10,18 @@ reference: 1e-12 is float64's own rounding after a handful of operations, 2e-8 f
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from rosetta import backends
-from rosetta.backends import make
+from rosetta.backends import cores, make
 from rosetta.backends.numpy_ref import optim as ref_optim
 from rosetta.errors import BackendError
+from rosetta.runtime import child_env, package_root
 from rosetta.spec import canonical_weights, get_workload
 from rosetta.spec.workload import SGD, Adam, AdamW
 from tests.conformance.conftest import gate_batch
@@ -104,6 +109,31 @@ def test_bf16_is_refused_with_the_reason():
     w = get_workload("cnn")
     with pytest.raises(BackendError, match="bfloat16 MatMul"):
         make("mindspore", w, canonical_weights(w, seed=0), precision="bf16")
+
+
+@pytest.mark.skipif(len(cores.START_CORES) < 2, reason="one core: nothing to bind")
+def test_one_thread_binds_every_mindspore_thread_to_one_core():
+    """``threads_num`` does not bound MindSpore's CPU work (runtime.py's docstring): one thread
+    is every thread of the process on one core, the ones a training step starts later too, and
+    what the runtime reports is read back from those masks. A process of its own: the binding is
+    the whole process's."""
+    code = (
+        "import json, os, rosetta.backends as b\n"
+        "from rosetta.spec import canonical_weights, get_workload\n"
+        "from tests.conformance.conftest import gate_batch\n"
+        "w = get_workload('cnn')\n"
+        "m = b.make('mindspore', w, canonical_weights(w, seed=0), threads=1)\n"
+        "x, y = gate_batch(w)\n"
+        "m.train_step(next(iter(m.loader(x, y, list(range(len(x))), len(x)))))\n"
+        "masks = {len(os.sched_getaffinity(int(t))) for t in os.listdir('/proc/self/task')}\n"
+        "print(json.dumps([sorted(masks), m.manifest()['threads'], len(os.listdir("
+        "'/proc/self/task'))]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, env=child_env(None), cwd=package_root())  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    masks, threads, tasks = json.loads(out.stdout.strip().splitlines()[-1])
+    assert masks == [1] and threads == 1 and tasks > 1, (masks, threads, tasks)
 
 
 def _float64_error(fn, x: np.ndarray, want: np.ndarray) -> float:

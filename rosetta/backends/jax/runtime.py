@@ -34,6 +34,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from rosetta.backends import cores
 from rosetta.errors import BackendError
 
 CUDA_PLUGINS = ("jax_cuda13_plugin", "jax_cuda12_plugin", "jax_plugins.xla_cuda12")
@@ -53,9 +54,7 @@ def _has_cuda_plugin() -> bool:
 if not os.environ.get("JAX_PLATFORMS"):  # before jax is imported anywhere through this package
     os.environ["JAX_PLATFORMS"] = "cuda,cpu" if _has_cuda_plugin() else "cpu"
 #: the cores this process started with: ``set_threads`` takes its first ``n`` (and can widen back)
-START_CORES: tuple[int, ...] = (
-    tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else ()
-)
+START_CORES = cores.START_CORES
 
 import jax  # noqa: E402  (after JAX_PLATFORMS)
 
@@ -98,36 +97,15 @@ def clients_started() -> bool:
     return bool(probe()) if probe else bool(getattr(xla_bridge, "_backends", {}))
 
 
-def _thread_ids() -> list[int]:
-    try:
-        return [int(t) for t in os.listdir("/proc/self/task")]
-    except OSError:  # not Linux: the calling thread only
-        return [0]
-
-
 def threads_in_effect() -> int:
-    """The CPU cores the process's threads may run on: the largest affinity mask among them."""
-    if not START_CORES:
-        return os.cpu_count() or 1
-    sizes = []
-    for tid in _thread_ids():
-        try:
-            sizes.append(len(os.sched_getaffinity(tid)))
-        except OSError:  # the thread ended meanwhile
-            continue
-    return max(sizes, default=len(os.sched_getaffinity(0)))
+    """The CPU cores the process's threads may run on (``rosetta.backends.cores``)."""
+    return cores.in_effect()
 
 
 def set_threads(n: int) -> int:
     """Pin every thread of the process to the first ``n`` starting cores (all of them when ``n``
     is at least their number); returns the cores in effect, read back (see the module doc)."""
-    if START_CORES:
-        cores = START_CORES[: max(1, n)]
-        for tid in _thread_ids():
-            try:
-                os.sched_setaffinity(tid, cores)
-            except OSError:  # the thread ended meanwhile
-                continue
+    cores.bind(n)
     flags = os.environ.get("XLA_FLAGS", "").split()
     if n == 1 and not any(f.startswith("--xla_cpu_multi_thread_eigen") for f in flags):
         if clients_started():

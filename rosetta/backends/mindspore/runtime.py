@@ -1,9 +1,16 @@
 """MindSpore's process settings, each applied and then read back where MindSpore can say.
 
-- threads: ``mindspore.device_context.cpu.op_tuning.threads_num(n)``, the thread pool of its CPU
-  kernels (25 by default, whatever the machine). MindSpore takes it once per process (a second
-  call raises) and has no getter: the count set is kept here, and a second request for another
-  count is refused with that reason (a cell is one process; a test process asks once);
+- threads: ``mindspore.device_context.cpu.op_tuning.threads_num(n)`` sizes the pool of its CPU
+  kernels (25 by default), once per process (a second call raises; there is no getter). It does
+  not bound what a step uses: measured on a 2-core Zen 1 (MindSpore 2.10.0, a 64x64x32x32 conv
+  and a 1024^2 matmul), ``threads_num(1)`` and ``threads_num(2)`` ran both in the same wall time
+  at 2.0 CPU-seconds per second, and a training step's PyNative pipeline threads
+  (``backend_queue``, ``ActorThread_0``, ``KernelThread_0``) spin beside the Python thread. So a
+  count below this process's cores is also enforced as MindSpore's own ``set_cpu_affinity``
+  does it, by thread-level core binding: every thread of the process is bound to the first ``n``
+  cores of the affinity mask it started with (threads made later inherit it); 1 thread pinned:
+  cpu/wall 1.00. A later request re-binds (all cores again for a count >= the mask's), and the
+  count in effect is read back from the masks (``rosetta.backends.cores``, as for JAX);
 - TF32 (CUDA only): MindSpore has no TF32 switch of its own for fp32 matmul/conv on the GPU
   (written, not run here: a CPU-only machine); False on the CPU;
 - the device: ``mindspore.set_device("CPU" | "GPU")``.
@@ -13,10 +20,10 @@ from __future__ import annotations
 
 import importlib.metadata
 
+from rosetta.backends import cores
 from rosetta.backends.mindspore.compat import ms
-from rosetta.errors import BackendError
 
-_THREADS: list[int] = []  # the count this process set (MindSpore takes it once)
+_POOL_SET: list[int] = []  # the kernel pool's size, set once (MindSpore takes it once)
 
 
 def available() -> tuple[bool, str]:
@@ -43,24 +50,20 @@ def cuda_available() -> bool:
 
 
 def set_threads(n: int) -> int:
-    """Size MindSpore's CPU kernel pool to ``n``; returns the count in effect (the one this
-    process set: MindSpore takes it once and cannot be asked)."""
-    n = int(n)
-    if _THREADS:
-        if _THREADS[0] != n:
-            raise BackendError(
-                f"mindspore: this process runs {_THREADS[0]} CPU kernel threads; MindSpore sets "
-                f"them once per process (threads_num), so {n} needs a process of its own"
-            )
-        return n
-    ms.device_context.cpu.op_tuning.threads_num(n)
-    _THREADS.append(n)
-    return n
+    """Run this process's MindSpore work on ``n`` cores; returns the cores in effect, read back
+    (see the module docstring: the kernel pool's size once, then thread-level core binding)."""
+    if not _POOL_SET:
+        ms.device_context.cpu.op_tuning.threads_num(int(n))
+        _POOL_SET.append(int(n))
+    return cores.bind(n)
 
 
 def threads_source() -> str:
     """Where the manifest's thread count comes from."""
-    return "mindspore.device_context.cpu.op_tuning.threads_num, as set (MindSpore has no getter)"
+    return (
+        "the cores MindSpore's threads are bound to (sched_setaffinity), read back; its kernel "
+        "pool sized by op_tuning.threads_num, once"
+    )
 
 
 def set_tf32(enabled: bool, device: str) -> bool:
