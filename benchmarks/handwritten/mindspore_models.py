@@ -5,7 +5,9 @@ Plain ``mindspore.nn.Cell`` classes (``nn.Conv2d``, ``nn.BatchNorm2d``, ``nn.GRU
 (``mindspore.value_and_grad`` of a loss function over ``optimizer.parameters``, then
 ``optimizer(grads)``), with MindSpore's own optimisers (``nn.Momentum``, ``nn.Adam``,
 ``nn.AdamWeightDecay``: rules that differ from the spec's in epsilon's place and AdamW's bias
-correction, the same work per step); features with ``set_train(False)``. Float32, PyNative. The
+correction, the same work per step); features with ``set_train(False)``. Float32; the step and
+the forward under ``mindspore.jit`` as its tutorials' ``@ms.jit`` train step (``jit=False``:
+PyNative). The
 yardstick the lowered models are timed against (``benchmarks/lowering_mindspore.py``). Their
 parameters are declared in the order of the spec's layers, so :func:`copy_weights` loads a
 lowered model's tensors by position, to check that both compute the same function before their
@@ -179,9 +181,9 @@ def optimizer(name: str, model: nn.Cell, o):
     return nn.Adam(params, learning_rate=o.lr, beta1=o.beta1, beta2=o.beta2, eps=o.eps)
 
 
-def make_train_step(model: nn.Cell, opt):
+def make_train_step(model: nn.Cell, opt, jit: bool = True):
     """The step of MindSpore's quick start: ``value_and_grad`` of the loss, then the
-    optimiser."""
+    optimiser, compiled by ``mindspore.jit`` (unless ``jit`` is False)."""
 
     def loss_fn(x, y):
         return ops.cross_entropy(model(x), y)
@@ -193,12 +195,13 @@ def make_train_step(model: nn.Cell, opt):
         opt(grads)
         return loss
 
-    return step
+    return ms.jit(step) if jit else step
 
 
-def features_step(model: nn.Cell, x):
-    """Feature extraction as a user writes it."""
-    return model(x)
+def make_features_step(model: nn.Cell, jit: bool = True):
+    """Feature extraction as a user writes it, compiled by ``mindspore.jit`` (unless ``jit`` is
+    False)."""
+    return ms.jit(model) if jit else model
 
 
 def _tensors(net: nn.Cell) -> list:

@@ -46,8 +46,8 @@ OPTIONS = (
         ("default", "on", "off"),
         "default",
         "mindspore.jit (graph mode) of the training step and the forward: default runs "
-        "PyNative, on and off force it",
-        "not measured yet: default is PyNative (MindSpore's own default mode)",
+        "graph mode (the localiser's probes PyNative), on and off force it",
+        "MEASUREMENT",
     ),
 )
 LANES = {"default": {"jit": "off"}}  # MindSpore as it comes: PyNative throughout

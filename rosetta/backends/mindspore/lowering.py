@@ -220,7 +220,7 @@ class GatedDropout(nn.Cell):
 
     def set_rate(self, rate: float) -> None:
         """Write the rate the next step reads (the same parameter, its dtype kept)."""
-        self.rate.set_data(ms.Tensor(np.asarray(rate, dtype=self.rate.asnumpy().dtype)))
+        ops.assign(self.rate, ms.Tensor(np.asarray(rate, dtype=self.rate.asnumpy().dtype)))
 
     def construct(self, x):
         if not self.training:

@@ -13,6 +13,12 @@ parameters in place with ``ops.assign`` (PyNative, and traceable by ``mindspore.
 hyper-parameter a 0-d tensor of the parameter's dtype, the reference's order of operations
 (``rosetta/backends/numpy_ref/optim.py``); the bias corrections ``1 - beta^t`` are formed in
 Python (float64) each step and rounded once, as the reference does.
+
+In float32, Adam's update runs in MindSpore's fused ``ops.Adam`` kernel (one kernel per parameter
+where the written-out rule launches ten PyNative ops; the kernel has no float64), given the inputs
+that make its rule the spec's, as TensorFlow's backend does: the kernel computes ``lr sqrt(1 -
+beta2^t) / (1 - beta1^t) m / (sqrt(v) + eps')``, which is the spec's ``lr (m / c1) / (sqrt(v /
+c2) + eps)`` when ``eps' = eps sqrt(c2)`` (formed in Python each step, like ``c``).
 """
 
 from __future__ import annotations
@@ -133,12 +139,42 @@ class SpecAdam(nn.Cell):
             s.set_data(ops.zeros(s.shape, s.dtype))
 
 
+class FusedAdam(SpecAdam):
+    """The spec's Adam and AdamW in float32 through MindSpore's ``ops.Adam`` kernel (see the
+    module docstring for the inputs that make its rule the spec's)."""
+
+    def __init__(self, spec: Adam | AdamW, params: Sequence[ms.Parameter],
+                 decayed: Sequence[bool]) -> None:  # fmt: skip
+        super().__init__(spec, params, decayed)
+        self.adam = ops.Adam()
+
+    def inputs(self) -> tuple[ms.Tensor, ms.Tensor, ms.Tensor]:
+        """The next step's ``beta1^t``, ``beta2^t`` and ``eps sqrt(1 - beta2^t)`` (float32, formed
+        in float64 here; the step count advanced: call once per step)."""
+        self.t += 1
+        b1t, b2t = self.spec.beta1**self.t, self.spec.beta2**self.t
+        eps = self.spec.eps * (1 - b2t) ** 0.5
+        return tuple(ms.Tensor(np.float32(v)) for v in (b1t, b2t, eps))
+
+    def construct(self, grads, b1t, b2t, eps):
+        for i in range(len(self.params)):
+            p = self.params[i]
+            if self.decayed[i]:
+                ops.assign(p, p - self.lr_wd[i] * p)
+            self.adam(p, self.m[i], self.v[i], b1t, b2t, self.lr[i], self.b1[i], self.b2[i],
+                      eps, grads[i])  # fmt: skip
+        return True
+
+
 def make_optimizer(spec, params: Sequence[ms.Parameter], names: Sequence[str]):
-    """The spec's optimiser over ``params`` (canonical ``names`` beside them), or None."""
-    if isinstance(spec, AdamW):
-        return SpecAdam(spec, params, [spec.decays(n) for n in names])
-    if isinstance(spec, Adam):
-        return SpecAdam(spec, params, [False] * len(params))
+    """The spec's optimiser over ``params`` (canonical ``names`` beside them), or None: Adam and
+    AdamW in MindSpore's fused kernel where every parameter is float32."""
+    if isinstance(spec, Adam | AdamW):
+        decayed = [spec.decays(n) for n in names] if isinstance(spec, AdamW) else [False] * len(
+            params
+        )
+        fused = all(p.dtype == ms.float32 for p in params)
+        return (FusedAdam if fused else SpecAdam)(spec, params, decayed)
     if isinstance(spec, SGD):
         return SpecSGD(spec, params)
     return None
@@ -150,8 +186,13 @@ def describe(optimizer) -> str:
         return "none (forward only)"
     if isinstance(optimizer, SpecAdam):
         kind = "AdamW" if any(optimizer.decayed) else "Adam"
+        how = (
+            "MindSpore's fused ops.Adam kernel given eps sqrt(1 - beta2^t)"
+            if isinstance(optimizer, FusedAdam)
+            else "MindSpore ops"
+        )
         return (
-            f"spec {kind} in MindSpore ops (nn.Adam puts epsilon outside the bias correction, "
+            f"spec {kind} in {how} (nn.Adam puts epsilon outside the bias correction, "
             "Keras' placement; nn.AdamWeightDecay has no bias correction)"
         )
     return "spec SGD (momentum, Nesterov) in MindSpore ops (nn.Momentum: momentum as float32)"

@@ -31,10 +31,12 @@ def np_dtype(t) -> np.dtype:
 
 def load(binds: dict[str, Binding], params: dict[str, np.ndarray]) -> None:
     """Copy canonical ``params`` into the bound parameters (their dtype kept, the same
-    parameter objects: an optimiser holding them sees the new values)."""
+    parameter objects, written in place by ``ops.assign``: an optimiser holding them and a graph
+    ``mindspore.jit`` compiled sees the new values; ``set_data`` left a compiled forward on the
+    old ones, measured)."""
     for name, b in binds.items():
         native = np.ascontiguousarray(b.to_native(np.asarray(params[name])), np_dtype(b.tensor))
-        b.tensor.set_data(ms.Tensor(native))
+        ms.ops.assign(b.tensor, ms.Tensor(native))  # in place: a compiled graph sees it too
 
 
 def read(binds: dict[str, Binding]) -> dict[str, np.ndarray]:
