@@ -462,8 +462,10 @@ class GlobalAvgPool(nn.Cell):
 
 class Graph(nn.Cell):
     """Cells wired by index (``rosetta.spec.ops.Graph``): cell ``j`` runs on the outputs of the
-    cells ``inputs[j]`` (-1: the graph's input), the last one's output is the graph's; each value
-    dropped once its last reader has run; the mask handed to the cells that take it."""
+    cells ``inputs[j]`` (-1: the graph's input), the last one's output is the graph's; in PyNative
+    each value dropped once its last reader has run (``free_values``; graph mode has no ``del``,
+    and its compiler frees what is dead: a compiled model sets it False); the mask handed to the
+    cells that take it."""
 
     def __init__(self, cells: list[nn.Cell], inputs: tuple[tuple[int, ...], ...]) -> None:
         super().__init__()
@@ -472,6 +474,7 @@ class Graph(nn.Cell):
         self.frees = last_readers(inputs)
         self.masked = [bool(getattr(c, "takes_mask", False)) for c in cells]
         self.takes_mask = any(self.masked)
+        self.free_values = True
 
     def construct(self, x, valid=None):
         values = {-1: x}
@@ -481,8 +484,9 @@ class Graph(nn.Cell):
             if self.masked[j]:
                 args.append(valid)
             out = self.layers[j](*args)
-            for k in self.frees[j]:
-                del values[k]
+            if self.free_values:
+                for k in self.frees[j]:
+                    values[k] = None
             values[j] = out
         return out
 

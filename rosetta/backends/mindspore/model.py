@@ -24,7 +24,7 @@ from rosetta.backends.mindspore import loader as native
 from rosetta.backends.mindspore import optim, weights
 from rosetta.backends.mindspore import runtime as settings
 from rosetta.backends.mindspore.compat import ms
-from rosetta.backends.mindspore.lowering import TABLE, Build, GatedDropout, LastStepGRU
+from rosetta.backends.mindspore.lowering import TABLE, Build, GatedDropout, Graph, LastStepGRU
 from rosetta.errors import BackendError
 from rosetta.runtime import Runtime
 from rosetta.spec.weights import check_weights
@@ -86,6 +86,10 @@ class MindSporeModel(Model):
         else:
             self.jit, self.jit_reason = bool(jit), "the build's jit option"
         self._grad = ms.value_and_grad(self._loss, None, self.trainable)  # the NumPy face
+        if self.jit:  # graph mode has no ``del``: a Graph cell keeps its values (lowering.py)
+            for _, cell in self.net.cells_and_names():
+                if isinstance(cell, Graph):
+                    cell.free_values = False
         self._forward = ms.jit(self.net) if self.jit else self.net
         self.net.set_train(False)
         self.optimizer = None
