@@ -35,10 +35,13 @@ from mindspore import nn, ops
 def _clear_numpy_abi_error():
     """MindSpore 2.10's core was built against NumPy 1.x: with NumPy 2 its first Python scalar
     made a tensor prints an ImportError and leaves it pending, failing the next call. Take that
-    conversion once here, silenced, and clear what it leaves."""
+    conversion once here, silenced (Python's own excepthook, not a notebook's), and clear what it
+    leaves."""
     import contextlib
     import io
+    import sys
 
+    hook, sys.excepthook = sys.excepthook, sys.__excepthook__
     with contextlib.redirect_stderr(io.StringIO()):
         try:
             ms.Tensor(1.0, ms.float32)
@@ -48,6 +51,7 @@ def _clear_numpy_abi_error():
             ops.zeros((1,), ms.float32).asnumpy()
         except SystemError:
             pass
+    sys.excepthook = hook
 
 
 _clear_numpy_abi_error()

@@ -6,7 +6,11 @@ that was compiled using NumPy 1.x cannot be run in NumPy 2" and leaves that Impo
 without raising it, so the next MindSpore call from Python fails with ``SystemError: ... returned
 a result with an exception set`` (measured: ``nn.GRU(8, 16)`` right after ``ops.gelu``). The
 import below takes that first conversion once and clears what it leaves, with its message
-silenced (stderr is restored), so that no cell starts with a pending error. MindSpore's own
+silenced (stderr is restored), so that no cell starts with a pending error. NumPy's import
+macro reports the failure with ``PyErr_Print``, i.e. through ``sys.excepthook``, which in a
+Jupyter kernel is IPython's: it would add an error output to the notebook's cell (and papermill
+would call the cell failed, measured), so the hook is Python's own, writing to the silenced
+stderr, for that one conversion. MindSpore's own
 logging is set to errors only (``GLOG_v=3``) where the user has not chosen a level.
 """
 
@@ -22,6 +26,14 @@ os.environ.setdefault("GLOG_v", "3")  # MindSpore's C++ log: errors only (its wa
 
 def _clear_numpy_abi_error(ms) -> None:
     """Take MindSpore's first scalar conversion and clear the error it leaves pending."""
+    hook, sys.excepthook = sys.excepthook, sys.__excepthook__  # not IPython's (docstring)
+    try:
+        _convert_once(ms)
+    finally:
+        sys.excepthook = hook
+
+
+def _convert_once(ms) -> None:
     with contextlib.redirect_stderr(io.StringIO()):
         try:
             ms.Tensor(1.0, ms.float32)
