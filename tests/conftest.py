@@ -25,6 +25,22 @@ def _own_cores() -> None:
 
 
 _own_cores()
+
+
+def _mindspore_first() -> None:
+    """MindSpore cannot load after PaddlePaddle in one process (both ship ``libdnnl.so.3``;
+    ``rosetta/backends/mindspore/compat.py``), and a test process runs both: where it is
+    installed, it is imported first."""
+    import importlib.util
+
+    if importlib.util.find_spec("mindspore") is not None:
+        try:
+            import rosetta.backends.mindspore.compat  # noqa: F401
+        except ImportError:
+            pass  # its checks say why
+
+
+_mindspore_first()
 _CORES = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
 _XLA_FLAGS = os.environ.get("XLA_FLAGS")
 

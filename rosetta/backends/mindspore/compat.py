@@ -45,10 +45,31 @@ def _convert_once(ms) -> None:
             pass
 
 
+def _foreign_onednn() -> str:
+    """The path of a oneDNN library another package loaded into this process, or ''."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "libdnnl.so" in line}
+    except OSError:  # not Linux
+        return ""
+    return next((p for p in sorted(paths) if "/mindspore/" not in p), "")
+
+
 def load():
-    """``mindspore``, imported once, its pending NumPy-ABI error cleared."""
+    """``mindspore``, imported once, its pending NumPy-ABI error cleared. MindSpore's CPU kernels
+    need its own oneDNN (``libdnnl.so.3``, built with the threadpool runtime); where PaddlePaddle
+    loaded its own first, the loader binds MindSpore's kernels to that one and they fail to load
+    (``undefined symbol: dnnl_threadpool_interop_stream_create``, measured): one ImportError
+    saying so, before MindSpore half-loads. MindSpore first, then Paddle, works (Paddle's dynamic
+    graph does not run oneDNN); every Rosetta cell is a process of its own."""
     if "mindspore" in sys.modules:
         return sys.modules["mindspore"]
+    other = _foreign_onednn()
+    if other:
+        raise ImportError(
+            f"mindspore cannot load in a process that already loaded another oneDNN ({other}, "
+            "PaddlePaddle's): import mindspore first, or run it in a process of its own"
+        )
     import mindspore as ms
 
     _clear_numpy_abi_error(ms)
