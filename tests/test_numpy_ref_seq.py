@@ -82,6 +82,31 @@ def attention_case(rng, dtype) -> Case:
     return Case(forward, backward, attention_inputs(rng, dtype), ("x", *ROLES))
 
 
+def causal_attention_case(rng, dtype) -> Case:
+    inputs = attention_inputs(rng, dtype, n=2, t=5)
+    inputs["valid"] = seq.causal_mask(5)
+
+    def forward(x, valid, **weights):
+        return seq.attention_forward(x, valid, tuple(weights[r] for r in ROLES), heads=2)
+
+    def backward(dy, cache):
+        dx, grads = seq.attention_backward(dy, cache)
+        return {"x": dx, **dict(zip(ROLES, grads, strict=True))}
+
+    return Case(forward, backward, inputs, ("x", *ROLES))
+
+
+def sequence_cross_entropy_case(rng, dtype) -> Case:
+    """A language model's loss: a label per position, the mean over samples and positions."""
+    inputs = {"logits": (2 * rng.standard_normal((2, 3, 5))).astype(dtype),
+              "labels": rng.integers(0, 5, size=(2, 3))}  # fmt: skip
+
+    def backward(dy, cache):  # dy: the 0-d loss's cotangent
+        return {"logits": nn.softmax_cross_entropy_backward(cache, float(dy))}
+
+    return Case(nn.softmax_cross_entropy_forward, backward, inputs, ("logits",))
+
+
 def masked_mean_case(rng, dtype) -> Case:
     inputs = {"x": rng.standard_normal((3, 4, 5)).astype(dtype), "valid": _valid(3, 4)}
 
@@ -110,6 +135,8 @@ CASES = {
     "gelu": gelu_case,
     "position": position_case,
     "attention": attention_case,
+    "causal_attention": causal_attention_case,
+    "sequence_cross_entropy": sequence_cross_entropy_case,
     "masked_mean": masked_mean_case,
     "dense_sequence": dense_sequence_case,
 }
@@ -175,6 +202,52 @@ def test_attention_matches_loop() -> None:
         np.testing.assert_allclose(
             y, loop_attention(inputs["x"], inputs["valid"], weights, heads), rtol=1e-12, atol=1e-12
         )
+
+
+def test_causal_attention_matches_loop_and_never_reads_a_later_position() -> None:
+    """Query ``a`` over keys ``b <= a`` (the loop, row by row as a growing prefix); a change of
+    the tokens after position ``a`` leaves the outputs up to ``a`` bit for bit."""
+    inputs = attention_inputs(np.random.default_rng(6), np.float64, n=2, t=5, e=8)
+    weights = tuple(inputs[r] for r in ROLES)
+    x = inputs["x"]
+    y, _ = seq.attention_forward(x, seq.causal_mask(5), weights, 2)
+    for a in range(5):  # the prefix x[:, :a+1] alone gives the same row a
+        prefix = loop_attention(x[:, : a + 1], np.ones((2, a + 1), dtype=bool), weights, 2)
+        np.testing.assert_allclose(y[:, a], prefix[:, a], rtol=1e-12, atol=1e-12)
+    later = x.copy()
+    later[:, 3:] += 1.0
+    y2, _ = seq.attention_forward(later, seq.causal_mask(5), weights, 2)
+    np.testing.assert_array_equal(y2[:, :3], y[:, :3])
+    assert np.abs(y2[:, 3:] - y[:, 3:]).max() > 1e-3
+
+
+def test_tied_dense_gradient_is_the_sum_of_both_uses_of_the_table() -> None:
+    """``embedding`` then ``tied_dense`` over one table: the table's gradient (the two layers'
+    contributions added by ``ctx.acc``) against central differences of ``sum(r * logits)``."""
+    from rosetta.backends.numpy_ref import layers
+
+    rng = np.random.default_rng(7)
+    ids = rng.integers(0, 6, size=(2, 4))
+    table = rng.standard_normal((6, 3))
+    net = layers.sequential([layers.embedding("emb"), layers.tied_dense("emb")])
+    r = rng.standard_normal((2, 4, 6))
+
+    def run(t):
+        ctx = layers.Ctx({"emb.table": t}, training=False, rng=None)
+        y, back = net(ids, ctx)
+        return y, back, ctx
+
+    y, back, ctx = run(table)
+    np.testing.assert_allclose(y, table[ids] @ table.T, rtol=1e-12)  # (N, T, V)
+    back(r)
+    numeric = np.zeros_like(table)
+    h = 1e-6
+    for idx in np.ndindex(table.shape):
+        plus, minus = table.copy(), table.copy()
+        plus[idx] += h
+        minus[idx] -= h
+        numeric[idx] = ((r * run(plus)[0]).sum() - (r * run(minus)[0]).sum()) / (2 * h)
+    np.testing.assert_allclose(ctx.grads["emb.table"], numeric, rtol=GRAD_RTOL, atol=GRAD_ATOL)
 
 
 def test_attention_heads_are_head_major_blocks() -> None:

@@ -568,6 +568,7 @@ class _Parser:
         )
         self.check_consistency(workload)
         self.check_masks(workload)
+        self.check_ties(workload)
         self.check_profile_shapes(workload)
         return workload
 
@@ -825,6 +826,36 @@ class _Parser:
                 f"the model passes {self.limits.max_params:,} parameter values here",
                 "max_params",
             )
+
+    def check_ties(self, w: Workload) -> None:
+        """A ``tied_dense`` layer's ``tie`` names an earlier ``embedding`` whose table (V, E) fits
+        it: ``units`` is V and the layer's input width is E."""
+        tables: dict[str, ops.Embedding] = {}
+        for node, in_shape, _ in walk(w.graph, w.input.shape):
+            if isinstance(node, ops.Embedding):
+                tables[node.name] = node
+            if not isinstance(node, ops.TiedDense):
+                continue
+            where = self.where.get(id(node), "layers")
+            emb = tables.get(node.tie)
+            if emb is None:
+                raise self.fail(
+                    f"{where}.tie",
+                    f"the name of an embedding layer before {node.name} "
+                    f"({', '.join(tables) or 'there is none'})",
+                    node.tie,
+                )
+            if node.units != emb.vocab:
+                raise self.fail(
+                    f"{where}.units", f"{emb.vocab}, the vocab of the tied table {emb.name}",
+                    node.units,
+                )  # fmt: skip
+            if in_shape[-1] != emb.dim:
+                raise self.fail(
+                    f"{where}.tie",
+                    f"an embedding {emb.dim} wide, as {node.name}'s input (width {in_shape[-1]})",
+                    f"{emb.name} (dim {emb.dim})",
+                )
 
     def check_masks(self, w: Workload) -> None:
         """A ``mask: tokens`` op needs the model's input to be token ids (int32, ``(T,)``) and

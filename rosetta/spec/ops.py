@@ -1080,41 +1080,113 @@ class Attention:
     init: dict[str, Init] = init_field("kernel", "bias")
 
     def out_shape(self, in_shape: Shape) -> Shape:
-        _need_sequence("attention", self.name, in_shape)
-        if in_shape[1] % self.heads:
-            raise FieldValueError(
-                "heads",
-                f"attention {self.name}: {self.heads} heads do not divide the width "
-                f"{in_shape[1]} (choose heads dividing E)",
-            )
-        return in_shape
+        return _check_heads("attention", self.name, self.heads, in_shape)
 
     def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
-        e = in_shape[1]
-        specs = []
-        for role in ATTENTION_ROLES:
-            if role.endswith("kernel"):
-                specs.append(
-                    ParamSpec(
-                        f"{self.name}.{role}",
-                        (e, e),
-                        "IO",
-                        self.init["kernel"],
-                        fan_in=e,
-                        fan_out=e,
-                    )
-                )
-            else:
-                specs.append(ParamSpec(f"{self.name}.{role}", (e,), "O", self.init["bias"]))
-        return specs
+        return _attention_params(self.name, self.init, in_shape[1])
 
     def flops(self, in_shape: Shape) -> int:
-        t, e = in_shape
-        projections = 4 * 2 * t * e * e + 3 * t * e  # q, k, v, output matmuls; 3 biases
-        scores = 2 * t * t * e  # q k^T over all heads (heads * t * t * d multiply-adds)
-        softmax = 4 * self.heads * t * t  # scale, subtract the max and exp, sum, divide
-        weighted = 2 * t * t * e  # weights @ v
-        return projections + scores + softmax + weighted
+        return _attention_flops(self.heads, *in_shape)
+
+
+def _attention_params(name: str, init: dict[str, Init], e: int) -> list[ParamSpec]:
+    """The four projections of an attention op over width ``e`` (:data:`ATTENTION_ROLES`)."""
+    specs = []
+    for role in ATTENTION_ROLES:
+        if role.endswith("kernel"):
+            specs.append(
+                ParamSpec(f"{name}.{role}", (e, e), "IO", init["kernel"], fan_in=e, fan_out=e)
+            )
+        else:
+            specs.append(ParamSpec(f"{name}.{role}", (e,), "O", init["bias"]))
+    return specs
+
+
+def _attention_flops(heads: int, t: int, e: int) -> int:
+    """Forward FLOPs of self-attention over (t, e): every score is computed (a mask only sets
+    some to -inf before the softmax), as the frameworks' kernels do."""
+    projections = 4 * 2 * t * e * e + 3 * t * e  # q, k, v, output matmuls; 3 biases
+    scores = 2 * t * t * e  # q k^T over all heads (heads * t * t * d multiply-adds)
+    softmax = 4 * heads * t * t  # scale, subtract the max and exp, sum, divide
+    weighted = 2 * t * t * e  # weights @ v
+    return projections + scores + softmax + weighted
+
+
+def _check_heads(op: str, name: str, heads: int, in_shape: Shape) -> Shape:
+    _need_sequence(op, name, in_shape)
+    if in_shape[1] % heads:
+        raise FieldValueError(
+            "heads",
+            f"{op} {name}: {heads} heads do not divide the width {in_shape[1]} "
+            "(choose heads dividing E)",
+        )
+    return in_shape
+
+
+@register(
+    "causal_attention",
+    probes=(
+        Probe("2 heads, each position attends to itself and the positions before it",
+              {"name": "attn", "heads": 2, "init": {"kernel": "glorot_uniform", "bias": _BIAS}},
+              "sequence", "sequence"),
+    ),
+)  # fmt: skip
+@dataclass(frozen=True)
+class CausalAttention:
+    """Multi-head causal self-attention over (T, E): :class:`Attention`'s projections and
+    parameters (the same roles and layouts, the key projection without bias), with query ``i``
+    attending to the keys ``j <= i`` only (a decoder: position ``i`` never sees a later token).
+    There is no padding mask: a decoder's sequences are windows of running text, and the first
+    position attends to itself alone. No dropout on the attention weights.
+
+    A decoder generating with a key/value cache computes the same function: the keys and values
+    of the positions already seen are kept, and a new position's query reads them and its own."""
+
+    name: str = spec_field("str")
+    heads: int = spec_field("posint")
+    init: dict[str, Init] = init_field("kernel", "bias")
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        return _check_heads("causal_attention", self.name, self.heads, in_shape)
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return _attention_params(self.name, self.init, in_shape[1])
+
+    def flops(self, in_shape: Shape) -> int:
+        return _attention_flops(self.heads, *in_shape)
+
+
+@register(
+    "tied_dense",
+    probes=(
+        Probe("logits over the vocabulary from the embedding's own table",
+              {"name": "lm_head", "tie": "probe_embedding", "units": 40}, "sequence",
+              "sequence"),
+    ),
+)  # fmt: skip
+@dataclass(frozen=True)
+class TiedDense:
+    """A dense layer without bias whose kernel is an embedding's table, shared (weight tying, as
+    GPT-2's language-model head): ``y = x @ table^T`` over the last axis, (..., E) -> (..., V).
+
+    The spec writes it ``{op: tied_dense, name: lm_head, tie: embedding, units: V}``: ``tie`` names
+    an earlier ``embedding`` layer, whose table ``<tie>.table`` (V, E) is the only parameter;
+    ``units`` restates V so the shapes read from the layer itself (the loader checks that it is
+    the table's vocabulary and that the input width is the table's dim). The op owns no
+    parameter: the gradient of ``<tie>.table`` is the sum of the embedding's and this op's."""
+
+    name: str = spec_field("str")
+    tie: str = spec_field("str")
+    units: int = spec_field("posint")
+
+    def out_shape(self, in_shape: Shape) -> Shape:
+        return (*in_shape[:-1], self.units)
+
+    def param_specs(self, in_shape: Shape) -> list[ParamSpec]:
+        return []  # the table is the embedding's
+
+    def flops(self, in_shape: Shape) -> int:
+        return 2 * _numel(in_shape) * self.units
 
 
 @register(
@@ -1144,6 +1216,6 @@ class MaskedMean:
 
 Node = (
     Conv2D | MaxPool2D | ReLU | Dropout | Flatten | Dense | BatchNorm | GlobalAvgPool | Embedding
-    | GRU | Residual | LayerNorm | GELU | PositionEmbedding | Attention | MaskedMean | Add
-    | Concat | Graph | Tanh | HardSwish | Clip | Mul | AvgPool2D
+    | GRU | Residual | LayerNorm | GELU | PositionEmbedding | Attention | CausalAttention
+    | TiedDense | MaskedMean | Add | Concat | Graph | Tanh | HardSwish | Clip | Mul | AvgPool2D
 )  # fmt: skip

@@ -70,6 +70,7 @@ from rosetta.backends.numpy_ref.rnn import gru_backward, gru_forward, lstm_backw
 from rosetta.backends.numpy_ref.seq import (
     attention_backward,
     attention_forward,
+    causal_mask,
     gelu_backward,
     gelu_forward,
     layer_norm_backward,
@@ -417,6 +418,42 @@ def attention(name: str, heads: int) -> Layer:
         return y, back
 
     return attention_layer
+
+
+def causal_attention(name: str, heads: int) -> Layer:
+    """Multi-head causal self-attention over (N, T, E): query ``i`` reads keys ``j <= i``."""
+
+    def causal_attention_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        weights = tuple(ctx.params[f"{name}.{role}"] for role in ATTENTION_ROLES)
+        y, cache = attention_forward(x, causal_mask(x.shape[1]), weights, heads)
+
+        def back(dy: np.ndarray) -> np.ndarray:
+            dx, grads = attention_backward(dy, cache)
+            for role, g in zip(ATTENTION_ROLES, grads, strict=True):
+                ctx.acc(f"{name}.{role}", g)
+            return dx
+
+        return y, back
+
+    return causal_attention_layer
+
+
+def tied_dense(tie: str) -> Layer:
+    """``x @ <tie>.table^T`` (..., E) -> (..., V): the embedding's table as a bias-free kernel;
+    its gradient adds to the embedding's (``ctx.acc``)."""
+
+    def tied_dense_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
+        table = ctx.params[f"{tie}.table"]  # (V, E)
+        y, cache = dense_forward(x, table.T, None)  # the table transposed is an IO kernel
+
+        def back(dy: np.ndarray) -> np.ndarray:
+            dx, dw, _ = dense_backward(dy, cache)
+            ctx.acc(f"{tie}.table", dw.T)  # (E, V) -> (V, E)
+            return dx
+
+        return y, back
+
+    return tied_dense_layer
 
 
 def masked_mean() -> Layer:

@@ -426,28 +426,33 @@ def softmax_cross_entropy_forward(
 ) -> tuple[np.ndarray, SoftmaxCECache]:
     """Mean softmax cross-entropy: ``mean_n(-log softmax(logits[n])[labels[n]])``.
 
-    ``logits`` (N, K) float, ``labels`` (N,) int in [0, K). Uses the stable log-sum-exp (the row
-    maximum is subtracted first). Returns the loss as a 0-d array of the logits' dtype.
+    ``logits`` (N, K) float, ``labels`` (N,) int in [0, K); or a sequence's logits (N, T, K) with
+    a label per position (N, T), the mean over every sample and position (a language model's
+    next-token loss). Uses the stable log-sum-exp (the row maximum is subtracted first). Returns
+    the loss as a 0-d array of the logits' dtype.
     """
     labels = np.asarray(labels)
-    if logits.ndim != 2 or labels.shape != (logits.shape[0],):
+    if logits.ndim < 2 or labels.shape != logits.shape[:-1]:
         raise ValueError(f"softmax CE: logits {logits.shape} / labels {labels.shape} mismatch")
     if not np.issubdtype(labels.dtype, np.integer):
         raise TypeError(f"softmax CE labels must be integers, got dtype {labels.dtype}")
-    n, k = logits.shape
+    k = logits.shape[-1]
     if ((labels < 0) | (labels >= k)).any():
         raise ValueError(f"softmax CE labels must be in [0, {k})")
-    shifted = logits - logits.max(axis=1, keepdims=True)  # (N, K), row max is 0
+    flat, flat_labels = logits.reshape(-1, k), labels.reshape(-1)  # (N[*T], K), (N[*T],)
+    n = flat.shape[0]
+    shifted = flat - flat.max(axis=1, keepdims=True)  # (N, K), row max is 0
     lse = np.log(np.exp(shifted).sum(axis=1, keepdims=True))  # (N, 1)
     logp = shifted - lse  # (N, K) log-softmax
-    loss = np.asarray(-logp[np.arange(n), labels].mean(), dtype=logits.dtype)  # 0-d
-    return loss, SoftmaxCECache(probs=np.exp(logp), labels=labels)
+    loss = np.asarray(-logp[np.arange(n), flat_labels].mean(), dtype=logits.dtype)  # 0-d
+    return loss, SoftmaxCECache(probs=np.exp(logp).reshape(logits.shape), labels=labels)
 
 
 def softmax_cross_entropy_backward(cache: SoftmaxCECache, dloss: float = 1.0) -> np.ndarray:
-    """``dlogits = (softmax(logits) - onehot(labels)) / N * dloss``, shape (N, K)."""
-    p = cache.probs
-    n = p.shape[0]
-    d = p.copy()
-    d[np.arange(n), cache.labels] -= 1
-    return d / n * np.asarray(dloss, dtype=p.dtype)
+    """``dlogits = (softmax(logits) - onehot(labels)) / N * dloss``, the logits' shape (N is
+    every row: samples times positions for a sequence)."""
+    k = cache.probs.shape[-1]
+    d = cache.probs.reshape(-1, k).copy()  # (N[*T], K)
+    n = d.shape[0]
+    d[np.arange(n), cache.labels.reshape(-1)] -= 1
+    return (d / n * np.asarray(dloss, dtype=d.dtype)).reshape(cache.probs.shape)

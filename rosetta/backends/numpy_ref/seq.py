@@ -243,6 +243,12 @@ def masked_softmax(s: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return e / np.where(total > 0, total, 1)
 
 
+def causal_mask(t: int) -> np.ndarray:
+    """(1, 1, T, T) bool (batch, head, query, key), True where query ``i`` may read key ``j``:
+    ``j <= i``."""
+    return np.tril(np.ones((t, t), dtype=bool))[None, None]
+
+
 @dataclass(frozen=True)
 class AttentionCache:
     x: np.ndarray  # (N, T, E)
@@ -270,9 +276,10 @@ def attention_forward(
     weights: tuple[np.ndarray, ...],
     heads: int,
 ) -> tuple[np.ndarray, AttentionCache]:
-    """Multi-head self-attention with a key padding mask: x (N, T, E), valid (N, T) bool,
-    ``weights`` = (wq, bq, wk, wv, bv, wo, bo), kernels (E, E) "IO", head-major blocks; the key
-    projection has no bias (the softmax would cancel it)."""
+    """Multi-head self-attention with a key padding mask: x (N, T, E), valid (N, T) bool (or
+    a (1, 1, T, T) query-by-key mask, :func:`causal_mask`), ``weights`` = (wq, bq, wk, wv, bv,
+    wo, bo), kernels (E, E) "IO", head-major blocks; the key projection has no bias (the
+    softmax would cancel it)."""
     wq, bq, wk, wv, bv, wo, bo = weights
     e = x.shape[-1]
     if e % heads:
@@ -280,7 +287,7 @@ def attention_forward(
     d = e // heads
     q, k, v = (_split(x @ wq + bq, heads), _split(x @ wk, heads), _split(x @ wv + bv, heads))
     s = (q @ k.transpose(0, 1, 3, 2)) / x.dtype.type(math.sqrt(d))  # (N, H, T, T)
-    p = masked_softmax(s, valid[:, None, None, :])
+    p = masked_softmax(s, valid[:, None, None, :] if valid.ndim == 2 else valid)
     o = _merge(p @ v)  # (N, H, T, d) -> (N, T, E)
     return o @ wo + bo, AttentionCache(x, q, k, v, p, o, weights)
 

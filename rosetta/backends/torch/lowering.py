@@ -238,6 +238,42 @@ class SelfAttention(nn.Module):
         return f"heads={self.heads}, form={self.form}"
 
 
+class CausalSelfAttention(SelfAttention):
+    """Multi-head causal self-attention (query ``i`` reads keys ``j <= i``, no padding mask): the
+    projections of :class:`SelfAttention`; ``sdpa`` is one ``F.scaled_dot_product_attention``
+    with ``is_causal=True`` (the flash/causal kernels skip the masked half where they can),
+    ``composed`` the same from ``matmul``/``softmax`` under a lower-triangular mask."""
+
+    takes_mask = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        n, t, e = x.shape
+        q, k, v = (
+            p(x).view(n, t, self.heads, e // self.heads).transpose(1, 2)  # (N, H, T, d)
+            for p in (self.query, self.key, self.value)
+        )
+        if self.form == "composed":
+            scores = torch.matmul(q, k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)  # (N, H, T, T)
+            later = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)  # key j > i
+            probs = torch.softmax(scores.masked_fill(later, torch.finfo(scores.dtype).min), -1)
+            o = torch.matmul(probs, v)
+        else:
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (N, H, T, d)
+        return self.output(o.transpose(1, 2).reshape(n, t, e))  # heads concatenated
+
+
+class TiedLinear(nn.Module):
+    """``x @ table^T``: a bias-free linear layer whose weight *is* an embedding's (the same
+    ``nn.Parameter``, as nanoGPT ties its head), so autograd adds both uses' gradients."""
+
+    def __init__(self, embedding: nn.Embedding) -> None:
+        super().__init__()
+        self.weight = embedding.weight  # (V, E): the same Parameter, registered here again
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, self.weight)  # (..., E) -> (..., V)
+
+
 def _composed_attention(q, k, v, mask, valid):
     """Attention from ``matmul`` and ``softmax`` on (N, H, T, d): what SDPA's math kernel does,
     written out. Padding keys score the dtype's lowest value (finite: a row of padding only
