@@ -166,3 +166,38 @@ def test_unknown_workload_lists_valid_ones():
         SpecError, match="unknown workload 'vgg'; valid workloads: cnn, gru, resnet50"
     ):
         get_workload("vgg")
+
+
+def _probe(op: str, fn) -> dict:
+    from rosetta.spec.probes import probe_spec
+
+    raw = probe_spec(op, 0)
+    fn(raw["layers"])
+    return raw
+
+
+# the decoder's ops (issue 45): layers[0] is the probe's embedding (vocab 40, dim 8), layers[1]
+# the op under test
+DECODER_CASES = [
+    ("tied_dense", lambda ls: ls[1].update(tie="nowhere"), "layers[1].tie",
+     "an embedding layer before lm_head (probe_embedding)"),
+    ("tied_dense", lambda ls: ls[1].update(units=41), "layers[1].units",
+     "40, the vocab of the tied table probe_embedding"),
+    ("tied_dense", lambda ls: ls.insert(1, {"op": "dense", "name": "wider", "units": 6,
+                                            "bias": False, "init": {"kernel": "glorot_uniform"}}),
+     "layers[2].tie", "an embedding 8 wide, as lm_head's input (width 6)"),
+    ("tied_dense", lambda ls: ls[1].pop("tie"), "layers[1].tie", "a value"),
+    ("causal_attention", lambda ls: ls[1].update(heads=3), "layers[1].heads",
+     "3 heads do not divide the width 8"),
+    ("causal_attention", lambda ls: ls[1].update(mask="tokens"), "layers[1].mask",
+     "no such field"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("op", "mutate", "field", "expected"), DECODER_CASES)
+def test_a_decoder_op_out_of_shape_is_one_line(tmp_path, op, mutate, field, expected):
+    raw = _probe(op, mutate)
+    with pytest.raises(SpecError) as e:
+        _load(tmp_path, raw, name=raw["name"])
+    msg = str(e.value)
+    assert "\n" not in msg and field in msg and expected in msg, msg
