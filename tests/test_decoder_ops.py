@@ -77,3 +77,27 @@ def test_a_tied_head_shares_one_parameter_in_torch():
     got = model.get_params()
     assert "lm_head.kernel" not in got and "probe_embedding.table" in got
     np.testing.assert_array_equal(got["probe_embedding.table"], params["probe_embedding.table"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["numpy_ref", "torch", "jax"])
+def test_the_generated_source_of_the_decoder_ops_matches_the_reference(name, tmp_path):
+    """``rosetta code`` of each decoder-op probe (the causal helper; the tie written as the
+    framework writes it: nanoGPT's shared ``weight`` in torch, the table read twice in JAX), run
+    as a file, against the float64 reference at the probes' float64 tolerances."""
+    from rosetta import codegen
+    from tests.conformance.generated_run import GeneratedRun, run_files
+
+    _usable(name)
+    jobs, cases = {}, {}
+    for op in ("causal_attention", "tied_dense"):
+        w = probe_workload(op, 0)
+        params = canonical_weights(w, 0)
+        x, y = probe_batch(w)
+        jobs[op] = (codegen.generate(w, name), w, params, x, y)
+        cases[op] = (w, params, x, y)
+    out = run_files(jobs, "float64", tmp_path)
+    for op, (w, params, x, y) in cases.items():
+        assert not isinstance(out[op], str), f"{name} {op} --check failed:\n{out[op]}"
+        result = run_gate(GeneratedRun(name, out[op], params), w, params, x, y, "float64")
+        assert result.equivalent, f"{name} {op}: {result.divergence}"
