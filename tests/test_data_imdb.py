@@ -178,3 +178,28 @@ def test_full_size_synth_and_load(tmp_path):
     write_synthetic_imdb(tmp_path)
     data = load_imdb(tmp_path)
     assert data.x_train.shape == (25000, 150) and data.x_test.shape == (25000, 150)
+
+
+def test_text_windows_are_the_stream_cut_with_the_next_id_as_label():
+    """Two pre-padded reviews read as text: their ids concatenated without padding, windows of
+    3 taken every 3 ids, each label the id after its position; the tail is dropped."""
+    from rosetta.datasets.imdb import text_windows
+
+    x = np.array([[0, 0, 1, 5, 6, 7], [0, 1, 8, 9, 10, 11]])  # stream 1 5 6 7 1 8 9 10 11
+    inputs, labels = text_windows(x, 3)
+    np.testing.assert_array_equal(inputs, [[1, 5, 6], [7, 1, 8]])
+    np.testing.assert_array_equal(labels, [[5, 6, 7], [1, 8, 9]])
+    assert inputs.dtype == labels.dtype == np.int32
+    assert text_windows(x[:1, :3], 3)[0].shape == (0, 3)  # too short for one window
+
+
+def test_the_decoder_reads_the_imdb_file_as_text():
+    """``windows`` in load_imdb: the same file, every real id of the kept reviews in order."""
+    path = synthetic_dir("imdb")
+    d = load_imdb(path, num_words=8192, maxlen=1000, windows=16)
+    full = load_imdb(path, num_words=8192, maxlen=1000)
+    stream = full.x_train[full.x_train != 0]
+    assert d.x_train.shape[1] == d.y_train.shape[1] == 16
+    assert len(d.x_train) == (len(stream) - 1) // 16
+    np.testing.assert_array_equal(d.x_train.reshape(-1), stream[: d.x_train.size])
+    np.testing.assert_array_equal(d.y_train.reshape(-1), stream[1 : d.y_train.size + 1])

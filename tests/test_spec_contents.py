@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 from rosetta.spec import get_workload, ops, workload_names
+from rosetta.spec.graph import walk
 from rosetta.spec.workload import SGD, Adam
 
 
-def test_four_workloads_are_found_by_convention():
-    assert workload_names() == ["cnn", "gru", "resnet50", "transformer"]
+def test_five_workloads_are_found_by_convention():
+    assert workload_names() == ["cnn", "decoder", "gru", "resnet50", "transformer"]
+
+
+def test_decoder_is_a_gpt_with_a_tied_head():
+    """Four pre-LN causal blocks, a final LayerNorm and the head tied to the token table: the
+    table is counted once (the count written out by hand from the spec's widths)."""
+    w = get_workload("decoder")
+    leaves = [type(n).__name__ for n, _, _ in walk(w.graph, w.input.shape)]
+    assert leaves.count("CausalAttention") == 4 and "Attention" not in leaves
+    assert leaves[-2:] == ["LayerNorm", "TiedDense"]
+    head = w.graph[-1]
+    assert (head.tie, head.units) == ("embedding", 8192)
+    assert w.output_shape == (128, 8192)
+    e, f, v, t = 256, 1024, 8192, 128
+    block = 2 * 2 * e + (4 * e * e + 3 * e) + (e * f + f) + (f * e + e)  # 2 LNs, attn, MLP
+    assert w.num_params == v * e + t * e + 4 * block + 2 * e
+    assert "lm_head.kernel" not in {p.name for p in w.param_specs}
 
 
 def test_cnn_layers_as_in_the_original():

@@ -163,7 +163,7 @@ def test_unknown_workload_lists_valid_ones():
     from rosetta.spec import get_workload
 
     with pytest.raises(
-        SpecError, match="unknown workload 'vgg'; valid workloads: cnn, gru, resnet50"
+        SpecError, match="unknown workload 'vgg'; valid workloads: cnn, decoder, gru, resnet50"
     ):
         get_workload("vgg")
 

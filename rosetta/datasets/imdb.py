@@ -175,6 +175,21 @@ def read_imdb_arrays(path: str | os.PathLike[str]) -> ImdbArrays:
     return ImdbArrays(reviews, labels, info)
 
 
+def text_windows(x: np.ndarray, windows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Preprocessed reviews (N, maxlen), padded with 0, read as running text: the real ids of
+    every review in order, concatenated, cut every ``windows`` ids into windows of
+    ``windows + 1``; returns int32 inputs (M, windows), a window's first ``windows`` ids, and
+    labels (M, windows), the next id at every position. Every id of the stream but the first
+    is a label once; the ids after the last whole window are dropped."""
+    if windows < 1:
+        raise ValueError(f"windows must be positive, got {windows}")
+    stream = x[x != 0]  # row by row, padding dropped: (L,)
+    m = max(0, (len(stream) - 1) // windows)
+    idx = np.arange(m)[:, None] * windows + np.arange(windows + 1)[None, :]  # (M, windows + 1)
+    w = stream[idx].astype(np.int32)
+    return w[:, :-1], w[:, 1:]
+
+
 def load_imdb(
     data_dir: str | os.PathLike[str] | None = None,
     *,
@@ -184,8 +199,11 @@ def load_imdb(
     start_id: int = 1,
     oov_id: int = 2,
     index_from: int = 3,
+    windows: int = 0,
 ) -> ImdbData:
     """Load, verify and preprocess ``imdb.npz`` from ``data_dir`` (see module docstring).
+    ``windows`` > 0 reads the reviews as text (:func:`text_windows`): ``x_*`` and ``y_*`` are
+    then windows of token ids and their next ids, (M, windows) each, for a language model.
 
     Raises :class:`DataError` (one line naming the file and the fix) if the file is
     missing, fails its checksum, is damaged, lacks arrays or holds unsafe pickles.
@@ -209,6 +227,8 @@ def load_imdb(
             index_from=index_from,
         )
         out[f"y_{split}"] = raw.labels[split]
+        if windows:
+            out[f"x_{split}"], out[f"y_{split}"] = text_windows(out[f"x_{split}"], windows)
     info = raw.synthetic_info
     return ImdbData(
         **out,

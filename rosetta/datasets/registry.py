@@ -106,7 +106,10 @@ def _locate_imdb(data_dir: Path) -> Path | None:
 def _load_imdb(data_dir: Path, options: dict[str, Any]) -> imdb.ImdbData:
     keys = ("num_words", "maxlen", "start_id", "oov_id", "index_from")
     return imdb.load_imdb(
-        data_dir, padding=str(options["padding"]), **{k: int(options[k]) for k in keys}
+        data_dir,
+        padding=str(options["padding"]),
+        windows=int(options.get("windows", 0)),  # > 0: read as text (a language model's)
+        **{k: int(options[k]) for k in keys},
     )
 
 

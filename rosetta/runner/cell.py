@@ -381,15 +381,20 @@ class Cell:
             step += run.steps
             losses.extend(float(model.to_numpy(v)) for v in run.outputs)  # once per epoch
         train_s = (clock.now_ns() - start) / 1e9
-        correct = total_test = 0
+        correct = total_test = test_samples = 0
+        nll_sum = 0.0
         bs = prof.batch_size
         t_eval = clock.now_ns()  # the forward pass over the test set, predictions on the host
         for b, batch in enumerate(
             model.loader(data.x_test, data.y_test, np.arange(len(data.y_test)), bs)
         ):
-            pred = model.to_numpy(model.predict(batch)).argmax(axis=1)
-            correct += int(np.sum(pred == data.y_test[b * bs : (b + 1) * bs]))
-            total_test += len(pred)
+            logits = model.to_numpy(model.predict(batch))  # (N, K), or (N, T, K): a label a token
+            labels = data.y_test[b * bs : (b + 1) * bs]
+            correct += int(np.sum(logits.argmax(axis=-1) == labels))
+            total_test += labels.size
+            test_samples += len(labels)
+            if logits.ndim == 3:  # a language model: its perplexity too
+                nll_sum += _nll_sum(logits, labels)
         eval_s = (clock.now_ns() - t_eval) / 1e9
         if not steps:  # one step in all: the only figure there is includes the cold start
             self.flag("no_warm_sample", NO_WARM_SAMPLE)
@@ -399,8 +404,10 @@ class Cell:
         return {
             "clocks": clocks_of(sampled, bs, self.sample_every, end_to_end_s=train_s),
             "metrics": {
-                "test_accuracy": correct / total_test,
-                "test_samples": total_test,
+                "test_accuracy": correct / total_test,  # of the tokens, for a language model
+                "test_samples": test_samples,
+                **({"test_perplexity": _finite(float(np.exp(nll_sum / total_test)))}
+                   if nll_sum else {}),  # fmt: skip
                 "steps": step,
                 "loss_first": _finite(losses[0]),
                 "loss_last": _finite(losses[-1]),
@@ -409,7 +416,7 @@ class Cell:
                 # through the loader, predictions copied to the host): the serving view's figure
                 "predict_at_batch": {
                     "batch": bs,
-                    "samples_per_s": total_test / eval_s if eval_s > 0 else None,
+                    "samples_per_s": test_samples / eval_s if eval_s > 0 else None,
                 },
             },
         }
@@ -619,3 +626,11 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _nll_sum(logits: np.ndarray, labels: np.ndarray) -> float:
+    """The summed -log softmax(logits)[label] over every position (float64, stable)."""
+    z = logits.astype(np.float64).reshape(-1, logits.shape[-1])  # (N*T, K)
+    top = z.max(axis=1, keepdims=True)
+    lse = top[:, 0] + np.log(np.exp(z - top).sum(axis=1))
+    return float((lse - z[np.arange(len(z)), labels.reshape(-1)]).sum())

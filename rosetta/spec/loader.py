@@ -77,6 +77,9 @@ DATASET_OPTIONS: dict[str, dict[str, type | tuple]] = {
     },
     "random_images": {"seed": int, "count": int},
 }
+#: the options a data set may leave out: IMDB's ``windows`` reads the reviews as running text,
+#: windows of that many ids labelled with the next id at every position (a language model's)
+DATASET_OPTIONAL: dict[str, dict[str, type]] = {"imdb": {"windows": int}}
 _PLACEHOLDER = re.compile(r"^\$(\w+)(?:\*(\d+))?$")
 #: every name a spec gives (the workload, a layer, a block, a block instance): an identifier.
 #: A layer of a block instance is named ``PREFIX.i.NAME`` from such names (the only dots).
@@ -641,8 +644,9 @@ class _Parser:
         if dname not in DATASET_OPTIONS:
             raise self.fail("dataset.name", f"one of {', '.join(DATASET_OPTIONS)}", dname)
         kinds = DATASET_OPTIONS[dname]
-        self.mapping(m, "dataset", set(kinds) | {"name"})
-        for key, kind in kinds.items():
+        optional = DATASET_OPTIONAL.get(dname, {})
+        self.mapping(m, "dataset", set(kinds) | set(optional) | {"name"})
+        for key, kind in (*kinds.items(), *((k, v) for k, v in optional.items() if k in m)):
             value = self.req(m, key, "dataset")
             if isinstance(kind, tuple):
                 if value not in kind:
@@ -882,15 +886,25 @@ class _Parser:
     def check_consistency(self, w: Workload) -> None:
         out = w.output_shape
         classes = w.dataset.get("classes")
-        if w.task == "train" and out != (classes,):
+        windows = w.dataset.get("windows")  # a language model: a label per position
+        logits = (windows, classes) if windows else (classes,)
+        if w.task == "train" and out != logits:
+            at = f" at each of the {windows} positions" if windows else ""
+            what = f"{classes} classes{at}"
+            raise self.fail("layers", f"logits of shape {logits} for {what}", f"<{out}>")
+        if windows and classes != w.dataset.get("num_words"):
             raise self.fail(
-                "layers", f"logits of shape ({classes},) for {classes} classes", f"<{out}>"
+                "dataset.classes",
+                f"num_words ({w.dataset.get('num_words')}): a label is the next word's id",
+                classes,
             )
         if w.dataset.name == "imdb":
-            if w.input.shape != (w.dataset.get("maxlen"),) or w.input.dtype != "int32":
+            length, field = (windows, "dataset.windows") if windows else (
+                w.dataset.get("maxlen"), "dataset.maxlen")  # fmt: skip
+            if w.input.shape != (length,) or w.input.dtype != "int32":
                 raise self.fail(
                     "input",
-                    f"shape [{w.dataset.get('maxlen')}] int32 (dataset.maxlen)",
+                    f"shape [{length}] int32 ({field})",
                     [list(w.input.shape), w.input.dtype],
                 )
             emb = next(walk(w.graph, w.input.shape))[0]  # the first op (a graph's first node)

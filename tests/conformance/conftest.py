@@ -30,7 +30,7 @@ from rosetta.backends.base import dtype_unsupported, training_unsupported
 from rosetta.spec import canonical_weights, get_workload
 from tests.conformance import engine_process
 
-WORKLOADS = ("cnn", "gru", "resnet50", "transformer")
+WORKLOADS = ("cnn", "gru", "resnet50", "transformer", "decoder")
 DTYPES = ("float32", "float64")
 
 #: The tiers. The quick tier (``bash scripts/test.sh``, what a contributor runs between edits)
@@ -220,6 +220,11 @@ def gate_labels(backend, y):
 def gate_batch(workload, n: int = 4, seed: int = 0):
     """A small fixed batch in canonical layout: images in [0, 1), or pre-padded token ids."""
     rng = np.random.default_rng(seed)
+    windows = workload.dataset.get("windows")
+    if windows:  # a language model: windows of running text (no padding), the next id labels
+        vocab = int(workload.dataset.get("num_words"))
+        w = rng.integers(1, vocab, size=(n, windows + 1))
+        return w[:, :-1].astype(np.int32), w[:, 1:].astype(np.int64)
     if workload.input.dtype == "int32":
         (t,) = workload.input.shape
         x = np.zeros((n, t), dtype=np.int32)

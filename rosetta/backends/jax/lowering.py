@@ -174,9 +174,10 @@ TABLE: LoweringTable[Layer] = OPS.lowering(globals())  # the native face of sour
 
 
 def softmax_cross_entropy(logits: Any, labels: Any) -> Any:
-    """Mean softmax cross-entropy of ``logits`` (N, K) against integer ``labels`` (N,)."""
+    """Mean softmax cross-entropy of ``logits`` (N, K) against integer ``labels`` (N,), or of a
+    language model's (N, T, K) against (N, T): the mean over every sample and position."""
     logp = jax.nn.log_softmax(logits, axis=-1)
-    return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+    return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1))
 
 
 #: the layout of images, on either device, for every graph (the choice depends on no workload):

@@ -18,6 +18,17 @@ NEEDS = "NumPy and PyTorch"
 MODULES = ("numpy", "torch")
 
 
+def _cross_entropy(workload: Workload, logits: str, labels: str) -> str:
+    """The loss expression of the generated file: a label per token (a language model's
+    (N, T, K) logits) flattens both to N*T rows; a classifier's passes as is."""
+    if len(workload.output_shape) == 2:
+        return (
+            f"F.cross_entropy({logits}.flatten(0, 1), {labels}.flatten())"
+            "  # softmax cross-entropy, mean over every token"
+        )
+    return f"F.cross_entropy({logits}, {labels})  # softmax cross-entropy, mean over the batch"
+
+
 def _optimizer(workload: Workload) -> str:
     o = workload.optimizer
     if isinstance(o, SGD):
@@ -66,7 +77,7 @@ def train_step(model, optimizer, x, y, training=True):
     """One optimiser step on (x, y); training=False switches dropout off."""
     model.train(training)
     optimizer.zero_grad()
-    loss = F.cross_entropy(model(x), y)  # softmax cross-entropy, mean over the batch
+    loss = {_cross_entropy(workload, "model(x)", "y")}
     loss.backward()
     optimizer.step()
     return loss
@@ -82,7 +93,7 @@ def _check(workload: Workload, cls: str) -> str:
         train = """
     if y is not None:
         yt = torch.from_numpy(y.astype(np.int64))
-        loss = F.cross_entropy(model(xt), yt)
+        loss = LOSS
         loss.backward()
         out["loss"] = np.float64(loss.item())
         out.update({f"grad:{n}": a for n, a in read_weights(model, grads=True).items()})
@@ -90,6 +101,7 @@ def _check(workload: Workload, cls: str) -> str:
         for _ in range(k):
             train_step(model, optimizer, xt, yt, training=False)
         out.update({f"params:{n}": a for n, a in read_weights(model).items()})"""
+        train = train.replace("LOSS", _cross_entropy(workload, "model(xt)", "yt"))
     return f'''
 
 def features_step(model, x):

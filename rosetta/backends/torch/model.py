@@ -265,7 +265,7 @@ class TorchModel(Model):
         self._trainable()
         self._mode(True)
         self.optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(self._logits(batch[0]), batch[1])  # mean reduction
+        loss = _cross_entropy(self._logits(batch[0]), batch[1])  # mean reduction
         loss.backward()
         self.optimizer.step()
         return loss.detach()  # the loss at the parameters before this step
@@ -328,7 +328,7 @@ class TorchModel(Model):
         try:
             self._mode(True)
             self.optimizer.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(self._logits(batch[0]), batch[1])
+            loss = _cross_entropy(self._logits(batch[0]), batch[1])
             loss.backward()
             grads = weights.read_grads(self.binds)
             self.optimizer.zero_grad(set_to_none=True)
@@ -489,3 +489,9 @@ def build(
     return TorchModel(
         workload, params, runtime, compile=compile, layout=layout, attention=attention
     )
+
+
+def _cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """``F.cross_entropy``, mean over every row: a language model's (N, T, K) logits and (N, T)
+    labels as N*T rows (a classifier's (N, K) and (N,) pass unchanged)."""
+    return F.cross_entropy(logits.flatten(0, -2), labels.flatten())
