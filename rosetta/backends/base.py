@@ -225,6 +225,24 @@ class Model(ABC):
         the jitted step's structure): what the notebook displays."""
         return repr(self)
 
+    # -- the generating face (a decoder's): greedy decoding with a key/value cache ------------
+    #: whether this model generates (defines ``prefill`` and ``decode``)
+    GENERATES: bool = False
+
+    def prefill(self, prompts: np.ndarray) -> tuple[Any, Any]:
+        """Start generating from ``prompts`` (N, P) int token ids, canonical, the same length
+        each (no padding): the forward over every prompt position, each causal attention's keys
+        and values kept (the KV cache, for ``P`` plus the new tokens). Returns native values:
+        the logits at the last position (N, V) and the greedy next token (N,), its argmax."""
+        raise BackendError(f"backend {self.backend!r} does not generate (no KV-cache decoding)")
+
+    def decode(self, tokens: Any) -> tuple[Any, Any]:
+        """One step: ``tokens`` (N,), the last call's native next tokens or a NumPy int array
+        (the gate feeds the reference's), at the position after those seen; their keys and
+        values join the cache. Returns the logits (N, V) and the greedy next token (N,),
+        native."""
+        raise BackendError(f"backend {self.backend!r} does not generate (no KV-cache decoding)")
+
     # -- helpers every backend inherits -----------------------------------------------------
     def predict_numpy(self, x: np.ndarray) -> np.ndarray:
         """Evaluation-mode outputs for a canonical NumPy batch (``request_batch``), in the

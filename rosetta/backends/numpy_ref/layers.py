@@ -70,6 +70,7 @@ from rosetta.backends.numpy_ref.rnn import gru_backward, gru_forward, lstm_backw
 from rosetta.backends.numpy_ref.seq import (
     attention_backward,
     attention_forward,
+    cached_attention,
     causal_mask,
     gelu_backward,
     gelu_forward,
@@ -82,6 +83,15 @@ from rosetta.backends.numpy_ref.seq import (
 )
 
 Backward = Callable[[np.ndarray], "np.ndarray | None"]
+
+
+@dataclass
+class Decode:
+    """A decoder generating: ``offset`` positions seen so far (the next input's first position)
+    and each causal attention's keys and values of those positions (its KV cache, by name)."""
+
+    offset: int = 0
+    cache: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 @dataclass
@@ -98,6 +108,9 @@ class Ctx:
     #: False for a forward alone (predict): the sequences and graphs keep no tape, so each
     #: layer's cache is freed once the layers after it no longer need its output
     backward: bool = True
+    #: generating (forward only): the positions already seen and the KV caches; the input holds
+    #: the positions after them (a prompt, then one token a step)
+    decode: Decode | None = None
 
     def acc(self, name: str, grad: np.ndarray) -> None:
         """Add ``grad`` to the gradient of parameter ``name`` (a parameter may be used twice)."""
@@ -385,7 +398,8 @@ def position_embedding(name: str) -> Layer:
     """``x + <name>.table[:T]``, (N, T, E)."""
 
     def position_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
-        y, cache = position_forward(x, ctx.params[f"{name}.table"])
+        start = ctx.decode.offset if ctx.decode is not None else 0  # generating: later rows
+        y, cache = position_forward(x, ctx.params[f"{name}.table"][start:])
 
         def back(dy: np.ndarray) -> np.ndarray:
             ctx.acc(f"{name}.table", position_backward(dy, cache))
@@ -425,6 +439,11 @@ def causal_attention(name: str, heads: int) -> Layer:
 
     def causal_attention_layer(x: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, Backward]:
         weights = tuple(ctx.params[f"{name}.{role}"] for role in ATTENTION_ROLES)
+        if ctx.decode is not None:  # generating: the new positions over the cached ones
+            y, ctx.decode.cache[name] = cached_attention(
+                x, ctx.decode.cache.get(name), weights, heads
+            )
+            return y, _no_backward
         y, cache = attention_forward(x, causal_mask(x.shape[1]), weights, heads)
 
         def back(dy: np.ndarray) -> np.ndarray:
@@ -436,6 +455,10 @@ def causal_attention(name: str, heads: int) -> Layer:
         return y, back
 
     return causal_attention_layer
+
+
+def _no_backward(dy: np.ndarray) -> np.ndarray:
+    raise ValueError("a generating forward has no backward (Ctx.decode is forward only)")
 
 
 def tied_dense(tie: str) -> Layer:

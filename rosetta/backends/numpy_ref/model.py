@@ -11,6 +11,7 @@ import numpy as np
 from rosetta.backends import driver
 from rosetta.backends.base import Batch, Model, Params
 from rosetta.backends.numpy_ref import loader, nn, optim, runtime, weights
+from rosetta.backends.numpy_ref.layers import Decode
 from rosetta.backends.numpy_ref.lowering import TABLE, Ctx
 from rosetta.errors import BackendError
 from rosetta.runtime import Runtime
@@ -55,6 +56,24 @@ class ReferenceModel(Model):
 
     def to_numpy(self, value) -> np.ndarray:
         return np.asarray(value)
+
+    # -- generating face -----------------------------------------------------------------------
+    GENERATES = True
+
+    def prefill(self, prompts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self._decode = Decode()
+        return self._generate_step(prompts)
+
+    def decode(self, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self._generate_step(np.asarray(tokens)[:, None])  # (N,) -> (N, 1)
+
+    def _generate_step(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The graph over the positions after those seen (``Ctx.decode``), forward only."""
+        ctx = Ctx(self.params, training=False, rng=self.rng, backward=False, decode=self._decode)
+        out, _ = self.net(loader.as_input(ids, self.dtype), ctx)  # (N, t, V)
+        self._decode.offset += ids.shape[1]
+        last = out[:, -1]  # (N, V): the logits at the newest position
+        return last, last.argmax(axis=-1)
 
     # -- NumPy face ----------------------------------------------------------------------------
     def set_params(self, params: Params) -> None:

@@ -321,6 +321,30 @@ def attention_backward(
     return dx, (*grads, dwo, dbo)
 
 
+def cached_attention(
+    x: np.ndarray,
+    past: tuple[np.ndarray, np.ndarray] | None,
+    weights: tuple[np.ndarray, ...],
+    heads: int,
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Causal self-attention of ``x`` (N, t, E), the positions after the ``P`` already seen,
+    whose keys and values ``past`` holds ((N, H, P, d) each; ``None``: none yet). Returns the
+    output (N, t, E) and the keys and values of all ``P + t`` positions: new query ``i``, at
+    position ``P + i``, reads keys ``j <= P + i``. What :func:`attention_forward` under
+    :func:`causal_mask` computes for those rows over the whole sequence (a decoder's KV cache)."""
+    wq, bq, wk, wv, bv, wo, bo = weights
+    t = x.shape[1]
+    d = x.shape[-1] // heads
+    q, k, v = (_split(x @ wq + bq, heads), _split(x @ wk, heads), _split(x @ wv + bv, heads))
+    if past is not None:
+        k, v = np.concatenate([past[0], k], axis=2), np.concatenate([past[1], v], axis=2)
+    p = k.shape[2] - t  # positions seen before these
+    s = (q @ k.transpose(0, 1, 3, 2)) / x.dtype.type(math.sqrt(d))  # (N, H, t, P + t)
+    mask = np.tril(np.ones((t, p + t), dtype=bool), k=p)[None, None]  # key j <= P + i
+    o = _merge(masked_softmax(s, mask) @ v)  # (N, H, t, d) -> (N, t, E)
+    return o @ wo + bo, (k, v)
+
+
 # --------------------------------------------------------------------------- masked mean
 
 

@@ -37,14 +37,33 @@ ATTENTION_FORMS = ("sdpa", "composed")
 ATTENTION_DEFAULT = "sdpa"
 
 
+class Decoding:
+    """A decoder generating, shared by its position embedding and causal attentions: while
+    ``active``, the input holds the positions from ``offset`` on, and each attention keeps its
+    keys and values in a static cache (``capacity`` positions, allocated at the prefill: the
+    KV cache of a static shape, as ``torch.compile``'s decoding recipes keep it)."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.offset = 0
+        self.capacity = 0
+        self.cache: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def start(self, capacity: int) -> None:
+        """A new generation: no position seen, the caches dropped."""
+        self.offset, self.capacity, self.cache = 0, capacity, {}
+
+
 @dataclass
 class Build:
     """The build context: ``(op, module holding its parameters)`` for every parameterised op,
     in graph order, filled in by the entries as the driver walks the graph; ``attention`` is
-    the form every attention op takes (:data:`ATTENTION_FORMS`)."""
+    the form every attention op takes (:data:`ATTENTION_FORMS`); ``decoding`` the generation
+    state the position embeddings and causal attentions share."""
 
     owners: list[tuple[object, nn.Module]] = field(default_factory=list)
     attention: str = ATTENTION_DEFAULT
+    decoding: Decoding = field(default_factory=Decoding)
 
     def own(self, op: object, module: nn.Module) -> None:
         """Record that ``module``'s tensors are ``op``'s parameters."""
@@ -167,14 +186,18 @@ class MaskedResidual(Residual):
 
 
 class PositionEmbedding(nn.Module):
-    """Learned positions: ``x + table[:T]`` on (N, T, E)."""
+    """Learned positions: ``x + table[:T]`` on (N, T, E); generating (``decoding``), the rows
+    from the positions already seen on."""
 
-    def __init__(self, max_len: int, dim: int) -> None:
+    def __init__(self, max_len: int, dim: int, decoding: Decoding | None = None) -> None:
         super().__init__()
         self.table = nn.Parameter(torch.zeros(max_len, dim))
+        self.decoding = decoding
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.table[: x.shape[1]]
+        d = self.decoding
+        start = d.offset if d is not None and d.active else 0
+        return x + self.table[start : start + x.shape[1]]
 
 
 class RealCellAvgPool2d(nn.Module):
@@ -246,13 +269,21 @@ class CausalSelfAttention(SelfAttention):
 
     takes_mask = False
 
+    def __init__(
+        self, dim: int, heads: int, form: str = ATTENTION_DEFAULT, decoding: Decoding | None = None
+    ) -> None:
+        super().__init__(dim, heads, form)
+        self.decoding = decoding
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
         n, t, e = x.shape
         q, k, v = (
             p(x).view(n, t, self.heads, e // self.heads).transpose(1, 2)  # (N, H, T, d)
             for p in (self.query, self.key, self.value)
         )
-        if self.form == "composed":
+        if self.decoding is not None and self.decoding.active:
+            o = self._cached(q, k, v, self.decoding)
+        elif self.form == "composed":
             scores = torch.matmul(q, k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)  # (N, H, T, T)
             later = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)  # key j > i
             probs = torch.softmax(scores.masked_fill(later, torch.finfo(scores.dtype).min), -1)
@@ -260,6 +291,26 @@ class CausalSelfAttention(SelfAttention):
         else:
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (N, H, T, d)
         return self.output(o.transpose(1, 2).reshape(n, t, e))  # heads concatenated
+
+    def _cached(self, q, k, v, d: Decoding) -> torch.Tensor:
+        """The new positions' attention over the cache: their keys and values written at
+        ``offset`` into this layer's static buffers, their queries reading every key up to
+        their own position (the prefill: ``is_causal``; one new token: every key so far)."""
+        n, h, t, dh = k.shape
+        if id(self) not in d.cache:  # the prefill: buffers for the whole context
+            shape = (n, h, d.capacity, dh)
+            d.cache[id(self)] = (k.new_zeros(shape), v.new_zeros(shape))
+        kc, vc = d.cache[id(self)]
+        end = d.offset + t
+        kc[:, :, d.offset : end] = k  # (N, H, capacity, d): positions offset..end-1
+        vc[:, :, d.offset : end] = v
+        keys, values = kc[:, :, :end], vc[:, :, :end]
+        if d.offset == 0:
+            return F.scaled_dot_product_attention(q, keys, values, is_causal=True)
+        if t == 1:
+            return F.scaled_dot_product_attention(q, keys, values)  # reads every key so far
+        mask = torch.ones(t, end, dtype=torch.bool, device=q.device).tril(d.offset)
+        return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
 
 
 class TiedLinear(nn.Module):

@@ -204,6 +204,7 @@ class TorchModel(Model):
         self.dropouts = [m for m in self.net.modules() if isinstance(m, GatedDropout)]
         self.dropout = True
         self.binds = weights.bindings(ctx.owners)
+        self.decoding = ctx.decoding  # generating: the position offset and the KV caches
         self.compile_backend, self.compile_reason = compile_backend(compile, workload, runtime)
         # freezing: inductor's, for forward-only workloads only (their weights never change
         # while timed), never in float64 (no float64 kernels for its frozen convolutions); each
@@ -274,6 +275,31 @@ class TorchModel(Model):
         self._mode(False)
         with torch.inference_mode(), self._compute(), self._freezing(batch[0]):
             return self.forward(batch[0])  # bf16 outputs under autocast (to_numpy casts)
+
+    # -- generating face -----------------------------------------------------------------------
+    GENERATES = True
+
+    def prefill(self, prompts: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = torch.as_tensor(np.asarray(prompts, dtype=np.int64), device=self.place.device)
+        self.decoding.start(capacity=self.workload.input.shape[0])  # the model's context
+        return self._generate_step(ids)
+
+    def decode(self, tokens: torch.Tensor | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = torch.as_tensor(tokens, dtype=torch.long, device=self.place.device)
+        return self._generate_step(ids[:, None])  # (N,) -> (N, 1)
+
+    def _generate_step(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The eager network over the positions after those seen, in inference mode."""
+        self._mode(False)
+        self.decoding.active = True
+        try:
+            with torch.inference_mode(), self._compute():
+                out = self.net(ids)  # (N, t, V)
+        finally:
+            self.decoding.active = False
+        self.decoding.offset += ids.shape[1]
+        last = out[:, -1]  # (N, V): the logits at the newest position
+        return last, last.argmax(dim=-1)
 
     def _freezing(self, x: torch.Tensor):
         """Inductor's freezing, switched on for this model's compiles only: around the first

@@ -32,7 +32,7 @@ HELPERS = {"causal_self_attention": CAUSAL_SELF_ATTENTION}
 def build(op: ops.CausalAttention, site: Site, ctx: Build) -> nn.Module:
     from rosetta.backends.torch.lowering import CausalSelfAttention
 
-    layer = CausalSelfAttention(site.in_shape[1], op.heads, ctx.attention)
+    layer = CausalSelfAttention(site.in_shape[1], op.heads, ctx.attention, ctx.decoding)
     ctx.own(op, layer)
     return layer
 

@@ -1,0 +1,134 @@
+"""Greedy generation with a KV cache (issue 45): the reference's cache against its own full
+recompute (the trusted answer), each generating backend gated against the reference (logits of
+every step, on the reference's tokens; float64 tokens identical), the cache's edges (a prompt of
+one token: the first position; the last position of the context), planted defects, and the
+requests refused in one line.
+
+Tolerances: the logits are the workload's forward outputs, so every step is held to the
+decoder's forward bounds for the dtype (``rosetta/models/decoder.yaml``); the recompute check is
+float64 summation order only (1e-12 relative to the logits' scale)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rosetta import backends
+from rosetta.backends import make
+from rosetta.backends.numpy_ref.lowering import Ctx
+from rosetta.errors import BackendError
+from rosetta.runner.generation import gate_generation, greedy, time_generation
+from rosetta.spec import get_workload
+from rosetta.spec.weights import canonical_weights
+
+GENERATING = ("torch",)  # the backends whose models generate, besides the reference
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    w = get_workload("decoder")
+    params = canonical_weights(w, 0)
+    ref = make(backends.load("numpy_ref"), w, params, dtype="float64")
+    return w, params, ref
+
+
+def _prompts(n: int, length: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(1, 8192, size=(n, length)).astype(np.int32)
+
+
+def _usable(name: str):
+    st = backends.status(name)
+    if not st.usable:
+        pytest.skip(f"{name}: {st.reason}")
+    return backends.load(name)
+
+
+@pytest.mark.parametrize("prompt_len", [1, 7])
+def test_the_references_cache_is_its_full_recompute(decoder, prompt_len):
+    """Every step's logits with the cache are the full forward's at that position over the
+    prompt and the tokens so far, float64 to summation order; a one-token prompt is the first
+    position alone."""
+    w, _, ref = decoder
+    prompts = _prompts(2, prompt_len)
+    gen = greedy(ref, prompts, 5)
+    seq = np.concatenate([prompts, gen.tokens[:, :-1]], axis=1)  # (N, P + 4)
+    full, _ = ref.net(seq.astype(np.int64), Ctx(ref.params, training=False, rng=None))
+    for step, logits in enumerate(gen.logits):
+        at = full[:, prompt_len - 1 + step]  # the position whose logits chose this token
+        scale = np.abs(at).max()
+        np.testing.assert_allclose(logits, at, rtol=0, atol=1e-12 * scale, err_msg=f"{step}")
+    np.testing.assert_array_equal(gen.tokens, np.stack([g.argmax(-1) for g in gen.logits], 1))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", GENERATING)
+def test_a_generating_backend_matches_the_reference(decoder, name, dtype):
+    """Prompts of 16, 16 new tokens, a batch of 3; then a one-token prompt generating up to the
+    last position of the context (the cache's two edges)."""
+    w, params, ref = decoder
+    model = make(_usable(name), w, params, dtype=dtype)
+    tol = w.tolerances[dtype].forward
+    for prompts, new in ((_prompts(3, 16), 16), (_prompts(2, 1, seed=1), 127)):
+        g = gate_generation(model, ref, prompts, new, tol)
+        assert g.equivalent, f"{name} {dtype}: {g}"
+        if dtype == "float64":
+            assert g.tokens_equal
+
+
+def test_the_gate_sees_positions_that_do_not_advance(decoder, monkeypatch):
+    """torch's position embedding planted to read row 0..t-1 while generating (the offset
+    ignored): the decode steps' logits fail the float64 bound."""
+    from rosetta.backends.torch import lowering
+
+    w, params, ref = decoder
+    model = make(_usable("torch"), w, params, dtype="float64")
+    monkeypatch.setattr(lowering.PositionEmbedding, "forward",
+                        lambda self, x: x + self.table[: x.shape[1]])  # fmt: skip
+    g = gate_generation(model, ref, _prompts(2, 8), 4, w.tolerances["float64"].forward)
+    assert not g.equivalent and g.logits_violation > 1e3 and g.worst_step >= 1
+
+
+def test_a_flipped_token_is_reported_with_the_references_margin(decoder):
+    """A reference whose third token is its runner-up (planted): the first divergence is
+    position 2, and the margin reported is the true reference's top-1 minus top-2 there."""
+    w, params, ref = decoder
+
+    class RunnerUp(type(ref)):
+        def decode(self, tokens):
+            logits, nxt = super().decode(tokens)
+            if self._decode.offset == 8 + 2:  # the step choosing new token 2
+                nxt = np.argsort(logits, axis=-1)[:, -2]
+            return logits, nxt
+
+    flipped = RunnerUp(w, params, ref.runtime)
+    prompts = _prompts(2, 8)
+    g = gate_generation(flipped, ref, prompts, 5, w.tolerances["float64"].forward)
+    assert g.first_divergence == 2 and not g.tokens_equal and not g.equivalent
+    top2 = np.sort(greedy(ref, prompts, 5).logits[2], axis=-1)[:, -2:]
+    assert g.margin_at_divergence == pytest.approx(float((top2[:, 1] - top2[:, 0]).min()))
+
+
+@pytest.mark.parametrize(
+    ("prompt_len", "new", "words"),
+    [(8, 0, "new_tokens: 0"), (100, 29, r"100 \+ 29 > the context 128"), (0, 4, "prompt")],
+)
+def test_a_request_the_model_cannot_run_is_one_line(decoder, prompt_len, new, words):
+    w, _, ref = decoder
+    with pytest.raises(BackendError, match=words) as e:
+        greedy(ref, np.ones((1, prompt_len), dtype=np.int32), new)
+    assert "\n" not in str(e.value)
+
+
+def test_a_backend_that_does_not_generate_says_so(decoder):
+    w, params, _ = decoder
+    model = make(_usable("jax"), w, params, dtype="float32")
+    assert not model.GENERATES
+    with pytest.raises(BackendError, match="backend 'jax' does not generate"):
+        greedy(model, _prompts(1, 4), 2)
+
+
+def test_time_generation_counts_every_new_token(decoder):
+    w, _, ref = decoder
+    t = time_generation(ref, _prompts(2, 4), 3)
+    assert (t.batch, t.prompt_len, t.new_tokens, len(t.decode_s)) == (2, 4, 3, 2)
+    assert t.ttft_s > 0 and t.tokens_per_s == pytest.approx(6 / (t.ttft_s + sum(t.decode_s)))
