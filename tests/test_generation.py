@@ -132,3 +132,29 @@ def test_time_generation_counts_every_new_token(decoder):
     t = time_generation(ref, _prompts(2, 4), 3)
     assert (t.batch, t.prompt_len, t.new_tokens, len(t.decode_s)) == (2, 4, 3, 2)
     assert t.ttft_s > 0 and t.tokens_per_s == pytest.approx(6 / (t.ttft_s + sum(t.decode_s)))
+
+
+@pytest.mark.slow
+def test_a_decoder_cell_records_its_training_and_its_generation(tmp_path):
+    """``rosetta bench``'s cell on the decoder (``ci``): the training run's token accuracy and
+    perplexity, then the profile's generation: gated, and timed at each of its batch sizes."""
+    from rosetta import datasets
+    from rosetta.runner.cell import run_cell
+    from rosetta.runner.config import CellConfig
+
+    _usable("torch")
+    data = tmp_path / "data"
+    datasets.write_synthetic_imdb(data, n_train=200, n_test=100)
+    rec = run_cell(CellConfig("torch", "decoder", "ci", data_dir=str(data)))
+    assert rec["status"] == "ok", rec.get("error")
+    m = rec["metrics"]
+    assert 0 <= m["test_accuracy"] <= 1 and m["test_samples"] == 32
+    assert 1 < m["test_perplexity"] < 2 * 8192  # near the vocabulary after 4 steps
+    gen = m["generation"]
+    spec = get_workload("decoder").profile("ci").generate
+    assert gen["gate"]["equivalent"] and gen["gate"]["tokens_equal"]
+    assert [b["batch"] for b in gen["batches"]] == list(spec.batches)
+    for b in gen["batches"]:
+        assert 0 < b["ttft_s"] and 0 < b["decode_p50_s"] <= b["decode_p99_s"]
+        assert b["tokens_per_s"] > 0
+    assert "generation" not in rec.get("flag_codes", [])

@@ -201,3 +201,40 @@ def test_a_decoder_op_out_of_shape_is_one_line(tmp_path, op, mutate, field, expe
         _load(tmp_path, raw, name=raw["name"])
     msg = str(e.value)
     assert "\n" not in msg and field in msg and expected in msg, msg
+
+
+def _decoder(fn) -> dict:
+    raw = copy.deepcopy(_base("decoder"))
+    fn(raw["profiles"]["ci"]["generate"])
+    return raw
+
+
+GENERATE_CASES = [
+    (lambda g: g.update(new_tokens=0), "profiles.ci.generate.new_tokens", "positive integer"),
+    (lambda g: g.update(prompt_len=100, new_tokens=29), "profiles.ci.generate.new_tokens",
+     "prompt_len + new_tokens <= the context 128"),
+    (lambda g: g.update(batches=[]), "profiles.ci.generate.batches", "a list of batch sizes"),
+    (lambda g: g.update(beam=4), "profiles.ci.generate.beam", "no such field"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("mutate", "field", "expected"), GENERATE_CASES)
+def test_a_generate_profile_out_of_range_is_one_line(tmp_path, mutate, field, expected):
+    with pytest.raises(SpecError) as e:
+        _load(tmp_path, _decoder(mutate), name="decoder")
+    msg = str(e.value)
+    assert "\n" not in msg and f"'{field}" in msg and expected in msg, msg
+
+
+def test_only_a_decoder_generates(tmp_path):
+    raw = _mutate("transformer", lambda r: r["profiles"]["ci"].update(
+        generate={"prompt_len": 4, "new_tokens": 4, "batches": [1]}))  # fmt: skip
+    with pytest.raises(SpecError, match="profiles.ci.generate.*only a decoder generates"):
+        _load(tmp_path, raw, name="transformer")
+
+
+def test_a_context_longer_than_the_position_table_names_max_len(tmp_path):
+    raw = _mutate("decoder", lambda r: r["layers"][1].update(max_len=64))
+    with pytest.raises(SpecError, match="max_len") as e:
+        _load(tmp_path, raw, name="decoder")
+    assert "\n" not in str(e.value)

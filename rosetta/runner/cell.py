@@ -45,7 +45,7 @@ import numpy as np
 from rosetta import backends
 from rosetta.datasets import epoch_order
 from rosetta.errors import RosettaError
-from rosetta.runner import clock, latency, manifest, records
+from rosetta.runner import clock, generation, latency, manifest, records
 from rosetta.runner.config import CellConfig
 from rosetta.runner.data import DATA_CACHE, feature_images, load_cell_data
 from rosetta.runner.gate import GateResult, run_gate
@@ -272,6 +272,18 @@ class Cell:
             self.flag("noisy", flag)
         if self.config.kind == "training" and self.config.round == 0:  # once per point
             self.result["metrics"].update(self.latency())  # after the run, outside its clocks
+            gen = self.profile.generate
+            if gen is not None and not self.forward_only:  # a decoder: its generation run
+                out = generation.measure(self.model, self.workload, gen, self.data.x_test)
+                self.result["metrics"]["generation"] = out
+                g = out.get("gate", {})
+                if g and not g["equivalent"]:
+                    self.flag(
+                        "generation",
+                        f"generation gate failed: logits {g['logits_violation']:.3g}x the "
+                        f"forward bound at step {g['worst_step']}, tokens equal "
+                        f"{g['tokens_equal']}",
+                    )
         return self.result
 
     # -- step 4, a timing round: a fixed number of steps, nothing else ---------------------------

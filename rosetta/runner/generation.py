@@ -167,3 +167,57 @@ def time_generation(model: Model, prompts: np.ndarray, new_tokens: int) -> Gener
         model.to_numpy(nxt)
         decode.append((clock.now_ns() - t) / 1e9)
     return GenerationTimes(len(prompts), prompts.shape[1], new_tokens, ttft, tuple(decode))
+
+
+#: timed generations per batch size after one untimed (the first compiles and allocates)
+TIMED_GENERATIONS = 3
+
+
+def measure(model: Model, workload: Workload, spec, prompts_from: np.ndarray) -> dict:
+    """A decoder cell's generation figures (``metrics.generation``), after its training run:
+    the gate of the trained model against the float64 reference on the same weights (the
+    widest batch's prompts), then per batch size ``TIMED_GENERATIONS`` timed generations after
+    one untimed; prompts are the first windows of ``prompts_from`` (the test text), cut to
+    ``spec.prompt_len``. A backend whose models do not generate gets ``skipped`` and why."""
+    from rosetta.backends import make, numpy_ref
+
+    if not model.GENERATES:
+        return {"skipped": f"backend {model.backend!r} does not generate yet (no KV-cache "
+                "decoding: prefill/decode)"}  # fmt: skip
+    check_request(workload, spec.prompt_len, spec.new_tokens)
+    widest = max(spec.batches)
+    if len(prompts_from) < widest:
+        raise BackendError(
+            f"generation batches: {widest} prompts asked for, the test text has "
+            f"{len(prompts_from)} windows; lower the batch or raise test_samples"
+        )
+    prompts = np.asarray(prompts_from[:widest, : spec.prompt_len])
+    reference = make(numpy_ref, workload, model.get_params(), dtype="float64")
+    tol = workload.tolerances[model.dtype].forward
+    gate = gate_generation(model, reference, prompts, spec.new_tokens, tol)
+    out = {
+        "prompt_len": spec.prompt_len,
+        "new_tokens": spec.new_tokens,
+        "gate": {
+            "equivalent": gate.equivalent,
+            "logits_violation": gate.logits_violation,
+            "worst_step": gate.worst_step,
+            "tokens_equal": gate.tokens_equal,
+            "first_divergence": gate.first_divergence,
+            "margin_at_divergence": gate.margin_at_divergence,
+        },
+        "batches": [],
+    }
+    for b in spec.batches:
+        time_generation(model, prompts[:b], spec.new_tokens)  # untimed: allocations, compiles
+        runs = [time_generation(model, prompts[:b], spec.new_tokens)
+                for _ in range(TIMED_GENERATIONS)]  # fmt: skip
+        decode = [s for r in runs for s in r.decode_s]
+        out["batches"].append({
+            "batch": b,
+            "ttft_s": float(np.median([r.ttft_s for r in runs])),
+            "decode_p50_s": float(np.percentile(decode, 50)) if decode else None,
+            "decode_p99_s": float(np.percentile(decode, 99)) if decode else None,
+            "tokens_per_s": float(np.median([r.tokens_per_s for r in runs])),
+        })  # fmt: skip
+    return out

@@ -30,6 +30,7 @@ FLAG_CODES = {
     "noisy": "uneven steady-state steps (IQR / median over the bound)",
     "non_finite_loss": "a training loss that is not finite",
     "no_warm_sample": "no warm step sampled: the steady figure is the cold first step",
+    "generation": "the generation gate failed: a decode step's logits off the reference's",
     "other": "a flag written before flags had codes",
 }
 #: the texts older records' flags begin with, by code (read by :func:`migrate` alone)

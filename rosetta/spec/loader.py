@@ -33,6 +33,7 @@ from rosetta.spec.workload import (
     Adam,
     AdamW,
     DatasetRef,
+    GenerateSpec,
     InputSpec,
     Loss,
     Profile,
@@ -572,6 +573,7 @@ class _Parser:
         self.check_consistency(workload)
         self.check_masks(workload)
         self.check_ties(workload)
+        self.check_generation(workload)
         self.check_profile_shapes(workload)
         return workload
 
@@ -706,6 +708,8 @@ class _Parser:
         m = self.mapping(raw, "profiles", set(PROFILES))
         keys = ("batch_size", "epochs", "train_samples", "test_samples")
         optional: tuple[str, ...] = ()
+        if task == "train":
+            optional = ("generate",)
         if task == "features":
             keys = ("batch_size", "batches", "warmup_batches")
             optional = ("image_size",)
@@ -726,9 +730,11 @@ class _Parser:
                 {
                     k: self.scalar(p[k], "posint", f"profiles.{pname}.{k}")
                     for k in optional
-                    if k in p
+                    if k in p and k != "generate"
                 }
             )
+            if "generate" in p:
+                vals["generate"] = self.generate(p["generate"], f"profiles.{pname}.generate")
             prof = Profile(name=pname, **vals)
             if task == "train" and prof.train_samples < prof.batch_size:
                 raise self.fail(
@@ -738,6 +744,40 @@ class _Parser:
                 )
             out[pname] = prof
         return out
+
+    def generate(self, raw: Any, field: str) -> GenerateSpec:
+        """``generate: {prompt_len, new_tokens, batches: [..]}``, each a positive integer (a
+        prompt plus its new tokens must fit the context: ``check_generation``)."""
+        m = self.mapping(raw, field, {"prompt_len", "new_tokens", "batches"})
+        prompt_len, new_tokens = (
+            self.scalar(self.req(m, k, field), "posint", f"{field}.{k}")
+            for k in ("prompt_len", "new_tokens")
+        )
+        batches = self.req(m, "batches", field)
+        if not isinstance(batches, list) or not batches:
+            raise self.fail(f"{field}.batches", "a list of batch sizes, e.g. [1, 8]", batches)
+        sizes = tuple(self.scalar(b, "posint", f"{field}.batches") for b in batches)
+        return GenerateSpec(prompt_len, new_tokens, sizes)
+
+    def check_generation(self, w: Workload) -> None:
+        """A profile's ``generate`` needs a decoder (causal attention, a label per position) and
+        prompt_len + new_tokens within its context (the input length: its position table)."""
+        for pname, prof in w.profiles.items():
+            g = prof.generate
+            if g is None:
+                continue
+            field = f"profiles.{pname}.generate"
+            leaves = walk(w.graph, w.input.shape)
+            causal = any(isinstance(n, ops.CausalAttention) for n, _, _ in leaves)
+            if not causal or not w.dataset.get("windows"):
+                raise self.fail(field, "no generate: only a decoder generates", "<this workload>")
+            context = w.input.shape[0]
+            if g.prompt_len + g.new_tokens > context:
+                raise self.fail(
+                    f"{field}.new_tokens",
+                    f"prompt_len + new_tokens <= the context {context} (input.shape)",
+                    f"{g.prompt_len} + {g.new_tokens}",
+                )
 
     def tolerances(self, raw: Any, task: str) -> dict[str, Tolerances]:
         m = self.mapping(raw, "tolerances", set(DTYPES) | set(PRECISION_TOLERANCES))

@@ -97,6 +97,17 @@ Optimizer = SGD | Adam | AdamW
 
 
 @dataclass(frozen=True)
+class GenerateSpec:
+    """A decoder's generation run (a profile's ``generate``): greedy decoding of ``new_tokens``
+    after prompts of ``prompt_len`` tokens (windows of the test text), at each batch size of
+    ``batches``."""
+
+    prompt_len: int
+    new_tokens: int
+    batches: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Profile:
     """How much data and how many passes one run uses; never changes the model.
 
@@ -111,6 +122,7 @@ class Profile:
     batches: int = 0
     warmup_batches: int = 0
     image_size: int = 0  # features: input height = width (0: the spec's); the model is unchanged
+    generate: GenerateSpec | None = None  # a decoder: the generation run after the training run
 
     def workload_for(self, workload: Workload) -> Workload:
         """``workload`` at this profile's input size (global pooling keeps every parameter)."""
