@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rosetta.report import (
     charts,
+    generation,
     headline,
     loadgen_page,
     references,
@@ -96,6 +97,7 @@ def context(t: Tables, out_dir: Path) -> dict:
         "scaling": scaling.sections(t),
         "latency": scaling.latency_sections(t),
         "serving": serving.serving_rows(t),
+        "generation": generation.generation_rows(t),
         "loadgen": loadgen,
         "cold_charts": cold_charts,
         "loss_charts": loss_charts,
