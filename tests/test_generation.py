@@ -21,7 +21,7 @@ from rosetta.runner.generation import gate_generation, greedy, time_generation
 from rosetta.spec import get_workload
 from rosetta.spec.weights import canonical_weights
 
-GENERATING = ("torch",)  # the backends whose models generate, besides the reference
+GENERATING = ("torch", "jax")  # the backends whose models generate, besides the reference
 
 
 @pytest.fixture(scope="module")
@@ -120,11 +120,20 @@ def test_a_request_the_model_cannot_run_is_one_line(decoder, prompt_len, new, wo
 
 
 def test_a_backend_that_does_not_generate_says_so(decoder):
-    w, params, _ = decoder
-    model = make(_usable("jax"), w, params, dtype="float32")
-    assert not model.GENERATES
-    with pytest.raises(BackendError, match="backend 'jax' does not generate"):
-        greedy(model, _prompts(1, 4), 2)
+    """The contract's default (a model without ``prefill``/``decode``) refuses in one line, and
+    a cell's generation run records why instead of figures."""
+    from types import SimpleNamespace
+
+    from rosetta.backends.base import Model
+    from rosetta.runner.generation import measure
+
+    w, _, _ = decoder
+    plain = SimpleNamespace(backend="chainer", GENERATES=False)
+    with pytest.raises(BackendError, match="backend 'chainer' does not generate"):
+        Model.prefill(plain, _prompts(1, 4))
+    out = measure(plain, w, w.profile("ci").generate, _prompts(4, 32))
+    assert out == {"skipped": "backend 'chainer' does not generate yet (no KV-cache decoding: "
+                   "prefill/decode)"}  # fmt: skip
 
 
 def test_time_generation_counts_every_new_token(decoder):

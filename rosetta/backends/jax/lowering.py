@@ -63,6 +63,10 @@ class Run(NamedTuple):
     key: Any = None  # a jax PRNG key (training only)
     dropout: Any = None  # a traced bool scalar: dropout on (True) or masks of ones (False)
     valid: Any = None  # (N, T) bool, True at real tokens: set by the model's own sequence
+    #: generating (evaluation only): ``{"offset": traced int32, the positions already seen,
+    #: "cache": {attention name: (keys, values) (N, context, heads, d)}}``; each causal attention
+    #: writes its updated cache back into the dict while the program is traced
+    decode: Any = None
 
 
 Layer = Callable[[Params, Any, Run], Any]

@@ -158,11 +158,19 @@ class JaxModel(Model):
             traced.append("predict")
             return forward({**tp, **buffers}, x, lowering.Run(False))
 
+        def generate(tp, buffers, x, cache, offset):
+            traced.append("generate")
+            run = lowering.Run(False, decode={"offset": offset, "cache": dict(cache)})
+            logits = forward({**tp, **buffers}, x, run)[:, -1]  # (N, V): the newest position
+            return logits, jnp.argmax(logits, axis=-1).astype(jnp.int32), run.decode["cache"]
+
         donate = (0, 1, 2)  # trainable parameters, optimiser state, step counter
         return {
             "train": jax.jit(train, donate_argnums=donate),
             "grads": jax.jit(grads),
             "predict": jax.jit(predict),
+            # the KV cache is donated: XLA writes the new keys and values in place
+            "generate": jax.jit(generate, donate_argnums=(3,)),
         }
 
     def _run(self, name: str, *args: Any, batch_args: int) -> Any:
@@ -214,6 +222,36 @@ class JaxModel(Model):
     @_scoped
     def predict(self, batch: Batch) -> Any:
         return self._run("predict", self._tp, self._buffers, batch[0], batch_args=1)
+
+    # -- the generating face: one jitted program per input length, a static KV cache --------
+    GENERATES = True
+
+    @_scoped
+    def prefill(self, prompts: np.ndarray) -> tuple[Any, Any]:
+        n = len(prompts)
+        context = self.workload.input.shape[0]
+        cache = {}
+        for op, in_shape, _ in walk(self.workload.graph, self.workload.input.shape):
+            if isinstance(op, ops.CausalAttention):  # (N, context, heads, d) keys and values
+                shape = (n, context, op.heads, in_shape[1] // op.heads)
+                zeros = jnp.zeros(shape, self._jdtype, device=self._jdev)
+                cache[op.name] = (zeros, zeros.copy())
+        self._gen = (cache, 0)
+        ids = jax.device_put(np.asarray(prompts, dtype=np.int32), self._jdev)
+        return self._generate_step(ids)
+
+    @_scoped
+    def decode(self, tokens: Any) -> tuple[Any, Any]:
+        ids = jnp.asarray(tokens, dtype=jnp.int32, device=self._jdev)[:, None]  # (N,) -> (N, 1)
+        return self._generate_step(ids)
+
+    def _generate_step(self, ids: Any) -> tuple[Any, Any]:
+        cache, offset = self._gen
+        at = jax.device_put(np.int32(offset), self._jdev)
+        logits, nxt, cache = self._jits["generate"](self._tp, self._buffers, ids, cache, at)
+        self._gen = (cache, offset + ids.shape[1])
+        self._last = nxt
+        return logits, nxt
 
     @_scoped
     def sync(self, value: Any = None) -> None:

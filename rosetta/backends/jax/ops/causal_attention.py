@@ -39,12 +39,13 @@ def causal_self_attention(x, wq, bq, wk, wv, bv, wo, bo, heads):
 def build(op: ops.CausalAttention, site: Site, ctx: Ctx) -> Layer:
     import jax
     import jax.numpy as jnp
+    from jax import lax
 
-    t, e = site.in_shape
+    e = site.in_shape[1]
     h, d = op.heads, e // op.heads
 
     def causal_attention_layer(p: Params, x: Any, run: Run) -> Any:
-        n = x.shape[0]
+        n, t = x.shape[:2]
 
         def project(role: str, bias: bool) -> Any:
             y = ctx.dot(x, p[f"{op.name}.{role}_kernel"])
@@ -52,7 +53,20 @@ def build(op: ops.CausalAttention, site: Site, ctx: Ctx) -> Layer:
             return y.reshape(n, t, h, d)  # (N, T, E) -> (B, T, N, H) as jax.nn wants it
 
         q, k, v = project("query", True), project("key", False), project("value", True)
-        if ctx.attention == "composed":
+        if run.decode is not None:  # generating: a static cache, written in place
+            off = run.decode["offset"]
+            ck, cv = run.decode["cache"][op.name]  # (N, context, heads, d)
+            zero = jnp.zeros_like(off)  # every index of one integer type (x64 or not)
+            ck = lax.dynamic_update_slice(ck, k, (zero, off, zero, zero))
+            cv = lax.dynamic_update_slice(cv, v, (zero, off, zero, zero))
+            run.decode["cache"][op.name] = (ck, cv)
+            slots = jnp.arange(ck.shape[1])  # key j <= query position off + i
+            mask = (slots[None, :] <= off + jnp.arange(t)[:, None])[None, None]  # (1, 1, t, C)
+            if ctx.attention == "composed":
+                o = attention_composed(q, ck, cv, mask, ctx)
+            else:
+                o = jax.nn.dot_product_attention(q, ck, cv, mask=mask)
+        elif ctx.attention == "composed":
             mask = jnp.tril(jnp.ones((t, t), dtype=bool))[None, None]  # (1, 1, T, T): j <= i
             o = attention_composed(q, k, v, mask, ctx)
         else:

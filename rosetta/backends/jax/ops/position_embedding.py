@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rosetta.backends.driver import Site
 from rosetta.backends.jax.ops import param, weight
@@ -12,12 +12,19 @@ from rosetta.backends.snippet import RenderCtx, Snippet
 from rosetta.spec import ops
 
 if TYPE_CHECKING:  # the framework is imported by build() alone
-    from rosetta.backends.jax.lowering import Ctx, Layer
+    from rosetta.backends.jax.lowering import Ctx, Layer, Params, Run
 
 
 def build(op: ops.PositionEmbedding, site: Site, ctx: Ctx) -> Layer:
-    t = site.in_shape[0]
-    return lambda p, x, run: x + p[f"{op.name}.table"][:t]  # (N, T, E) + (T, E)
+    from jax import lax
+
+    def position_layer(p: Params, x: Any, run: Run) -> Any:
+        table = p[f"{op.name}.table"]
+        if run.decode is not None:  # generating: the rows from the positions already seen on
+            return x + lax.dynamic_slice_in_dim(table, run.decode["offset"], x.shape[1], axis=0)
+        return x + table[: x.shape[1]]  # (N, T, E) + (T, E)
+
+    return position_layer
 
 
 def render(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
