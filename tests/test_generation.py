@@ -167,3 +167,22 @@ def test_a_decoder_cell_records_its_training_and_its_generation(tmp_path):
         assert 0 < b["ttft_s"] and 0 < b["decode_p50_s"] <= b["decode_p99_s"]
         assert b["tokens_per_s"] > 0
     assert "generation" not in rec.get("flag_codes", [])
+
+
+@pytest.mark.slow
+def test_the_generated_torch_file_generates_the_references_tokens(decoder, tmp_path):
+    """``rosetta code decoder --backend torch``: its ``generate`` (a KV cache in a dict, one
+    token a step) run by the file's own --check in float64 gives the reference's greedy tokens
+    after the batch's first 8 ids."""
+    from rosetta import codegen
+    from rosetta.backends.torch.codegen import CHECK_NEW, CHECK_PROMPT
+    from tests.conformance.generated_run import run_files
+
+    _usable("torch")
+    w, params, ref = decoder
+    x = _prompts(2, 128, seed=3)
+    y = np.roll(x, -1, axis=1).astype(np.int64)
+    out = run_files({"d": (codegen.generate(w, "torch"), w, params, x, y)}, "float64", tmp_path)
+    assert not isinstance(out["d"], str), out["d"]
+    want = greedy(ref, x[:, :CHECK_PROMPT], CHECK_NEW).tokens
+    np.testing.assert_array_equal(out["d"]["generated"], want)

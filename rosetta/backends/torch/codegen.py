@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rosetta.backends import filetext as common
+from rosetta.spec.graph import walk
+from rosetta.spec.ops import CausalAttention, PositionEmbedding
 from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 if TYPE_CHECKING:
@@ -117,10 +119,56 @@ def check(weights, x, y, k, dtype="float32"):
     model = {cls}().to(getattr(torch, dtype))
     load_weights(model, weights)
     xt = {to_x}
-    out = {{"forward": features_step(model, xt).numpy()}}
+    out = {{"forward": features_step(model, xt).numpy()}}{_generated_check(workload)}
     model.eval(){train}
     return out
 '''
+
+
+#: a decoder's generation loop in the generated file: what ``rosetta.runner.generation`` runs
+GENERATE = '''
+
+@torch.inference_mode()
+def generate(model, prompts, new_tokens):
+    """Greedy decoding with a KV cache: the prompts' forward pass once (the prefill), then one
+    token a step, each reading the cached keys and values; the new tokens, (N, new_tokens)."""
+    model.eval()
+    cache = {}
+    logits = model(prompts, cache=cache)[:, -1]  # (N, V): the logits after the prompt
+    tokens = [logits.argmax(dim=-1)]
+    for i in range(1, new_tokens):
+        position = prompts.shape[1] + i - 1  # the new token's place in the sequence
+        logits = model(tokens[-1][:, None], cache=cache, offset=position)[:, -1]
+        tokens.append(logits.argmax(dim=-1))
+    return torch.stack(tokens, dim=1)
+'''
+#: the prompt and new tokens of the generated file's --check (its batch's first positions)
+CHECK_PROMPT, CHECK_NEW = 8, 8
+
+
+def _is_decoder(workload: Workload) -> bool:
+    """Whether ``workload`` generates: its graph holds a causal attention."""
+    ops = walk(workload.graph, workload.input.shape)
+    return any(isinstance(op, CausalAttention) for op, _, _ in ops)
+
+
+def _generated_check(workload: Workload) -> str:
+    """A decoder's --check also generates, from the loaded weights: ``generated`` (N, new)."""
+    if not _is_decoder(workload):
+        return ""
+    return (
+        f'\n    out["generated"] = generate(model, xt[:, :{CHECK_PROMPT}], {CHECK_NEW}).numpy()'
+    )
+
+
+def _signature(workload: Workload) -> str:
+    """``forward``'s arguments: a model with learned positions takes ``offset`` (the positions
+    already seen), a decoder ``cache`` (its keys and values, generating) too."""
+    walked = [op for op, _, _ in walk(workload.graph, workload.input.shape)]
+    extra = ", cache=None" if any(isinstance(op, CausalAttention) for op in walked) else ""
+    if any(isinstance(op, PositionEmbedding) for op in walked):
+        extra += ", offset=0"
+    return f"self, x{extra}"
 
 
 def source(workload: Workload, rendered: Rendered) -> str:
@@ -147,7 +195,7 @@ class {cls}(nn.Module):
         super().__init__()
 {init}
 
-    def forward(self, x):
+    def forward({_signature(workload)}):
 {forward}
         return x
 
@@ -181,6 +229,7 @@ def read_weights(model, grads=False):
     return assemble(pieces, SHAPES)
 '''
         + _optimizer(workload)
+        + (GENERATE if _is_decoder(workload) else "")
         + _check(workload, cls)
         + common.main_source(workload, common.example_input(workload))
     )

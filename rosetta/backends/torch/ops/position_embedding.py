@@ -27,7 +27,7 @@ def render(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
     n = attr(op.name)
     return Snippet(
         (f"self.{n} = nn.Parameter(torch.zeros({op.max_len}, {site.in_shape[1]}))",),
-        (f"{{x}} = {{x}} + self.{n}[: {{x}}.shape[1]]  # learned positions",),
+        (f"{{x}} = {{x}} + self.{n}[offset : offset + {{x}}.shape[1]]  # learned positions",),
         (Weight(f"{op.name}.table", f"model.{n}"),),
     )
 
