@@ -153,6 +153,81 @@ class TransformerNet(nn.Module):
         return self.fc(pooled)
 
 
+class DecoderBlock(nn.Module):
+    """Pre-LN GPT block: x + drop(attn(ln1(x))) with query i reading keys 0..i, then the MLP;
+    ``cache`` (a dict, generating) keeps this block's keys and values of the positions seen."""
+
+    def __init__(self, dim: int = 256, heads: int = 4, hidden: int = 1024, rate: float = 0.1):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(dim, eps=1e-5)
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim, bias=False)
+        self.v = nn.Linear(dim, dim)
+        self.o = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim, eps=1e-5)
+        self.ff1 = nn.Linear(dim, hidden)
+        self.ff2 = nn.Linear(hidden, dim)
+        self.drop = nn.Dropout(rate)
+
+    def forward(self, x: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
+        n, t, e = x.shape
+        h = self.ln1(x)
+        q, k, v = (
+            p(h).view(n, t, self.heads, -1).transpose(1, 2) for p in (self.q, self.k, self.v)
+        )
+        if cache is not None:
+            if "k" in cache:  # one new token after the cached positions
+                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
+            cache["k"], cache["v"] = k, v
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=t > 1)
+        x = x + self.drop(self.o(a.transpose(1, 2).reshape(n, t, e)))
+        return x + self.drop(self.ff2(F.gelu(self.ff1(self.ln2(x)))))
+
+
+class DecoderNet(nn.Module):
+    """nanoGPT's shape at the spec's size: token + learned positions, 4 blocks, final LayerNorm,
+    the head tied to the token table."""
+
+    def __init__(self, vocab: int = 8192, dim: int = 256, context: int = 128) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(context, dim)  # learned positions, GPT-2's wpe
+        self.blocks = nn.ModuleList([DecoderBlock(dim) for _ in range(4)])
+        self.ln = nn.LayerNorm(dim, eps=1e-5)
+        self.head = nn.Linear(dim, vocab, bias=False)
+        self.head.weight = self.embedding.weight  # tied
+
+    def forward(self, ids: torch.Tensor, caches: list | None = None, offset: int = 0):
+        x = self.embedding(ids) + self.pos.weight[offset : offset + ids.shape[1]]
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if caches is None else caches[i])
+        return self.head(self.ln(x))
+
+
+@torch.inference_mode()
+def generate(model: DecoderNet, prompts: torch.Tensor, new_tokens: int) -> torch.Tensor:
+    """Greedy decoding with a KV cache, as a user writes it: the prompt once, then a token a
+    step (each token on the host, as a server streams it)."""
+    caches: list[dict] = [{} for _ in model.blocks]
+    nxt = model(prompts, caches)[:, -1].argmax(dim=-1)
+    out = [nxt]
+    for i in range(1, new_tokens):
+        nxt = model(nxt[:, None], caches, prompts.shape[1] + i - 1)[:, -1].argmax(dim=-1)
+        nxt.cpu()
+        out.append(nxt)
+    return torch.stack(out, dim=1)
+
+
+def lm_train_step(model: nn.Module, optimizer: torch.optim.Optimizer, x, y) -> torch.Tensor:
+    """The language model's step: the cross-entropy over every position."""
+    optimizer.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
 def adamw_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     """The usual AdamW split: matrices of the linear layers decay; biases, norms, tables don't."""
     decay, plain = [], []
@@ -163,7 +238,8 @@ def adamw_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
 
 
-MODELS = {"cnn": VGGNet, "gru": GRUNet, "resnet50": ResNet50Features, "transformer": TransformerNet}
+MODELS = {"cnn": VGGNet, "gru": GRUNet, "resnet50": ResNet50Features, "transformer": TransformerNet,
+          "decoder": DecoderNet}  # fmt: skip
 
 
 def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, x, y) -> torch.Tensor:
