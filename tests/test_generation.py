@@ -170,19 +170,20 @@ def test_a_decoder_cell_records_its_training_and_its_generation(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_generated_torch_file_generates_the_references_tokens(decoder, tmp_path):
-    """``rosetta code decoder --backend torch``: its ``generate`` (a KV cache in a dict, one
-    token a step) run by the file's own --check in float64 gives the reference's greedy tokens
-    after the batch's first 8 ids."""
+@pytest.mark.parametrize("name", ["torch", "numpy_ref"])
+def test_the_generated_file_generates_the_references_tokens(decoder, tmp_path, name):
+    """``rosetta code decoder --backend B``: its ``generate`` (torch: a KV cache in a dict; NumPy:
+    the reference's own layers under ``Ctx.decode``) run by the file's own --check in float64
+    gives the reference's greedy tokens after the batch's first 8 ids."""
     from rosetta import codegen
     from rosetta.backends.torch.codegen import CHECK_NEW, CHECK_PROMPT
     from tests.conformance.generated_run import run_files
 
-    _usable("torch")
+    _usable(name)
     w, params, ref = decoder
     x = _prompts(2, 128, seed=3)
     y = np.roll(x, -1, axis=1).astype(np.int64)
-    out = run_files({"d": (codegen.generate(w, "torch"), w, params, x, y)}, "float64", tmp_path)
+    out = run_files({"d": (codegen.generate(w, name), w, params, x, y)}, "float64", tmp_path)
     assert not isinstance(out["d"], str), out["d"]
     want = greedy(ref, x[:, :CHECK_PROMPT], CHECK_NEW).tokens
     np.testing.assert_array_equal(out["d"]["generated"], want)

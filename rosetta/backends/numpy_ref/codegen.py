@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import rosetta.backends
 from rosetta.backends import filetext as common
+from rosetta.spec.graph import walk
+from rosetta.spec.ops import CausalAttention
 from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 if TYPE_CHECKING:
@@ -83,6 +85,9 @@ def train_step(net, params, optimizer, x, y, rng, training=True):
 
 
 def _check(workload: Workload) -> str:
+    generated = ""
+    if _is_decoder(workload):  # the same prompt and length as the PyTorch file's check
+        generated = '\n    out["generated"] = generate(net, params, x[:, :8], 8)'
     train = ""
     if workload.task == "train":
         train = """
@@ -110,7 +115,7 @@ def check(weights, x, y, k, dtype="float32"):
     params = {{n: np.array(weights[n], dtype=dtype) for n in SHAPES}}
     if not np.issubdtype(x.dtype, np.integer):
         x = x.astype(dtype)
-    out = {{"forward": features_step(net, params, x)}}{train}
+    out = {{"forward": features_step(net, params, x)}}{generated}{train}
     return out
 '''
 
@@ -156,6 +161,31 @@ SHAPES = {common.shapes_literal(workload)}
 TRAINABLE = {common.trainable_literal(workload)}
 '''
         + _optimizer(workload)
+        + (GENERATE if _is_decoder(workload) else "")
         + _check(workload)
         + common.main_source(workload, common.example_input(workload))
     )
+
+
+#: a decoder's greedy loop in the generated file: the reference's own (``ReferenceModel.prefill``
+#: and ``decode``), the layers reading ``Ctx.decode`` (positions seen, each attention's cache)
+GENERATE = '''
+
+def generate(net, params, prompts, new_tokens):
+    """Greedy decoding with a KV cache: the prompts (N, P) once, then one token a step, each
+    reading the cached keys and values (ctx.decode); the new tokens, (N, new_tokens)."""
+    state = Decode()
+    tokens, ids = [], prompts
+    for _ in range(new_tokens):
+        logits, _ = net(ids, Ctx(params, False, None, backward=False, decode=state))
+        state.offset += ids.shape[1]
+        tokens.append(logits[:, -1].argmax(axis=-1))  # (N,): the greedy next token
+        ids = tokens[-1][:, None]
+    return np.stack(tokens, axis=1)
+'''
+
+
+def _is_decoder(workload: Workload) -> bool:
+    """Whether ``workload`` generates: its graph holds a causal attention."""
+    return any(isinstance(op, CausalAttention) for op, _, _ in walk(workload.graph,
+                                                                     workload.input.shape))
