@@ -55,3 +55,4 @@ def test_generation_rows_and_the_section(tmp_path):
     section = section[: section.index("</section>")]
     assert section.count("<tr>") == 6  # the header and the five rows
     assert "&lt;i&gt;x&lt;/i&gt;" in section and "<i>x</i>" not in section
+    assert section.count("<svg") == 1 and "tokens/s per backend and batch" in section

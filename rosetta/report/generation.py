@@ -69,6 +69,7 @@ def generation_rows(t: Tables) -> list[dict]:
                         "p50": fmt_ms(b.get("decode_p50_s")),
                         "p99": fmt_ms(b.get("decode_p99_s")),
                         "tokens_per_s": fmt_num(b.get("tokens_per_s"), ".4g"),
+                        "tps": _num(b.get("tokens_per_s")),  # the chart's
                         "equivalent": gate.get("equivalent") is True,
                         "violation": fmt_num(gate.get("logits_violation"), ".3g"),
                         "tokens": _tokens(gate),
@@ -79,3 +80,41 @@ def generation_rows(t: Tables) -> list[dict]:
     rows.sort(key=lambda r: (runs[r["run_id"]], order[r["workload"]], r["backend"],
                              r["batch"] or 0))  # fmt: skip
     return rows
+
+
+def tokens_chart(rows: list[dict], workload: str):
+    """Tokens/s per backend at each batch size of ``workload``'s generation rows (one bar
+    group per backend, a bar per batch; a failed generation gate hatched), or None."""
+    import numpy as np
+
+    from rosetta.report.charts import Chart, colour, pyplot, safe_id, to_svg
+
+    mine = [r for r in rows if r["workload"] == workload and not r["skipped"]]
+    values = [(r["backend"], int(r["batch"]), r["tps"], r["equivalent"])
+              for r in mine if r["tps"] is not None and r["batch"] is not None]  # fmt: skip
+    if not values:
+        return None
+    names = list(dict.fromkeys(v[0] for v in values))
+    batches = sorted({v[1] for v in values})
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.5 * len(names) * len(batches)))
+    height = 0.8 / len(batches)
+    for j, b in enumerate(batches):
+        for i, name in enumerate(names):
+            hit = [v for v in values if v[0] == name and v[1] == b]
+            if not hit:
+                continue
+            _, _, tps, ok = hit[0]
+            y = len(names) - 1 - i + (j - (len(batches) - 1) / 2) * height
+            ax.barh(y, tps, height=height * 0.9, color=colour(name), alpha=1 - 0.35 * j,
+                    hatch=None if ok else "//", edgecolor="white")  # fmt: skip
+            ax.text(tps, y, f"  {tps:.4g} (batch {b})", va="center", fontsize=8)
+    ax.set_yticks(np.arange(len(names))[::-1], names)
+    ax.set_xlabel("new tokens per second (the batch's, prefill included)")
+    top = max(v[2] for v in values)
+    ax.set_xlim(0, top * 1.35)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_title(f"{workload}: greedy generation", loc="left", fontsize=11)
+    cid = safe_id("tokens", workload)
+    return Chart(cid, f"{workload}: tokens/s per backend and batch", to_svg(fig, cid))
+

@@ -85,6 +85,7 @@ def context(t: Tables, out_dir: Path) -> dict:
         why = f"serving scenarios not shown ({type(exc).__name__}: {exc})"
         loadgen, loadgen_problems = [], [why]
     ids = [r.run_id for r in t.runs.runs]
+    gen_rows = generation.generation_rows(t)
     return {
         "title": " vs ".join(ids),
         "lede": lede(t),
@@ -97,7 +98,11 @@ def context(t: Tables, out_dir: Path) -> dict:
         "scaling": scaling.sections(t),
         "latency": scaling.latency_sections(t),
         "serving": serving.serving_rows(t),
-        "generation": generation.generation_rows(t),
+        "generation": gen_rows,
+        "generation_charts": [
+            c for w in workload_order([r["workload"] for r in gen_rows])
+            if (c := generation.tokens_chart(gen_rows, w))
+        ],
         "loadgen": loadgen,
         "cold_charts": cold_charts,
         "loss_charts": loss_charts,
