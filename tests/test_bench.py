@@ -237,7 +237,7 @@ def test_two_runs_never_share_a_folder(tmp_path, small_data, capsys):
         (["--run-id", "/abs"], "run id '/abs' is not a plain name"),
         (["--resume", "nope"], "no run 'nope'"),
         (["--backends", "mxnet"], "unknown backend 'mxnet'; valid: numpy_ref, torch"),
-        (["--workloads", "lstm"], "unknown workload 'lstm'; valid: cnn, gru, resnet50"),
+        (["--workloads", "lstm"], "unknown workload 'lstm'; valid: cnn, decoder, gru, resnet50"),
         (["--profile", "huge"], "unknown profile 'huge'; valid: ci, smoke, full"),
     ],
 )
