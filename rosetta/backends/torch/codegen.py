@@ -147,7 +147,10 @@ CHECK_PROMPT, CHECK_NEW = 8, 8
 
 
 def _is_decoder(workload: Workload) -> bool:
-    """Whether ``workload`` generates: its graph holds a causal attention."""
+    """Whether ``workload`` generates: a language model, logits per position (T, V) out of a
+    graph holding a causal attention (a probe's classifier over one is not)."""
+    if len(workload.output_shape) != 2:
+        return False
     ops = walk(workload.graph, workload.input.shape)
     return any(isinstance(op, CausalAttention) for op, _, _ in ops)
 
