@@ -143,6 +143,21 @@ def test_time_generation_counts_every_new_token(decoder):
     assert t.ttft_s > 0 and t.tokens_per_s == pytest.approx(6 / (t.ttft_s + sum(t.decode_s)))
 
 
+def test_generation_memory_is_the_windows_own_peak(decoder):
+    """The memory of a batch's generations: the process's peak restarted before them (64 MiB
+    touched inside the window shows above the resident memory before it), and the KV cache
+    the work needs: two (N, positions, width) arrays per causal attention."""
+    from types import SimpleNamespace
+
+    from rosetta.runner.generation import _memory
+
+    w, _, _ = decoder
+    spec = SimpleNamespace(prompt_len=5, new_tokens=3)
+    mem = _memory(w, 2, spec, "float64", lambda: np.ones(8 << 20).sum())  # 64 MiB of float64
+    assert mem["kv_cache_bytes"] == 4 * 2 * 2 * (5 + 3) * 256 * 8  # 4 blocks of width 256
+    assert mem["peak_rss_bytes"] - mem["rss_before_bytes"] >= 60 << 20
+
+
 @pytest.mark.slow
 def test_a_decoder_cell_records_its_training_and_its_generation(tmp_path):
     """``rosetta bench``'s cell on the decoder (``ci``): the training run's token accuracy and
@@ -166,17 +181,21 @@ def test_a_decoder_cell_records_its_training_and_its_generation(tmp_path):
     for b in gen["batches"]:
         assert 0 < b["ttft_s"] and 0 < b["decode_p50_s"] <= b["decode_p99_s"]
         assert b["tokens_per_s"] > 0
+        mem = b["memory"]  # the cache is 4 blocks' keys and values, (N, 16 + 8, 256) float32
+        assert mem["kv_cache_bytes"] == 4 * 2 * b["batch"] * (16 + 8) * 256 * 4
+        assert mem["peak_rss_bytes"] >= mem["rss_before_bytes"] > 0
     assert "generation" not in rec.get("flag_codes", [])
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["torch", "numpy_ref"])
+@pytest.mark.parametrize("name", ["torch", "jax", "numpy_ref"])
 def test_the_generated_file_generates_the_references_tokens(decoder, tmp_path, name):
-    """``rosetta code decoder --backend B``: its ``generate`` (torch: a KV cache in a dict; NumPy:
-    the reference's own layers under ``Ctx.decode``) run by the file's own --check in float64
-    gives the reference's greedy tokens after the batch's first 8 ids."""
+    """``rosetta code decoder --backend B``: its ``generate`` (torch: a KV cache in a dict; JAX: a
+    jitted step over a static cache; NumPy: the reference's own layers under ``Ctx.decode``) run
+    by the file's own --check in float64 gives the reference's greedy tokens after the batch's
+    first 8 ids."""
     from rosetta import codegen
-    from rosetta.backends.torch.codegen import CHECK_NEW, CHECK_PROMPT
+    from rosetta.backends.filetext import CHECK_NEW, CHECK_PROMPT
     from tests.conformance.generated_run import run_files
 
     _usable(name)

@@ -25,7 +25,10 @@ def _generated(path, batches, gate=None, skipped=None):
         rec["metrics"]["generation"] = {
             "prompt_len": 32, "new_tokens": 32, "gate": gate,
             "batches": [{"batch": b, "ttft_s": 0.01 * b, "decode_p50_s": 0.002,
-                         "decode_p99_s": 0.004, "tokens_per_s": 100.0 * b} for b in batches],
+                         "decode_p99_s": 0.004, "tokens_per_s": 100.0 * b,
+                         "memory": {"kv_cache_bytes": b << 20, "rss_before_bytes": 1 << 30,
+                                    "peak_rss_bytes": (1 << 30) + (3 << 19)}}
+                        for b in batches],
         }  # fmt: skip
     path.write_text(json.dumps(rec))
 
@@ -50,6 +53,7 @@ def test_generation_rows_and_the_section(tmp_path):
     assert (one["ttft"], one["p50"], one["p99"], one["tokens_per_s"]) == ("80.0", "2.00", "4.00",
                                                                          "800")  # fmt: skip
     assert any(r["tokens"] == "differ from token 5 (margin 1.5e-06)" for r in by.values())
+    assert (one["kv_mib"], one["peak_mib"]) == ("8", "1026")  # bytes as MiB: 1024 + 1.5
     index = write_report([first], tmp_path / "report").read_text()
     section = index[index.index('<section id="generation">') :]
     section = section[: section.index("</section>")]

@@ -9,6 +9,8 @@ import textwrap
 from dataclasses import fields
 
 from rosetta.backends.snippet import ALL, Weight, attr, q
+from rosetta.spec.graph import walk
+from rosetta.spec.ops import CausalAttention, PositionEmbedding
 from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 #: the names a generated ``--check`` run writes into OUT.npz (read back by the conformance test)
@@ -106,6 +108,35 @@ def trainable_literal(workload: Workload) -> str:
     """The trainable canonical names in graph order, as a Python tuple literal."""
     names = [p.name for p in workload.param_specs if p.trainable]
     return "(\n" + "".join(f"    {q(n)},\n" for n in names) + ")"
+
+
+# -- a language model's generation -----------------------------------------------------------
+#: the prompt and new tokens of a decoder's ``--check`` (its batch's first positions): the
+#: generated file writes ``generated`` (N, CHECK_NEW), its greedy tokens from the loaded weights
+CHECK_PROMPT, CHECK_NEW = 8, 8
+
+
+def is_language_model(workload: Workload) -> bool:
+    """Whether ``workload`` generates: a language model, logits per position (T, V) out of a
+    graph holding a causal attention (a probe's classifier over one is not)."""
+    if len(workload.output_shape) != 2:
+        return False
+    return any(isinstance(op, CausalAttention) for op, _, _ in _ops(workload))
+
+
+def forward_extras(workload: Workload) -> str:
+    """A generated ``forward``'s arguments beyond its input: ``cache`` (a decoder's keys and
+    values, generating) and ``offset`` (the positions already seen: learned positions start
+    there), each only where the model has the op that reads it."""
+    walked = _ops(workload)
+    extra = ", cache=None" if any(isinstance(op, CausalAttention) for op, _, _ in walked) else ""
+    if any(isinstance(op, PositionEmbedding) for op, _, _ in walked):
+        extra += ", offset=0"
+    return extra
+
+
+def _ops(workload: Workload) -> list:
+    return list(walk(workload.graph, workload.input.shape))
 
 
 def optimizer_comment(workload: Workload) -> str:

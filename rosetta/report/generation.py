@@ -6,7 +6,9 @@ time to first token (the prefill, until the first token is on the host), decode 
 p99 (one token a step, synchronised), tokens/s (the whole batch's new tokens over the
 generation's wall time), the generation gate (every step's logits against the float64
 reference, and whether the greedy tokens were the reference's; where not, the first position
-that differs and the reference's top-1 minus top-2 margin there). A backend whose models do not
+that differs and the reference's top-1 minus top-2 margin there), and memory (the KV cache the
+batch needs; the process's peak resident memory during that batch's generations). A backend
+whose models do not
 generate yet has a row saying why. Read from the records only; their text is data (escaped).
 """
 
@@ -25,6 +27,12 @@ def _dict(v: object) -> dict:
 
 def _num(v: object) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _mib(v: object) -> str:
+    """Bytes as MiB for the table ("-" where not recorded)."""
+    n = _num(v)
+    return "-" if n is None else fmt_num(n / 2**20, ".4g")
 
 
 def _tokens(gate: dict) -> str:
@@ -73,6 +81,8 @@ def generation_rows(t: Tables) -> list[dict]:
                         "equivalent": gate.get("equivalent") is True,
                         "violation": fmt_num(gate.get("logits_violation"), ".3g"),
                         "tokens": _tokens(gate),
+                        "kv_mib": _mib(_dict(b.get("memory")).get("kv_cache_bytes")),
+                        "peak_mib": _mib(_dict(b.get("memory")).get("peak_rss_bytes")),
                     }
                 )
     order = {w: i for i, w in enumerate(workload_order([r["workload"] for r in rows]))}

@@ -14,7 +14,10 @@ and out); this module holds the loop, written once:
   reference's; in float32 the first position where they differ is reported, with the
   reference's margin there (its top logit minus its second: a near tie flips legitimately);
 - :func:`time_generation` times the loop as a user sees it: the prefill up to the first token
-  on the host (TTFT), each decode step synced, tokens per second over the whole generation.
+  on the host (TTFT), each decode step synced, tokens per second over the whole generation;
+- per batch, the memory: the KV cache the work needs, and the process's resident memory before
+  and at its peak during that batch's generations (the high-water mark restarted first, so the
+  training run before does not hide it; device memory is the cell's, ``metrics.memory``).
 
 Prompts are the same length in a batch by design (windows of the text stream, no padding): a
 batch of unequal prompts is refused by the shape of its array.
@@ -173,6 +176,58 @@ def time_generation(model: Model, prompts: np.ndarray, new_tokens: int) -> Gener
 TIMED_GENERATIONS = 3
 
 
+def kv_cache_bytes(workload: Workload, batch: int, positions: int, dtype: str) -> int:
+    """The keys and values a generation must keep: two (N, positions, E) arrays per causal
+    attention (what any cache holds for ``positions`` tokens; a static one allocates the
+    whole context, so its own allocation can be larger)."""
+    from rosetta.spec.graph import walk
+    from rosetta.spec.ops import CausalAttention
+
+    widths = [
+        in_shape[-1]
+        for op, in_shape, _ in walk(workload.graph, workload.input.shape)
+        if isinstance(op, CausalAttention)
+    ]
+    return 2 * batch * positions * sum(widths) * np.dtype(dtype).itemsize
+
+
+def _status_bytes(field: str) -> int | None:
+    """``VmHWM`` or ``VmRSS`` of this process in bytes (Linux ``/proc``), or None elsewhere."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024  # kB
+    except OSError:
+        return None
+    return None
+
+
+def _reset_peak_rss() -> bool:
+    """Restart the process's resident-memory high-water mark (Linux: ``clear_refs`` 5), so the
+    peak read next is the generation's own, not the training run's before it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def _memory(workload: Workload, batch: int, spec, dtype: str, run) -> dict:
+    """Run ``run()`` (one batch size's generations) and the memory it took: the process's
+    resident memory before and at its peak during them (None where the peak cannot be
+    restarted), and the KV cache the work needs (:func:`kv_cache_bytes`)."""
+    before = _status_bytes("VmRSS")
+    windowed = _reset_peak_rss()
+    run()
+    return {
+        "kv_cache_bytes": kv_cache_bytes(workload, batch, spec.prompt_len + spec.new_tokens, dtype),
+        "rss_before_bytes": before,
+        "peak_rss_bytes": _status_bytes("VmHWM") if windowed else None,
+    }
+
+
 def measure(model: Model, workload: Workload, spec, prompts_from: np.ndarray) -> dict:
     """A decoder cell's generation figures (``metrics.generation``), after its training run:
     the gate of the trained model against the float64 reference on the same weights (the
@@ -209,9 +264,14 @@ def measure(model: Model, workload: Workload, spec, prompts_from: np.ndarray) ->
         "batches": [],
     }
     for b in spec.batches:
-        time_generation(model, prompts[:b], spec.new_tokens)  # untimed: allocations, compiles
-        runs = [time_generation(model, prompts[:b], spec.new_tokens)
-                for _ in range(TIMED_GENERATIONS)]  # fmt: skip
+        runs: list[GenerationTimes] = []
+
+        def run(b=b, runs=runs) -> None:
+            time_generation(model, prompts[:b], spec.new_tokens)  # untimed: allocation, compiles
+            runs.extend(time_generation(model, prompts[:b], spec.new_tokens)
+                        for _ in range(TIMED_GENERATIONS))  # fmt: skip
+
+        memory = _memory(workload, b, spec, model.dtype, run)
         decode = [s for r in runs for s in r.decode_s]
         out["batches"].append({
             "batch": b,
@@ -219,5 +279,6 @@ def measure(model: Model, workload: Workload, spec, prompts_from: np.ndarray) ->
             "decode_p50_s": float(np.percentile(decode, 50)) if decode else None,
             "decode_p99_s": float(np.percentile(decode, 99)) if decode else None,
             "tokens_per_s": float(np.median([r.tokens_per_s for r in runs])),
+            "memory": memory,
         })  # fmt: skip
     return out

@@ -8,6 +8,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rosetta.backends import filetext as common
+from rosetta.backends.snippet import q
+from rosetta.spec.graph import walk
+from rosetta.spec.ops import CausalAttention
 from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 if TYPE_CHECKING:
@@ -60,11 +63,61 @@ def make_train_step(optimizer):
 '''
 
 
+def _generate(workload: Workload) -> str:
+    """A language model's greedy loop: one jitted step (the prompt, then each new token) over a
+    static cache per causal attention, what ``rosetta.runner.generation`` runs in JAX."""
+    if not common.is_language_model(workload):
+        return ""
+    caches = "".join(
+        f"    {q(op.name)}: ({op.heads}, {in_shape[1] // op.heads}),\n"
+        for op, in_shape, _ in walk(workload.graph, workload.input.shape)
+        if isinstance(op, CausalAttention)
+    )
+    return f'''
+
+CONTEXT = {workload.input.shape[0]}  # the positions a cache holds: prompt + new tokens at most
+CACHES = {{
+{caches}}}  # each causal attention's heads and head width
+
+
+@jax.jit
+def decode_step(p, ids, cache, offset):
+    """The next-token logits after ``ids`` (N, t) at positions offset.., and the cache with
+    their keys and values written in; one trace for the prompt's length, one for a token."""
+    cache = dict(cache)  # the layers write into this copy: the step stays a pure function
+    logits = forward(p, ids, cache=cache, offset=offset)[:, -1]  # (N, V)
+    return logits, cache
+
+
+def generate(p, prompts, new_tokens):
+    """Greedy decoding with a KV cache: the prompts (N, P) once (the prefill), then one token a
+    step, each reading the cached keys and values; the new tokens, (N, new_tokens)."""
+    n, dtype = prompts.shape[0], p[next(iter(p))].dtype
+    cache = {{
+        layer: (jnp.zeros((n, CONTEXT, h, d), dtype), jnp.zeros((n, CONTEXT, h, d), dtype))
+        for layer, (h, d) in CACHES.items()
+    }}
+    logits, cache = decode_step(p, prompts, cache, 0)
+    tokens = [logits.argmax(axis=-1)]
+    for i in range(1, new_tokens):
+        position = prompts.shape[1] + i - 1  # the new token's place in the sequence
+        logits, cache = decode_step(p, tokens[-1][:, None], cache, position)
+        tokens.append(logits.argmax(axis=-1))
+    return jnp.stack(tokens, axis=1)
+'''
+
+
 def _check(workload: Workload) -> str:
     if len(workload.input.shape) == 1:
         to_x = "jnp.asarray(x.astype(np.int32))"
     else:
         to_x = "jnp.asarray(x.transpose(0, 2, 3, 1).astype(dtype))  # (N, C, H, W) -> (N, H, W, C)"
+    generated = ""
+    if common.is_language_model(workload):
+        generated = (
+            f'\n    out["generated"] = np.asarray(generate(native, xt[:, :{common.CHECK_PROMPT}], '
+            f"{common.CHECK_NEW}))"
+        )
     train = ""
     if workload.task == "train":
         train = """
@@ -94,7 +147,7 @@ def check(weights, x, y, k, dtype="float32"):
     jax.config.update("jax_enable_x64", dtype == "float64")
     native = load_weights(weights, dtype)
     xt = {to_x}
-    out = {{"forward": np.asarray(features_step(native, xt))}}{train}
+    out = {{"forward": np.asarray(features_step(native, xt))}}{generated}{train}
     return out
 '''
 
@@ -117,7 +170,7 @@ from jax import lax
 NHWC = ("NHWC", "HWIO", "NHWC")  # activations, kernels, outputs: channels-last
 {common.CHECK_IO}{rendered.helpers}
 
-def forward(p, x, rng=None):
+def forward(p, x, rng=None{common.forward_extras(workload)}):
     """The spec's model (see DESCRIPTION): its layers in graph order.
 
     ``p``: the parameters by the spec's names (native layouts, see ``weight_table``); ``rng``: a
@@ -155,6 +208,7 @@ def read_weights(p):
     return assemble(pieces, SHAPES)
 '''
         + _optimizer(workload)
+        + _generate(workload)
         + _check(workload)
         + common.main_source(workload, common.example_input(workload))
     )

@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING
 
 import rosetta.backends
 from rosetta.backends import filetext as common
-from rosetta.spec.graph import walk
-from rosetta.spec.ops import CausalAttention
 from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 if TYPE_CHECKING:
@@ -86,8 +84,11 @@ def train_step(net, params, optimizer, x, y, rng, training=True):
 
 def _check(workload: Workload) -> str:
     generated = ""
-    if _is_decoder(workload):  # the same prompt and length as the PyTorch file's check
-        generated = '\n    out["generated"] = generate(net, params, x[:, :8], 8)'
+    if common.is_language_model(workload):
+        generated = (
+            f'\n    out["generated"] = generate(net, params, x[:, :{common.CHECK_PROMPT}], '
+            f"{common.CHECK_NEW})"
+        )
     train = ""
     if workload.task == "train":
         train = """
@@ -161,7 +162,7 @@ SHAPES = {common.shapes_literal(workload)}
 TRAINABLE = {common.trainable_literal(workload)}
 '''
         + _optimizer(workload)
-        + (GENERATE if _is_decoder(workload) else "")
+        + (GENERATE if common.is_language_model(workload) else "")
         + _check(workload)
         + common.main_source(workload, common.example_input(workload))
     )
@@ -183,12 +184,3 @@ def generate(net, params, prompts, new_tokens):
         ids = tokens[-1][:, None]
     return np.stack(tokens, axis=1)
 '''
-
-
-def _is_decoder(workload: Workload) -> bool:
-    """Whether ``workload`` generates: a language model, logits per position (T, V) out of a
-    graph holding a causal attention (a probe's classifier over one is not)."""
-    if len(workload.output_shape) != 2:
-        return False
-    ops = walk(workload.graph, workload.input.shape)
-    return any(isinstance(op, CausalAttention) for op, _, _ in ops)

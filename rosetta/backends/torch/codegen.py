@@ -7,8 +7,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rosetta.backends import filetext as common
-from rosetta.spec.graph import walk
-from rosetta.spec.ops import CausalAttention, PositionEmbedding
 from rosetta.spec.workload import SGD, Adam, AdamW, Workload
 
 if TYPE_CHECKING:
@@ -142,36 +140,16 @@ def generate(model, prompts, new_tokens):
         tokens.append(logits.argmax(dim=-1))
     return torch.stack(tokens, dim=1)
 '''
-#: the prompt and new tokens of the generated file's --check (its batch's first positions)
-CHECK_PROMPT, CHECK_NEW = 8, 8
-
-
-def _is_decoder(workload: Workload) -> bool:
-    """Whether ``workload`` generates: a language model, logits per position (T, V) out of a
-    graph holding a causal attention (a probe's classifier over one is not)."""
-    if len(workload.output_shape) != 2:
-        return False
-    ops = walk(workload.graph, workload.input.shape)
-    return any(isinstance(op, CausalAttention) for op, _, _ in ops)
 
 
 def _generated_check(workload: Workload) -> str:
     """A decoder's --check also generates, from the loaded weights: ``generated`` (N, new)."""
-    if not _is_decoder(workload):
+    if not common.is_language_model(workload):
         return ""
     return (
-        f'\n    out["generated"] = generate(model, xt[:, :{CHECK_PROMPT}], {CHECK_NEW}).numpy()'
+        f'\n    out["generated"] = generate(model, xt[:, :{common.CHECK_PROMPT}], '
+        f"{common.CHECK_NEW}).numpy()"
     )
-
-
-def _signature(workload: Workload) -> str:
-    """``forward``'s arguments: a model with learned positions takes ``offset`` (the positions
-    already seen), a decoder ``cache`` (its keys and values, generating) too."""
-    walked = [op for op, _, _ in walk(workload.graph, workload.input.shape)]
-    extra = ", cache=None" if any(isinstance(op, CausalAttention) for op in walked) else ""
-    if any(isinstance(op, PositionEmbedding) for op in walked):
-        extra += ", offset=0"
-    return f"self, x{extra}"
 
 
 def source(workload: Workload, rendered: Rendered) -> str:
@@ -198,7 +176,7 @@ class {cls}(nn.Module):
         super().__init__()
 {init}
 
-    def forward({_signature(workload)}):
+    def forward(self, x{common.forward_extras(workload)}):
 {forward}
         return x
 
@@ -232,7 +210,7 @@ def read_weights(model, grads=False):
     return assemble(pieces, SHAPES)
 '''
         + _optimizer(workload)
-        + (GENERATE if _is_decoder(workload) else "")
+        + (GENERATE if common.is_language_model(workload) else "")
         + _check(workload, cls)
         + common.main_source(workload, common.example_input(workload))
     )

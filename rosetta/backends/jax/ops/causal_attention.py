@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rosetta.backends.driver import Site
 from rosetta.backends.jax.ops import param, weight
 from rosetta.backends.jax.ops.attention import attention_composed
-from rosetta.backends.snippet import RenderCtx, Snippet, fmt_shape
+from rosetta.backends.snippet import RenderCtx, Snippet, fmt_shape, q
 from rosetta.spec import ops
 
 if TYPE_CHECKING:  # the framework is imported by build() alone
@@ -19,18 +19,29 @@ if TYPE_CHECKING:  # the framework is imported by build() alone
 
 HELPERS = {
     "causal_self_attention": '''
-def causal_self_attention(x, wq, bq, wk, wv, bv, wo, bo, heads):
-    """Multi-head self-attention where position i reads positions 0..i only."""
+def causal_self_attention(x, wq, bq, wk, wv, bv, wo, bo, heads, cache=None, layer="", offset=0):
+    """Multi-head self-attention where position i reads positions 0..i only. Generating,
+    ``cache`` (a dict) holds each layer's keys and values for the whole context, (N, context,
+    heads, d), a static shape: this call's are written at ``offset`` and read with the earlier."""
     n, t, e = x.shape
     split = (n, t, heads, e // heads)  # (N, T, E) -> (B, T, N, H) as jax.nn wants it
     q, k, v = (x @ wq + bq).reshape(split), (x @ wk).reshape(split), (x @ wv + bv).reshape(split)
+    if cache is None:  # every position at once: key j <= query i
+        mask = jnp.tril(jnp.ones((t, t), dtype=bool))
+    else:
+        k = lax.dynamic_update_slice(cache[layer][0], k, (0, offset, 0, 0))
+        v = lax.dynamic_update_slice(cache[layer][1], v, (0, offset, 0, 0))
+        cache[layer] = (k, v)
+        # key j <= query offset + i; the slots past the last written one are masked
+        mask = jnp.arange(k.shape[1])[None, :] <= offset + jnp.arange(t)[:, None]
     if x.dtype == jnp.float64:  # jax.nn's softmax runs in float32 whatever the inputs
         s = jnp.einsum("btnh,bsnh->bnts", q, k) / np.sqrt(q.shape[-1])
-        mask = jnp.tril(jnp.ones((t, t), dtype=bool))  # key j <= query i
         p = jax.nn.softmax(jnp.where(mask, s, jnp.finfo(s.dtype).min), axis=-1)
         o = jnp.einsum("bnts,bsnh->btnh", p, v)
-    else:
+    elif cache is None:
         o = jax.nn.dot_product_attention(q, k, v, is_causal=True)  # (N, T, heads, d)
+    else:
+        o = jax.nn.dot_product_attention(q, k, v, mask=mask[None, None])
     return o.reshape(n, t, e) @ wo + bo
 ''',
 }
@@ -80,8 +91,8 @@ def build(op: ops.CausalAttention, site: Site, ctx: Ctx) -> Layer:
 def render(op: ops.CausalAttention, site: Site, ctx: RenderCtx) -> Snippet:
     args = ", ".join(param(f"{op.name}.{r}") for r in ops.ATTENTION_ROLES)
     line = (
-        f"{{x}} = causal_self_attention({{x}}, {args}, heads={op.heads})"
-        f"  # {fmt_shape(site.out_shape)}"
+        f"{{x}} = causal_self_attention({{x}}, {args}, heads={op.heads}, cache=cache, "
+        f"layer={q(op.name)}, offset=offset)  # {fmt_shape(site.out_shape)}"
     )
     weights = tuple(weight(f"{op.name}.{r}") for r in ops.ATTENTION_ROLES)
     return Snippet(forward=(line,), weights=weights, helpers=("causal_self_attention",))

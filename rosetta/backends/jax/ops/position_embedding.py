@@ -1,5 +1,5 @@
-"""position_embedding in JAX: the first ``T`` rows of the learned ``(P, E)`` table added to
-``(N, T, E)``. The table as is.
+"""position_embedding in JAX: ``T`` rows of the learned ``(P, E)`` table added to ``(N, T, E)``,
+from the first (or, generating, from the positions already seen: ``offset``). The table as is.
 """
 
 from __future__ import annotations
@@ -28,5 +28,6 @@ def build(op: ops.PositionEmbedding, site: Site, ctx: Ctx) -> Layer:
 
 
 def render(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
-    line = f"{{x}} = {{x}} + {param(f'{op.name}.table')}[: {{x}}.shape[1]]  # learned positions"
+    table = param(f"{op.name}.table")
+    line = f"{{x}} = {{x}} + lax.dynamic_slice_in_dim({table}, offset, {{x}}.shape[1])  # positions"
     return Snippet(forward=(line,), weights=(weight(f"{op.name}.table"),))
