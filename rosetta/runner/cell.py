@@ -274,7 +274,8 @@ class Cell:
             self.result["metrics"].update(self.latency())  # after the run, outside its clocks
             gen = self.profile.generate
             if gen is not None and not self.forward_only:  # a decoder: its generation run
-                out = generation.measure(self.model, self.workload, gen, self.data.x_test)
+                key = gate_key(self.workload, self.runtime)  # bf16's bounds under bf16
+                out = generation.measure(self.model, self.workload, gen, self.data.x_test, key)
                 self.result["metrics"]["generation"] = out
                 g = out.get("gate", {})
                 if g and not g["equivalent"]:

@@ -228,12 +228,16 @@ def _memory(workload: Workload, batch: int, spec, dtype: str, run) -> dict:
     }
 
 
-def measure(model: Model, workload: Workload, spec, prompts_from: np.ndarray) -> dict:
+def measure(
+    model: Model, workload: Workload, spec, prompts_from: np.ndarray, key: str | None = None
+) -> dict:
     """A decoder cell's generation figures (``metrics.generation``), after its training run:
     the gate of the trained model against the float64 reference on the same weights (the
     widest batch's prompts), then per batch size ``TIMED_GENERATIONS`` timed generations after
     one untimed; prompts are the first windows of ``prompts_from`` (the test text), cut to
-    ``spec.prompt_len``. A backend whose models do not generate gets ``skipped`` and why."""
+    ``spec.prompt_len``; ``key`` names the tolerance set (the cell's gate's: ``bf16`` under
+    mixed precision; default the model's dtype). A backend whose models do not generate gets
+    ``skipped`` and why."""
     from rosetta.backends import make, numpy_ref
 
     if not model.GENERATES:
@@ -248,7 +252,7 @@ def measure(model: Model, workload: Workload, spec, prompts_from: np.ndarray) ->
         )
     prompts = np.asarray(prompts_from[:widest, : spec.prompt_len])
     reference = make(numpy_ref, workload, model.get_params(), dtype="float64")
-    tol = workload.tolerances[model.dtype].forward
+    tol = workload.tolerances[key or model.dtype].forward
     gate = gate_generation(model, reference, prompts, spec.new_tokens, tol)
     out = {
         "prompt_len": spec.prompt_len,
