@@ -33,5 +33,5 @@ def render(op: ops.TiedDense, site: Site, ctx: RenderCtx) -> Snippet:
         y = f"MatMul({{x}}, Transpose({table}, perm=[1, 0]))"
     else:
         y = f"Gemm({{x}}, {table}, transB=1)"
-    line = f"{{x}} = {y}  # tied: the embedding's table, read again  {fmt_shape(site.out_shape)}"
+    line = f"{{x}} = {y}  # {fmt_shape(site.out_shape)}: tied, the embedding's table read again"
     return Snippet(forward=(line,))
