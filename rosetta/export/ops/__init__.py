@@ -19,7 +19,8 @@ from rosetta.backends.snippet import RenderCtx
 
 NAME = "onnx"
 
-#: op name -> why the exporter does not lower it: none (every op of the spec has its nodes)
+#: op name -> why the exporter does not lower it (none: it writes every op of the spec as ONNX
+#: nodes, which both serving engines run)
 UNSUPPORTED: dict[str, str] = {}
 
 
