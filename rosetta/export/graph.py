@@ -22,9 +22,13 @@ per graph from the int input and memoised on the :class:`Build` (``valid``, ``co
 padding key) to the scaled scores before ONNX's ``Softmax`` (which subtracts the row maximum:
 stable at any logit size), so a masked key's weight is exactly 0; a row of padding only would be
 all -inf (NaN), so its keys are all kept instead and its head outputs multiplied by
-``any_key = 0``: the spec's rule (output ``bo``), as the reference's. The masked mean divides by
-``max(count, 1)``: 0 for a row of padding only, never 0/0. GELU is exact, ``0.5 x (1 + erf(x /
-sqrt 2))``, in the reference's order (the form ONNX Runtime's Gelu fusion recognises).
+``any_key = 0``: the spec's rule (output ``bo``), as the reference's. Causal attention is the
+same nodes with a constant (T, T) bias instead (0 at key ``j <= i``, -inf after: one initializer
+per graph) and no padding mask. The tied head reads the embedding's own table initializer again
+(``Transpose`` then ``MatMul``; ``Gemm`` with ``transB=1`` on 2-d): the file holds it once. The
+masked mean divides by ``max(count, 1)``: 0 for a row of padding only, never 0/0. GELU is exact,
+``0.5 x (1 + erf(x / sqrt 2))``, in the reference's order (the form ONNX Runtime's Gelu fusion
+recognises).
 """
 
 from __future__ import annotations

@@ -36,6 +36,11 @@ from rosetta.spec.weights import check_weights
 
 #: the largest ``.onnx`` file a backend reads (protobuf's own limit is 2 GiB)
 MAX_FILE_BYTES = 2**31 - 1
+#: the attention ops and the additive mask each adds to its scores (the manifest's ``attention``)
+ATTENTION_MASKS = {
+    ops.Attention: "the key padding mask (0 / -inf)",
+    ops.CausalAttention: "the causal mask (a constant (T, T): 0 / -inf)",
+}
 
 
 def load_file(path: str | Path, workload) -> onnx.ModelProto:
@@ -216,12 +221,13 @@ class ServingModel(Model):
         if self._has("GRU"):
             layout = "NT (token ids; the GRU runs ONNX's TNC)"
         attention = "n/a"
-        if any(  # a softmax layer is a Softmax node too: ask the spec, not the graph
-            isinstance(op, ops.Attention)
-            for op, _, _ in walk(self.workload.graph, self.workload.input.shape)
-        ):
+        kinds = {  # a softmax layer is a Softmax node too: ask the spec, not the graph
+            type(op) for op, _, _ in walk(self.workload.graph, self.workload.input.shape)
+        }
+        masks = [text for op, text in ATTENTION_MASKS.items() if op in kinds]
+        if masks:
             attention = (
-                "composed: MatMul, Div by sqrt(d), Add of the key padding mask (0 / -inf), "
+                f"composed: MatMul, Div by sqrt(d), Add of {' and '.join(masks)}, "
                 "Softmax, MatMul (the engine's graph optimiser fuses what it recognises)"
             )
         return {

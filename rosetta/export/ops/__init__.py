@@ -19,14 +19,9 @@ from rosetta.backends.snippet import RenderCtx
 
 NAME = "onnx"
 
-#: op name -> why the exporter does not lower it: the decoder's two ops (issue 45) are
-#: lowered in the NumPy reference, PyTorch and JAX first; the exporter's follow
-UNSUPPORTED: dict[str, str] = {
-    "causal_attention": "not lowered yet: the decoder's ops (issue 45) came to numpy_ref, torch "
-    "and jax first",
-    "tied_dense": "not lowered yet: the decoder's ops (issue 45) came to numpy_ref, torch and "
-    "jax first",
-}
+#: op name -> why the exporter does not lower it (none: it writes every op of the spec as ONNX
+#: nodes, which both serving engines run)
+UNSUPPORTED: dict[str, str] = {}
 
 
 def onnx_pads(padding: tuple[int, int, int, int]) -> list[int]:

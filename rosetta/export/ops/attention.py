@@ -1,4 +1,11 @@
-"""attention in ONNX: ``MatMul``/``Softmax``, the key padding mask an additive 0 / -inf bias."""
+"""attention in ONNX: ``MatMul``/``Softmax``, the key padding mask an additive 0 / -inf bias.
+
+The one home of self-attention's ONNX form: :func:`emitter` (the nodes) and :func:`lines` (their
+text) serve ``attention`` (the key padding mask, a row of padding only zeroed) and, with
+``causal=True``, ``causal_attention`` (``ops/causal_attention.py``): the same projections, head
+split, scale and ``Softmax``, the bias added to the scores being the constant (T, T)
+lower-triangular one of :func:`causal_bias` instead of the token mask's ``key_bias``.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +22,19 @@ if TYPE_CHECKING:  # graph.py imports onnx; build() imports what it needs
     from rosetta.export.graph import Build, Emit
 
 
-def build(op: ops.Attention, site: Site, ctx: Build) -> Emit:
+def causal_bias(b: Build, t: int) -> str:
+    """The (T, T) additive causal mask, one constant initializer per graph (every layer reads
+    it): 0 where query ``i`` may read key ``j`` (``j <= i``), -inf above the diagonal, so a later
+    key's weight after ``Softmax`` is exactly 0; the diagonal keeps every row one finite key."""
+    return b.const(f"causal_bias{t}", np.triu(np.full((t, t), -np.inf), 1))  # (T, T)
+
+
+def emitter(op: ops.Attention | ops.CausalAttention, site: Site, causal: bool) -> Emit:
+    """Self-attention's nodes: the key padding mask (``attention``) or, ``causal``, the
+    lower-triangular :func:`causal_bias` and no padding mask (``causal_attention``)."""
     from rosetta.export.graph import mask
 
-    _, e = site.in_shape
+    t, e = site.in_shape
     h, d = op.heads, e // op.heads
     n = op.name
 
@@ -30,38 +46,64 @@ def build(op: ops.Attention, site: Site, ctx: Build) -> Emit:
         return b.one("Transpose", [b.one("Reshape", [y, split])], perm=perm)
 
     def emit(b: Build, x: str) -> str:
-        key_bias, any_key = mask(b, "key_bias"), mask(b, "any_key")
+        if causal:  # (T, T): key j <= query i, broadcast over N and the heads
+            bias, any_key = causal_bias(b, t), None
+        else:  # (N, 1, 1, T): the key padding mask
+            bias, any_key = mask(b, "key_bias"), mask(b, "any_key")
         q = heads(b, x, "query", True, [0, 2, 1, 3])  # (N, H, T, d)
         k = heads(b, x, "key", False, [0, 2, 3, 1])  # (N, H, d, T): no key bias
         v = heads(b, x, "value", True, [0, 2, 1, 3])  # (N, H, T, d)
         scores = b.one("Div", [b.one("MatMul", [q, k]), b.const(f"sqrt{d}", np.sqrt(d))])
-        p = b.one("Softmax", [b.one("Add", [scores, key_bias])], axis=-1)  # (N, H, T, T)
+        p = b.one("Softmax", [b.one("Add", [scores, bias])], axis=-1)  # (N, H, T, T)
         o = b.one("Transpose", [b.one("MatMul", [p, v])], perm=[0, 2, 1, 3])  # (N, T, H, d)
         o = b.one("Reshape", [o, b.const(f"shape_{e}", [0, 0, e], "int64")])  # (N, T, E)
-        o = b.one("Mul", [o, any_key])  # a row of padding only: its head outputs are 0
+        if any_key is not None:
+            o = b.one("Mul", [o, any_key])  # a row of padding only: its head outputs are 0
         return b.one("Add", [b.one("MatMul", [o, f"{n}.output_kernel"]), f"{n}.output_bias"])
 
     return emit
 
 
-def render(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
+def lines(
+    op: ops.Attention | ops.CausalAttention, site: Site, ctx: RenderCtx, causal: bool
+) -> Snippet:
+    """The text of :func:`emitter`'s nodes (the masks' lines once per graph)."""
     n, (t, e), h = op.name, site.in_shape, op.heads
     d = e // h
     split = f"[0, 0, {h}, {d}]"
-    lines = (
-        *mask_lines(ctx, "key_bias", "any_key"),
+    if causal:
+        done = ctx.extra.setdefault("onnx_mask", set())
+        made = () if "causal_bias" in done else (
+            f"causal_bias = triu(full(({t}, {t}), -inf), 1)  # constant (T, T): 0 at key j <= "
+            "query i, -inf after",
+        )  # fmt: skip
+        done.add("causal_bias")
+        bias, merge = "causal_bias", "  # heads concatenated"
+    else:
+        made = mask_lines(ctx, "key_bias", "any_key")
+        bias, merge = "key_bias", "  # heads concatenated; a row of padding only: 0"
+    merged = f"Reshape(Transpose(MatMul(p, v), perm=[0, 2, 1, 3]), [0, 0, {e}])"
+    forward = (
+        *made,
         f"q = Transpose(Reshape(Add(MatMul({{x}}, {n}.query_kernel), {n}.query_bias), {split}), "
         f"perm=[0, 2, 1, 3])  # (N, {h}, {t}, {d})",
         f"k = Transpose(Reshape(MatMul({{x}}, {n}.key_kernel), {split}), perm=[0, 2, 3, 1])"
         f"  # (N, {h}, {d}, {t}): no key bias",
         f"v = Transpose(Reshape(Add(MatMul({{x}}, {n}.value_kernel), {n}.value_bias), {split}), "
         f"perm=[0, 2, 1, 3])",
-        f"p = Softmax(Add(Div(MatMul(q, k), sqrt({d})), key_bias), axis=-1)"
+        f"p = Softmax(Add(Div(MatMul(q, k), sqrt({d})), {bias}), axis=-1)"
         "  # a masked key: weight exactly 0",
-        f"{{x}} = Mul(Reshape(Transpose(MatMul(p, v), perm=[0, 2, 1, 3]), [0, 0, {e}]), any_key)"
-        "  # heads concatenated; a row of padding only: 0",
+        f"{{x}} = {merged if causal else f'Mul({merged}, any_key)'}{merge}",
         f"{{x}} = Add(MatMul({{x}}, {n}.output_kernel), {n}.output_bias)"
         f"  # {fmt_shape(site.out_shape)}",
     )
     w = tuple(Weight(f"{n}.{r}", f"{n}.{r}") for r in ops.ATTENTION_ROLES)
-    return Snippet(forward=lines, weights=w)
+    return Snippet(forward=forward, weights=w)
+
+
+def build(op: ops.Attention, site: Site, ctx: Build) -> Emit:
+    return emitter(op, site, causal=False)
+
+
+def render(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
+    return lines(op, site, ctx, causal=False)
