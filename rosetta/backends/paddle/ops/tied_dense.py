@@ -34,7 +34,7 @@ def render(op: ops.TiedDense, site: Site, ctx: RenderCtx) -> Snippet:
         (),
         (
             f"{{x}} = paddle.matmul({{x}}, self.{tie}.weight, transpose_y=True)"
-            f"  # tied to {tie}'s (V, E) weight  {fmt_shape(site.out_shape)}",
+            f"  # tied: {tie}'s own (V, E) weight; {fmt_shape(site.out_shape)}",
         ),
         (),
     )
