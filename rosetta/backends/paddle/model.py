@@ -29,7 +29,11 @@ fastpath_knob --backend paddle --knob paddle_static``, figures in ``static_in_ef
   lower triangle in float64 (``lowering.CausalSelfAttention``); LayerNorm and GELU are
   ``nn.LayerNorm`` and the exact ``nn.GELU``, Paddle's own kernels;
 - a tied LM head reads the embedding's own weight (``lowering.TiedLinear``): one Parameter, bound
-  once (the embedding's), so the optimiser holds it once and its gradient is both uses' sum.
+  once (the embedding's), so the optimiser holds it once and its gradient is both uses' sum;
+- a decoder generates (``prefill``/``decode``) in the dynamic graph under ``paddle.no_grad()``
+  with a static KV cache (``lowering.Decoding``): per causal attention a (N, context, H, d) key
+  and value buffer allocated at the prefill and written in place at the offset, the position
+  table read from it; a decode step runs the network on its one new token.
 
 **The gated program.** ``train_step`` is the timed program and the gate's k steps run through
 it: ``set_dropout(False)`` writes 0 into the rate buffer of every :class:`GatedDropout`, which
@@ -86,6 +90,7 @@ class PaddleModel(Model):
             self.net: nn.Layer = driver.lower(
                 TABLE, workload.graph, workload.input.shape, ctx
             )  # an unknown op raises before anything is built
+        self.decoding = ctx.decoding  # generating: the position offset and the KV caches
         self.batchnorms = [
             m for m in self.net.sublayers() if isinstance(m, (nn.BatchNorm1D, nn.BatchNorm2D))
         ]
@@ -155,6 +160,34 @@ class PaddleModel(Model):
                 return self._predictor(batch[0].numpy())
         with paddle.no_grad():
             return self.forward(batch[0])
+
+    # -- generating face -----------------------------------------------------------------------
+    GENERATES = True
+
+    def prefill(self, prompts: np.ndarray) -> tuple[paddle.Tensor, paddle.Tensor]:
+        ids = paddle.to_tensor(np.asarray(prompts, dtype=np.int64))  # (N, P), on the place
+        self.decoding.start(capacity=self.workload.input.shape[0])  # the model's context
+        return self._generate_step(ids)
+
+    def decode(self, tokens: paddle.Tensor | np.ndarray) -> tuple[paddle.Tensor, paddle.Tensor]:
+        if isinstance(tokens, np.ndarray):  # the gate's tokens; else the last step's, native
+            tokens = paddle.to_tensor(tokens.astype(np.int64))
+        return self._generate_step(tokens.astype("int64").unsqueeze(1))  # (N,) -> (N, 1)
+
+    def _generate_step(self, ids: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
+        """The dynamic-graph network over the positions after those seen, under
+        ``paddle.no_grad()`` in ``eval()`` (never the to_static forward: the cache's offset
+        moves every step)."""
+        self._mode(False)
+        self.decoding.active = True
+        try:
+            with paddle.no_grad():
+                out = self.net(ids)  # (N, t, V)
+        finally:
+            self.decoding.active = False
+        self.decoding.offset += ids.shape[1]
+        last = out[:, -1]  # (N, V): the logits at the newest position
+        return last, last.argmax(axis=-1)
 
     def sync(self, value=None) -> None:
         if self.device == "cuda":

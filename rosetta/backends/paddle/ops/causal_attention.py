@@ -40,7 +40,7 @@ HELPERS = {"causal_self_attention": CAUSAL_SELF_ATTENTION}
 def build(op: ops.CausalAttention, site: Site, ctx: Build) -> nn.Layer:
     from rosetta.backends.paddle.lowering import CausalSelfAttention
 
-    layer = CausalSelfAttention(site.in_shape[1], op.heads)
+    layer = CausalSelfAttention(site.in_shape[1], op.heads, ctx.decoding)
     ctx.own(op, layer)
     return layer
 
