@@ -143,7 +143,7 @@ def set_mode(model, dropout=True):
 def train_step(model, optimizer, x, y, training=True):
     """One optimiser step on (x, y); training=False switches dropout off."""
     set_mode(model, dropout=training)
-    loss = F.cross_entropy(model(x), y)  # softmax cross-entropy, mean over the batch
+    loss = F.cross_entropy(model(x), y)  # softmax cross-entropy, the mean over every label
     loss.backward()
     optimizer.step()
     optimizer.clear_grad()

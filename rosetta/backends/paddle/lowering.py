@@ -7,11 +7,14 @@ owns the parameters of which op, for ``weights.py``), :func:`default_dtype` arou
 layers Paddle lacks (:class:`LastStepGRU`; :class:`GatedDropout`, whose rate is a tensor the step
 reads, so that the gate can switch it off inside the very program that is timed
 (``Model.set_dropout``), also under ``paddle.jit.to_static``; :class:`LayerNorm`,
-:class:`PositionEmbedding`, :class:`SelfAttention`, :class:`MaskedMean`; the masked sequences;
-the variadic :class:`Sum`, :class:`Product`, :class:`Concat`, their inputs as arguments), and how
-layers compose: a sequence is an ``nn.Sequential``, a residual block a :class:`Residual`, a wired
-graph a :class:`Graph` (its layers in an ``nn.LayerList``, each run on the outputs it names, the
-token mask handed to those that take it); ``print(net)`` is the architecture. ``TABLE`` is the
+:class:`PositionEmbedding`, :class:`SelfAttention` and :class:`CausalSelfAttention` (with
+:class:`Decoding`, the generation state they share: the offset and the static KV caches),
+:class:`TiedLinear` (a head reading an embedding's weight), :class:`MaskedMean`; the masked
+sequences; the variadic :class:`Sum`, :class:`Product`, :class:`Concat`, their inputs as
+arguments), and how layers compose: a sequence is an ``nn.Sequential``, a residual block a
+:class:`Residual`, a wired graph a :class:`Graph` (its layers in an ``nn.LayerList``, each run on
+the outputs it names, the token mask handed to those that take it); ``print(net)`` is the
+architecture. ``TABLE`` is the
 native face of ``source.OPS``.
 
 Nothing here converts weights: each op module's ``weights`` holds its layout and gate-order
@@ -49,12 +52,32 @@ def default_dtype(dtype: str) -> Iterator[None]:
         paddle.set_default_dtype(was)
 
 
+class Decoding:
+    """A decoder generating, shared by its position embedding and causal attentions: while
+    ``active``, the input holds the positions from ``offset`` on, and each attention keeps its
+    keys and values in a static cache (``capacity`` positions, allocated at the prefill and
+    written in place at the offset: the KV cache of PaddleNLP's generation, of a static
+    shape)."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.offset = 0
+        self.capacity = 0
+        self.cache: dict[int, tuple[paddle.Tensor, paddle.Tensor]] = {}  # (N, capacity, H, d)
+
+    def start(self, capacity: int) -> None:
+        """A new generation: no position seen, the caches dropped."""
+        self.offset, self.capacity, self.cache = 0, capacity, {}
+
+
 @dataclass
 class Build:
     """The build context: ``(op, layer holding its parameters)`` for every parameterised op,
-    in graph order, filled in by the entries as the driver walks the graph."""
+    in graph order, filled in by the entries as the driver walks the graph; ``decoding`` the
+    generation state the position embeddings and causal attentions share."""
 
     owners: list[tuple[object, nn.Layer]] = field(default_factory=list)
+    decoding: Decoding = field(default_factory=Decoding)
 
     def own(self, op: object, layer: nn.Layer) -> None:
         """Record that ``layer``'s tensors are ``op``'s parameters."""
@@ -199,14 +222,18 @@ class LayerNorm(nn.LayerNorm):
 
 
 class PositionEmbedding(nn.Layer):
-    """Learned positions: ``x + table[:T]`` on (N, T, E)."""
+    """Learned positions: ``x + table[:T]`` on (N, T, E); generating (``decoding``), the rows
+    from the positions already seen on."""
 
-    def __init__(self, max_len: int, dim: int) -> None:
+    def __init__(self, max_len: int, dim: int, decoding: Decoding | None = None) -> None:
         super().__init__()
         self.table = self.create_parameter([max_len, dim], dtype=paddle.get_default_dtype())
+        self.decoding = decoding
 
     def forward(self, x: paddle.Tensor) -> paddle.Tensor:
-        return x + self.table[: x.shape[1]]
+        d = self.decoding
+        start = d.offset if d is not None and d.active else 0
+        return x + self.table[start : start + x.shape[1]]  # (N, T, E) + (T, E)
 
 
 class SelfAttention(nn.Layer):
@@ -219,7 +246,8 @@ class SelfAttention(nn.Layer):
     where the spec's rule is 0. Here such a row unmasks every key (a finite softmax, nothing to
     0/0) and its head outputs are multiplied by 0, so its output is ``bo`` and no gradient flows
     through it. ``sqrt(d)`` is a 0-d buffer of the model's dtype (``scores / sqrt_d``, the
-    reference's division), so no Python float becomes an op attribute rounded to float32."""
+    reference's division), so no Python float becomes an op attribute rounded to float32.
+    :meth:`_heads` and :meth:`_attend` are the two halves :class:`CausalSelfAttention` shares."""
 
     takes_mask = True
 
@@ -238,20 +266,106 @@ class SelfAttention(nn.Layer):
             "neg_inf", paddle.to_tensor(float("-inf"), dtype=dtype), persistable=False
         )
 
-    def _split(self, a: paddle.Tensor) -> paddle.Tensor:
-        """(N, T, E) -> (N, H, T, d): the heads are head-major column blocks."""
-        n, t, e = a.shape
-        return a.reshape([n, t, self.heads, e // self.heads]).transpose([0, 2, 1, 3])
+    def _heads(self, x: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor, paddle.Tensor]:
+        """The query, key and value of (N, T, E), each (N, T, H, d): the heads are head-major
+        column blocks (Paddle's own attention layout, ``F.scaled_dot_product_attention``'s)."""
+        n, t, e = x.shape
+        return tuple(
+            p(x).reshape([n, t, self.heads, e // self.heads])  # (N, T, E) -> (N, T, H, d)
+            for p in (self.query, self.key, self.value)
+        )
+
+    def _attend(
+        self, q: paddle.Tensor, k: paddle.Tensor, v: paddle.Tensor, keep: paddle.Tensor
+    ) -> paddle.Tensor:
+        """``softmax(q k^T / sqrt(d)) v`` per head on (N, T, H, d), the keys where ``keep`` (a
+        boolean broadcast to (N, H, T, T)) is False scoring -inf: weight exactly 0."""
+        q, k, v = (a.transpose([0, 2, 1, 3]) for a in (q, k, v))  # (N, H, T, d)
+        scores = paddle.matmul(q, k, transpose_y=True) / self.sqrt_d  # (N, H, T, T)
+        weights = F.softmax(paddle.where(keep, scores, self.neg_inf), axis=-1)  # stable
+        return paddle.matmul(weights, v).transpose([0, 2, 1, 3])  # (N, T, H, d)
 
     def forward(self, x: paddle.Tensor, valid: paddle.Tensor) -> paddle.Tensor:
         n, t, e = x.shape
-        q, k, v = self._split(self.query(x)), self._split(self.key(x)), self._split(self.value(x))
         any_key = valid.any(axis=1, keepdim=True)  # (N, 1): False for padding only
         keep = (valid | ~any_key).unsqueeze([1, 2])  # (N, 1, 1, T)
-        scores = paddle.matmul(q, k, transpose_y=True) / self.sqrt_d  # (N, H, T, T)
-        weights = F.softmax(paddle.where(keep, scores, self.neg_inf), axis=-1)  # stable
-        o = paddle.matmul(weights, v) * any_key.astype(x.dtype).unsqueeze([2, 3])
-        return self.output(o.transpose([0, 2, 1, 3]).reshape([n, t, e]))  # heads concatenated
+        o = self._attend(*self._heads(x), keep) * any_key.astype(x.dtype).unsqueeze([2, 3])
+        return self.output(o.reshape([n, t, e]))  # (N, T, H, d) -> (N, T, E): heads concatenated
+
+
+class CausalSelfAttention(SelfAttention):
+    """Multi-head causal self-attention (query ``i`` reads keys ``j <= i``, no padding mask): the
+    projections of :class:`SelfAttention`, then, in float32, Paddle's own
+    ``F.scaled_dot_product_attention(q, k, v, is_causal=True)`` on its (N, T, H, d) layout (no
+    transposes in this code; on a GPU Paddle picks its flash kernel where the dtype allows, on
+    the CPU it runs ``_math_attention``: ``q * scale``, an additive -1e4 upper triangle, softmax,
+    passing the float32 gate). In float64 :meth:`SelfAttention._attend` under the (T, T) lower
+    triangle: the reference's order (scores divided by ``sqrt(d)``, later keys -inf, weight
+    exactly 0), where Paddle's path scales ``q`` first and masks by adding -1e4. Every row reads
+    at least its own key, so no row is empty. Generating (``decoding`` active), the keys and
+    values go through the static cache (:meth:`_cached`)."""
+
+    takes_mask = False
+
+    def __init__(self, dim: int, heads: int, decoding: Decoding | None = None) -> None:
+        super().__init__(dim, heads)
+        self.fused = paddle.get_default_dtype() == "float32"
+        self.decoding = decoding
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:  # type: ignore[override]
+        n, t, e = x.shape
+        q, k, v = self._heads(x)  # (N, T, H, d)
+        if self.decoding is not None and self.decoding.active:
+            o = self._cached(q, k, v, self.decoding)
+        elif self.fused:
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (N, T, H, d)
+        else:
+            earlier = paddle.arange(t).unsqueeze(1) >= paddle.arange(t)  # (T, T): key j <= i
+            o = self._attend(q, k, v, earlier)
+        return self.output(o.reshape([n, t, e]))  # (N, T, H, d) -> (N, T, E): heads concatenated
+
+    def _cached(
+        self, q: paddle.Tensor, k: paddle.Tensor, v: paddle.Tensor, d: Decoding
+    ) -> paddle.Tensor:
+        """The new positions' attention over the cache, on (N, t, H, d): their keys and values
+        written in place at ``offset`` into this layer's static buffers (N, capacity, H, d),
+        their queries reading every key up to their own position: the prefill is the causal
+        attention above over its own keys, one new token reads every key so far (no mask);
+        several after a prefix, the composed core under the shifted lower triangle."""
+        t = k.shape[1]
+        if id(self) not in d.cache:  # the prefill: buffers for the whole context
+            shape = [k.shape[0], d.capacity, k.shape[2], k.shape[3]]
+            d.cache[id(self)] = (paddle.zeros(shape, k.dtype), paddle.zeros(shape, v.dtype))
+        kc, vc = d.cache[id(self)]
+        end = d.offset + t
+        kc[:, d.offset : end] = k  # positions offset..end-1, in place
+        vc[:, d.offset : end] = v
+        keys, values = kc[:, :end], vc[:, :end]  # (N, end, H, d)
+        if self.fused and (d.offset == 0 or t == 1):
+            return F.scaled_dot_product_attention(q, keys, values, is_causal=d.offset == 0)
+        earlier = paddle.arange(d.offset, end).unsqueeze(1) >= paddle.arange(end)  # (t, end)
+        return self._attend(q, keys, values, earlier)
+
+    def extra_repr(self) -> str:
+        form = "F.scaled_dot_product_attention(is_causal=True)" if self.fused else "composed"
+        return f"heads={self.heads}, {form}"
+
+
+class TiedLinear(nn.Layer):
+    """``x @ table^T``: a bias-free linear layer whose weight *is* an ``nn.Embedding``'s own
+    ``(V, E)`` weight (the same Parameter, as PaddleNLP's GPT head reads its word embeddings'),
+    so autograd adds both uses' gradients into its one ``grad``; ``parameters()`` lists it once."""
+
+    def __init__(self, embedding: nn.Embedding) -> None:
+        super().__init__()
+        self.weight = embedding.weight  # (V, E): the same Parameter, registered here again
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:
+        return paddle.matmul(x, self.weight, transpose_y=True)  # (..., E) @ (E, V) -> (..., V)
+
+    def extra_repr(self) -> str:
+        v, e = self.weight.shape
+        return f"tied: the embedding's weight ({v}, {e}), x @ weight^T"
 
 
 class MaskedMean(nn.Layer):

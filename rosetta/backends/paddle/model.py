@@ -24,8 +24,16 @@ fastpath_knob --backend paddle --knob paddle_static``, figures in ``static_in_ef
   steps), never a Python loop of cells;
 - attention is composed from ``paddle.matmul`` and ``F.softmax`` (``lowering.SelfAttention``
   says why not ``F.scaled_dot_product_attention``: on the CPU it is the same composition, and
-  NaN on a sequence of padding only); LayerNorm and GELU are ``nn.LayerNorm`` and the exact
-  ``nn.GELU``, Paddle's own kernels.
+  NaN on a sequence of padding only); causal attention (no padding) is
+  ``F.scaled_dot_product_attention(is_causal=True)`` in float32 and the same composition under a
+  lower triangle in float64 (``lowering.CausalSelfAttention``); LayerNorm and GELU are
+  ``nn.LayerNorm`` and the exact ``nn.GELU``, Paddle's own kernels;
+- a tied LM head reads the embedding's own weight (``lowering.TiedLinear``): one Parameter, bound
+  once (the embedding's), so the optimiser holds it once and its gradient is both uses' sum;
+- a decoder generates (``prefill``/``decode``) in the dynamic graph under ``paddle.no_grad()``
+  with a static KV cache (``lowering.Decoding``): per causal attention a (N, context, H, d) key
+  and value buffer allocated at the prefill and written in place at the offset, the position
+  table read from it; a decode step runs the network on its one new token.
 
 **The gated program.** ``train_step`` is the timed program and the gate's k steps run through
 it: ``set_dropout(False)`` writes 0 into the rate buffer of every :class:`GatedDropout`, which
@@ -45,6 +53,7 @@ from rosetta.backends.paddle.compat import paddle
 from rosetta.backends.paddle.lowering import (
     TABLE,
     Build,
+    CausalSelfAttention,
     GatedDropout,
     SelfAttention,
     default_dtype,
@@ -81,6 +90,7 @@ class PaddleModel(Model):
             self.net: nn.Layer = driver.lower(
                 TABLE, workload.graph, workload.input.shape, ctx
             )  # an unknown op raises before anything is built
+        self.decoding = ctx.decoding  # generating: the position offset and the KV caches
         self.batchnorms = [
             m for m in self.net.sublayers() if isinstance(m, (nn.BatchNorm1D, nn.BatchNorm2D))
         ]
@@ -151,6 +161,34 @@ class PaddleModel(Model):
         with paddle.no_grad():
             return self.forward(batch[0])
 
+    # -- generating face -----------------------------------------------------------------------
+    GENERATES = True
+
+    def prefill(self, prompts: np.ndarray) -> tuple[paddle.Tensor, paddle.Tensor]:
+        ids = paddle.to_tensor(np.asarray(prompts, dtype=np.int64))  # (N, P), on the place
+        self.decoding.start(capacity=self.workload.input.shape[0])  # the model's context
+        return self._generate_step(ids)
+
+    def decode(self, tokens: paddle.Tensor | np.ndarray) -> tuple[paddle.Tensor, paddle.Tensor]:
+        if isinstance(tokens, np.ndarray):  # the gate's tokens; else the last step's, native
+            tokens = paddle.to_tensor(tokens.astype(np.int64))
+        return self._generate_step(tokens.astype("int64").unsqueeze(1))  # (N,) -> (N, 1)
+
+    def _generate_step(self, ids: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
+        """The dynamic-graph network over the positions after those seen, under
+        ``paddle.no_grad()`` in ``eval()`` (never the to_static forward: the cache's offset
+        moves every step)."""
+        self._mode(False)
+        self.decoding.active = True
+        try:
+            with paddle.no_grad():
+                out = self.net(ids)  # (N, t, V)
+        finally:
+            self.decoding.active = False
+        self.decoding.offset += ids.shape[1]
+        last = out[:, -1]  # (N, V): the logits at the newest position
+        return last, last.argmax(axis=-1)
+
     def sync(self, value=None) -> None:
         if self.device == "cuda":
             paddle.device.synchronize()  # written, not run here
@@ -202,7 +240,6 @@ class PaddleModel(Model):
 
     def manifest(self) -> dict:
         has_gru = any(isinstance(m, nn.GRU) for m in self.net.sublayers())
-        has_attention = any(isinstance(m, SelfAttention) for m in self.net.sublayers())
         images = len(self.workload.input.shape) == 3
         if self.static:
             compiled = "paddle.jit.to_static (SOT) of the network's forward"
@@ -231,12 +268,7 @@ class PaddleModel(Model):
             "compile": compiled,
             "compile_reason": self.static_reason,
             "autotune": "n/a",
-            "attention": (
-                "composed: paddle.matmul, F.softmax, a boolean key padding mask (Paddle's CPU "
-                "scaled_dot_product_attention is the same composition, NaN on a row of padding)"
-                if has_attention
-                else "n/a"
-            ),
+            "attention": _attention(self.net),
             "fused_rnn": "yes: nn.GRU -> Paddle's fused rnn kernel" if has_gru else "n/a",
             "loader": (
                 "paddle.io.DataLoader(a Dataset of whole batches in the runner's order, "
@@ -265,6 +297,28 @@ def build(
     ``runtime``. ``static`` (benchmarks and tests only; the runner passes none) overrides the
     backend's option ``static``."""
     return PaddleModel(workload, params, runtime, static=static)
+
+
+def _attention(net: nn.Layer) -> str:
+    """How the network's attention layers compute, for the manifest."""
+    kinds = {type(m) for m in net.sublayers() if isinstance(m, SelfAttention)}
+    forms = []
+    if SelfAttention in kinds:
+        forms.append(
+            "composed: paddle.matmul, F.softmax, a boolean key padding mask (Paddle's CPU "
+            "scaled_dot_product_attention is the same composition, NaN on a row of padding)"
+        )
+    for m in net.sublayers():
+        if isinstance(m, CausalSelfAttention):
+            forms.append(
+                "causal: F.scaled_dot_product_attention(is_causal=True) (float32; on the CPU "
+                "Paddle's _math_attention)"
+                if m.fused
+                else "causal: composed under a lower triangle (float64: the reference's order, "
+                "later keys -inf)"
+            )
+            break
+    return "; ".join(forms) or "n/a"
 
 
 def static_in_effect(setting: str, task: str) -> tuple[bool, str]:

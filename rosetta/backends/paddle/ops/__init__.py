@@ -7,14 +7,8 @@ conversions). This package imports no framework; below, the text helpers several
 
 from __future__ import annotations
 
-#: op name -> why this backend does not lower it: the decoder's two ops (issue 45) are
-#: lowered in the NumPy reference, PyTorch and JAX first; Paddle's follow
-UNSUPPORTED: dict[str, str] = {
-    "causal_attention": "not lowered yet: the decoder's ops (issue 45) came to numpy_ref, torch "
-    "and jax first",
-    "tied_dense": "not lowered yet: the decoder's ops (issue 45) came to numpy_ref, torch and "
-    "jax first",
-}
+#: op name -> why this backend does not lower it (none: every op of the spec is lowered)
+UNSUPPORTED: dict[str, str] = {}
 
 
 def pair(p: tuple[int, int]) -> str:

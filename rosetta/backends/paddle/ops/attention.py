@@ -21,25 +21,31 @@ if TYPE_CHECKING:  # the framework is imported by build() alone
 
 #: Paddle 3.3's F.scaled_dot_product_attention on the CPU is this composition in Python
 #: (``_math_attention``), its boolean mask made additive -inf: a row whose every key is padding
-#: would be softmax(-inf, ...) = NaN. Written out here with the spec's rule for that row.
+#: would be softmax(-inf, ...) = NaN. Written out here with the spec's rule for that row; ``attend``
+#: is the core that causal attention's float64 form shares (``causal_attention.py``).
+ATTEND = '''
+def attend(q, k, v, keep):
+    """softmax(q k^T / sqrt(d)) v per head on (N, T, heads, d); keys where ``keep`` is False
+    take no part (score -inf, weight exactly 0)."""
+    q, k, v = (a.transpose([0, 2, 1, 3]) for a in (q, k, v))  # (N, heads, T, d)
+    sqrt_d = paddle.full([], q.shape[-1], q.dtype).sqrt()  # a tensor of q's dtype, not a float
+    scores = paddle.matmul(q, k, transpose_y=True) / sqrt_d  # (N, heads, T, T)
+    weights = F.softmax(paddle.where(keep, scores, paddle.full([], float("-inf"), q.dtype)))
+    return paddle.matmul(weights, v).transpose([0, 2, 1, 3])  # (N, T, heads, d)
+'''
 SELF_ATTENTION = '''
 def self_attention(x, valid, query, key, value, output, heads):
     """Multi-head self-attention; keys where ``valid`` is False (padding) take no part, and a
     sequence of padding only attends to nothing (its head outputs are 0, not NaN)."""
     n, t, e = x.shape
-    q, k, v = (
-        p(x).reshape([n, t, heads, e // heads]).transpose([0, 2, 1, 3])
-        for p in (query, key, value)
-    )  # (N, H, T, d)
+    split = [n, t, heads, e // heads]  # (N, T, E) -> (N, T, heads, d): head-major columns
+    q, k, v = (p(x).reshape(split) for p in (query, key, value))
     any_key = valid.any(axis=1, keepdim=True)  # (N, 1): False for a sequence of padding only
     keep = (valid | ~any_key)[:, None, None, :]  # (N, 1, 1, T); such a row: every key, then 0
-    sqrt_d = paddle.full([], e // heads, x.dtype).sqrt()  # a tensor of x's dtype, not a float
-    scores = paddle.matmul(q, k, transpose_y=True) / sqrt_d  # (N, H, T, T)
-    weights = F.softmax(paddle.where(keep, scores, paddle.full([], float("-inf"), x.dtype)))
-    o = paddle.matmul(weights, v) * any_key.astype(x.dtype)[:, :, None, None]  # (N, H, T, d)
-    return output(o.transpose([0, 2, 1, 3]).reshape([n, t, e]))  # heads concatenated
+    o = attend(q, k, v, keep) * any_key.astype(x.dtype)[:, :, None, None]  # (N, T, heads, d)
+    return output(o.reshape([n, t, e]))  # heads concatenated
 '''
-HELPERS = {"self_attention": SELF_ATTENTION}
+HELPERS = {"attend": ATTEND, "self_attention": SELF_ATTENTION}
 
 
 def build(op: ops.Attention, site: Site, ctx: Build) -> nn.Layer:
@@ -50,32 +56,38 @@ def build(op: ops.Attention, site: Site, ctx: Build) -> nn.Layer:
     return layer
 
 
-def render(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
+def projections(op: ops.Attention | ops.CausalAttention, e: int) -> tuple[Snippet, str]:
+    """The four ``nn.Linear(e, e)`` of an attention op (the key's without bias) as a snippet's
+    constructor lines and weights, and the forward's arguments naming them."""
     n = attr(op.name)
-    e = site.in_shape[1]
-    ctx.extra["mask"] = True
     roles = ("query", "key", "value", "output")
     weights = []
     for r in roles:
         weights.append(Weight(f"{op.name}.{r}_kernel", f"model.{n}_{r}.weight", note="(in, out)"))
         if r != "key":  # the key projection has no bias (the softmax cancels one)
             weights.append(Weight(f"{op.name}.{r}_bias", f"model.{n}_{r}.bias"))
-    projections = ", ".join(f"self.{n}_{r}" for r in roles)
+    init = tuple(
+        f"self.{n}_{r} = nn.Linear({e}, {e}{', bias_attr=False' if r == 'key' else ''})"
+        for r in roles
+    )
+    return Snippet(init, (), tuple(weights)), ", ".join(f"self.{n}_{r}" for r in roles)
+
+
+def render(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
+    ctx.extra["mask"] = True
+    layers, args = projections(op, site.in_shape[1])
     return Snippet(
-        tuple(
-            f"self.{n}_{r} = nn.Linear({e}, {e}{', bias_attr=False' if r == 'key' else ''})"
-            for r in roles
-        ),
+        layers.init,
         (
-            f"{{x}} = self_attention({{x}}, valid, {projections}, heads={op.heads})"
+            f"{{x}} = self_attention({{x}}, valid, {args}, heads={op.heads})"
             f"  # {fmt_shape(site.out_shape)}",
         ),
-        tuple(weights),
-        helpers=("self_attention",),
+        layers.weights,
+        helpers=("attend", "self_attention"),
     )
 
 
-def weights(op: ops.Attention, m: nn.Layer) -> list[Binding]:
+def weights(op: ops.Attention | ops.CausalAttention, m: nn.Layer) -> list[Binding]:
     out = []
     for role in ("query", "key", "value", "output"):
         linear = getattr(m, role)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the framework is imported by build() alone
 def build(op: ops.PositionEmbedding, site: Site, ctx: Build) -> nn.Layer:
     from rosetta.backends.paddle.lowering import PositionEmbedding
 
-    layer = PositionEmbedding(op.max_len, site.in_shape[1])
+    layer = PositionEmbedding(op.max_len, site.in_shape[1], ctx.decoding)
     ctx.own(op, layer)
     return layer
 
