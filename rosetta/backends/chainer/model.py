@@ -51,6 +51,7 @@ class ChainerModel(Model):
             self.net = driver.lower(lowering.TABLE, workload.graph, workload.input.shape, ctx)
         self.net.to_device(self.placement.device)
         self.owners = ctx.owners  # (op, link) of every parameter-owning op
+        self.layout = ctx.layout  # token sequences time-major, or batch-major (attention)
         self.trainable = [p.name for p in workload.param_specs if p.trainable]
         self.optimizer = None
         self.set_params(params)
@@ -67,7 +68,7 @@ class ChainerModel(Model):
         )
 
     def _loss(self, x, t):
-        return F.softmax_cross_entropy(self.net(x), t)  # mean over the batch
+        return softmax_cross_entropy(self.net(x), t)
 
     def train_step(self, batch: Batch):
         self._need_training()
@@ -124,8 +125,11 @@ class ChainerModel(Model):
 
     def output_to_canonical(self, out: np.ndarray) -> np.ndarray:
         """A time-major sequence (T, N, E) (the embedding's output, what ``F.n_step_gru``
-        reads) -> (N, T, E); images are NCHW and the GRU's state (N, H) canonical already."""
-        return np.ascontiguousarray(out.transpose(1, 0, 2)) if out.ndim == 3 else out
+        reads) -> (N, T, E); a batch-major one (a model with attention: a language model's
+        logits (N, T, V)), images (NCHW) and the GRU's state (N, H) are canonical already."""
+        if out.ndim == 3 and self.layout.time_major:
+            return np.ascontiguousarray(out.transpose(1, 0, 2))  # (T, N, E) -> (N, T, E)
+        return out
 
     def _need_training(self) -> None:
         if self.workload.task != "train" or self.optimizer is None:
@@ -141,18 +145,10 @@ class ChainerModel(Model):
         return {
             **self.runtime_manifest(),
             "device": self.placement.name,
-            "layout": "TNC (time-major)" if self.tokens else "NCHW",
+            "layout": self._layout(),
             "blas": rt.blas_manifest(),
             "compile": f"define-by-run (eager); chainer.config.type_check {check}",
-            **(
-                {
-                    "attention": "composed: F.matmul, F.softmax over masked scores, F.where "
-                    "(ids TN -> NT)",
-                    "attention_reason": "Chainer has no fused attention function",
-                }
-                if any(isinstance(op, ops.Attention) for op, _ in self.owners)
-                else {"attention": "n/a", "attention_reason": "n/a"}
-            ),
+            **self._attention_manifest(),
             "autotune": "cuDNN use_cudnn=always, autotune=True" if cuda else "n/a",
             "fused_rnn": (
                 (
@@ -177,6 +173,31 @@ class ChainerModel(Model):
             "compat": compat.applied(),
         }
 
+    def _layout(self) -> str:
+        if not self.tokens:
+            return "NCHW"
+        return "TNC (time-major)" if self.layout.time_major else "NTC (batch-major: ids TN -> NT)"
+
+    def _attention_manifest(self) -> dict:
+        """How attention runs: composed from Chainer's functions (it has no fused attention),
+        under the masks of the graph's attentions."""
+        kinds = {type(op) for op, _ in self.owners}
+        masks = [
+            what
+            for kind, what in (
+                (ops.Attention, "masked scores"),
+                (ops.CausalAttention, "causally masked scores (lower-triangular)"),
+            )
+            if kind in kinds
+        ]
+        if not masks:
+            return {"attention": "n/a", "attention_reason": "n/a"}
+        return {
+            "attention": f"composed: F.matmul, F.softmax over {' and '.join(masks)}, F.where "
+            "(ids TN -> NT)",
+            "attention_reason": "Chainer has no fused attention function",
+        }
+
     def summary(self) -> str:
         lines = [str(self.net), "", "parameters (Chainer's names, shapes, dtype):"]
         total = 0
@@ -193,6 +214,16 @@ class ChainerModel(Model):
         from chainer.backends import cuda  # written, not run (no GPU here)
 
         return int(cuda.cupy.get_default_memory_pool().total_bytes())
+
+
+def softmax_cross_entropy(logits, labels):
+    """``F.softmax_cross_entropy``, mean over every row: a language model's (N, T, K) logits and
+    (N, T) labels as N*T rows (Chainer reads axis 1 of a 3-d input as the classes); a
+    classifier's (N, K) and (N,) pass unchanged."""
+    if logits.ndim > 2:
+        logits = F.reshape(logits, (-1, logits.shape[-1]))  # (N, T, K) -> (N*T, K)
+        labels = labels.reshape(-1)  # (N, T) -> (N*T,)
+    return F.softmax_cross_entropy(logits, labels)  # normalize: mean over the rows
 
 
 OPTIONS = ("type_check",)
