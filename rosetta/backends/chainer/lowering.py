@@ -72,14 +72,33 @@ class SequenceLayout:
 
 
 @dataclass
+class Decoding:
+    """A decoder generating, shared by its position embedding and causal attentions (read at
+    call time): while ``active``, the input holds the positions from ``offset`` on, and each
+    causal attention keeps its keys and values in a static cache of ``capacity`` positions,
+    allocated at the prefill and written at the offset (``SelfAttention``): the eager idiom,
+    as torch's ``Decoding``."""
+
+    active: bool = False
+    offset: int = 0
+    capacity: int = 0
+    cache: dict[int, tuple[object, object]] = field(default_factory=dict)  # id(link) -> (K, V)
+
+    def start(self, capacity: int) -> None:
+        """A new generation: no position seen, the caches dropped."""
+        self.offset, self.capacity, self.cache = 0, capacity, {}
+
+
+@dataclass
 class Ctx:
-    """The build context: dtype, the dropout switch, the parameter owners found so far and the
-    sequences' layout."""
+    """The build context: dtype, the dropout switch, the parameter owners found so far, the
+    sequences' layout and the generation state (``decoding``)."""
 
     dtype: str
     dropout: DropoutSwitch
     owners: list[tuple[object, object]] = field(default_factory=list)  # (op, link), graph order
     layout: SequenceLayout = field(default_factory=SequenceLayout)
+    decoding: Decoding = field(default_factory=Decoding)
 
     def own(self, op: object, link):
         """Record ``link`` as the holder of ``op``'s parameters; returns it."""
@@ -392,15 +411,19 @@ def _gelu(x):
 
 
 class PositionEmbedding(chainer.Link):
-    """Learned positions: ``x + table[:T]``."""
+    """Learned positions: ``x + table[:T]`` on (N, T, E); generating (``decoding`` active), the
+    rows from its offset on."""
 
-    def __init__(self, max_len: int, dim: int) -> None:
+    def __init__(self, max_len: int, dim: int, decoding: Decoding | None = None) -> None:
         super().__init__()
+        self.decoding = decoding
         with self.init_scope():
             self.table = chainer.Parameter(chainer.initializers.Zero(), (max_len, dim))
 
     def forward(self, x):
-        return x + F.broadcast_to(self.table[: x.shape[1]], x.shape)
+        d = self.decoding
+        start = d.offset if d is not None and d.active else 0
+        return x + F.broadcast_to(self.table[start : start + x.shape[1]], x.shape)
 
 
 class SelfAttention(chainer.Chain):
@@ -409,14 +432,18 @@ class SelfAttention(chainer.Chain):
     excluded keys hold the dtype's lowest value (their weight is exactly 0). ``attention``
     takes the token mask: padding keys are excluded and rows without any real key set to 0;
     ``causal`` (``causal_attention``) takes none: query ``i`` reads the keys ``j <= i``, so
-    every row has one (itself)."""
+    every row has one (itself). A causal one generating (``decoding`` active) reads its keys
+    and values from its cache (:meth:`_cached`)."""
 
     batch_major = True  # reads (N, T, E): a model holding one runs its ids batch-major
 
-    def __init__(self, dim: int, heads: int, causal: bool = False) -> None:
+    def __init__(
+        self, dim: int, heads: int, causal: bool = False, decoding: Decoding | None = None
+    ) -> None:
         super().__init__()
         self.dim, self.heads, self.causal = dim, heads, causal
         self.takes_mask = not causal  # a causal model has no padding (text windows)
+        self.decoding = decoding  # the generation state (causal attentions only)
         with self.init_scope():
             self.query = SeqLinear(dim, dim)
             self.key = SeqLinear(dim, dim, nobias=True)
@@ -432,20 +459,40 @@ class SelfAttention(chainer.Chain):
             return F.reshape(F.transpose(F.reshape(y, (n, t, h, d)), (0, 2, 1, 3)), (n * h, t, d))
 
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
-        dt = x.dtype.type
-        scores = F.matmul(q, k, transb=True) * dt(1 / np.sqrt(d))  # (N*H, T, T)
-        if self.causal:  # (T, T) lower triangle: key j <= query i
-            keys = xp.broadcast_to(xp.tri(t, dtype=bool), scores.shape)
+        if self.decoding is not None and self.decoding.active:
+            k, v, keys = self._cached(k, v, self.decoding)  # (N*H, offset + T, d) each
+        elif self.causal:  # (T, T) lower triangle: key j <= query i
+            keys = xp.tri(t, dtype=bool)
         else:  # (N*H, 1, T): each sample's real keys, for every query
-            keys = xp.broadcast_to(xp.repeat(valid, h, axis=0)[:, None, :], scores.shape)
-        low = xp.full(scores.shape, np.finfo(x.dtype).min, dtype=x.dtype)
-        probs = F.softmax(F.where(keys, scores, low), axis=2)
-        o = F.matmul(probs, v)  # (N*H, T, d)
+            keys = xp.repeat(valid, h, axis=0)[:, None, :]
+        dt = x.dtype.type
+        scores = F.matmul(q, k, transb=True) * dt(1 / np.sqrt(d))  # (N*H, T, S)
+        if keys is not None:
+            low = xp.full(scores.shape, np.finfo(x.dtype).min, dtype=x.dtype)
+            scores = F.where(xp.broadcast_to(keys, scores.shape), scores, low)
+        o = F.matmul(F.softmax(scores, axis=2), v)  # (N*H, T, d)
         if not self.causal:  # a row of padding only attends to nothing: 0
             any_key = xp.repeat(valid.any(axis=1), h)[:, None, None].astype(x.dtype)
             o = o * xp.broadcast_to(any_key, o.shape)
         o = F.reshape(F.transpose(F.reshape(o, (n, h, t, d)), (0, 2, 1, 3)), (n, t, e))
         return self.out_proj(o)
+
+    def _cached(self, k, v, dec: Decoding):
+        """The new positions' keys and values (N*H, T, d) written at ``offset`` into this
+        layer's static buffers (N*H, capacity, d), allocated at the prefill; returns every key
+        and value so far (N*H, offset + T, d) and which ones each new query reads: ``j <=
+        offset + i`` ((T, offset + T); None for one new token, which reads them all)."""
+        t = k.shape[1]
+        xp = chainer.backend.get_array_module(k)
+        if id(self) not in dec.cache:  # the prefill: buffers for the whole context
+            shape = (k.shape[0], dec.capacity, k.shape[2])
+            dec.cache[id(self)] = (xp.zeros(shape, k.dtype), xp.zeros(shape, v.dtype))
+        kc, vc = dec.cache[id(self)]
+        end = dec.offset + t
+        kc[:, dec.offset : end] = k.array  # positions offset..end-1 (no graph: inference)
+        vc[:, dec.offset : end] = v.array
+        keys = None if t == 1 else xp.tri(t, end, k=dec.offset, dtype=bool)
+        return kc[:, :end], vc[:, :end], keys
 
 
 class TiedLinear:

@@ -7,7 +7,9 @@ itself (the base class's ``deterministic_steps``) with dropout's rate set to 0 i
 step (``set_dropout``); Chainer is define-by-run, so there is no trace or compiled program to
 keep apart. Dropout masks come from the model's own generator, seeded with ``runtime.seed``.
 ``predict`` runs in test mode without building a graph. Canonical arrays are converted at the
-boundary (``weights.py``).
+boundary (``weights.py``). A decoder generates (``prefill``/``decode``) eagerly in test mode
+without a graph: each causal attention keeps a static KV cache of the whole context, allocated at
+the prefill and written at the offset (``lowering.Decoding``), so a decode step runs one position.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class ChainerModel(Model):
             self.net = driver.lower(lowering.TABLE, workload.graph, workload.input.shape, ctx)
         self.net.to_device(self.placement.device)
         self.owners = ctx.owners  # (op, link) of every parameter-owning op
+        self.decoding = ctx.decoding  # generating: shared by positions and causal attentions
         self.layout = ctx.layout  # token sequences time-major, or batch-major (attention)
         self.trainable = [p.name for p in workload.param_specs if p.trainable]
         self.optimizer = None
@@ -82,6 +85,34 @@ class ChainerModel(Model):
     def predict(self, batch: Batch):
         with self._config(train=False, backprop=False):
             return self.net(batch[0]).array
+
+    # -- generating face -----------------------------------------------------------------------
+    GENERATES = True
+
+    def prefill(self, prompts: np.ndarray):
+        """The forward over every prompt position, each causal attention's keys and values
+        written into its static cache (the model's whole context, allocated here)."""
+        ids = np.asarray(prompts, dtype=np.int32).T  # (N, P) -> time-major (P, N), the loader's
+        self.decoding.start(capacity=self.workload.input.shape[0])  # the model's context
+        return self._generate_step(self.placement.device.send(np.ascontiguousarray(ids)))
+
+    def decode(self, tokens):
+        """One new position per sample: ``tokens`` (N,) (native or NumPy) read at the offset."""
+        ids = self.placement.device.send(tokens).astype(np.int32, copy=False)
+        return self._generate_step(ids[None, :])  # (N,) -> time-major (1, N)
+
+    def _generate_step(self, ids):
+        """The network over the positions after those seen (time-major ids (t, N)), in test
+        mode without a graph; returns the newest position's logits (N, V) and its argmax (N,)."""
+        self.decoding.active = True
+        try:
+            with self._config(train=False, backprop=False):
+                out = self.net(ids).array  # (N, t, V): batch-major (a model with attention)
+        finally:
+            self.decoding.active = False
+        self.decoding.offset += ids.shape[0]
+        last = out[:, -1]  # (N, V): the logits at the newest position
+        return last, last.argmax(axis=-1)
 
     def sync(self, value=None) -> None:
         if self.placement.kind == "cuda":  # written, not run (no GPU here)

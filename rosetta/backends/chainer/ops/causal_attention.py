@@ -3,7 +3,8 @@ same four linear projections (the key's without bias), the scores under a (T, T)
 mask (key ``j <= i`` for query ``i``; the rest hold the dtype's lowest value) and no token mask,
 composed from ``chainer.functions`` (Chainer has no fused attention). Weights and AdamW's decay
 set are attention's (``ops/attention.py``: each ``*_kernel`` (IO) its ``Linear.W`` (out, in)
-transposed).
+transposed). Generating, it reads its keys and values from a static cache shared through
+``ctx.decoding`` (``SelfAttention._cached``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ if TYPE_CHECKING:  # Chainer is imported by build() alone (lowering.py imports i
 def build(op: ops.CausalAttention, site: Site, ctx: Ctx):
     from rosetta.backends.chainer.lowering import SelfAttention
 
-    return ctx.own(op, SelfAttention(site.in_shape[1], op.heads, causal=True))
+    layer = SelfAttention(site.in_shape[1], op.heads, causal=True, decoding=ctx.decoding)
+    return ctx.own(op, layer)
 
 
 def render(op: ops.CausalAttention, site: Site, ctx: RenderCtx) -> Snippet:
