@@ -206,6 +206,57 @@ def test_softmax_cross_entropy_matches_reference(dtype):
     assert_close(v.grad, nn.softmax_cross_entropy_backward(cache), dtype, "dlogits")
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_loss_reads_a_label_per_token(dtype):
+    """A language model's (N, T, K) logits and (N, T) labels: the mean over every position. With
+    T == K, ``F.softmax_cross_entropy`` given them as they are reads axis 1 as the classes and
+    runs without complaint (the model's steps run without its type checks): a wrong loss."""
+    from rosetta.backends.chainer.model import softmax_cross_entropy
+    from rosetta.backends.numpy_ref import nn
+
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(2, 4, 4)) * 3  # (N, T, K), T == K
+    labels = rng.integers(0, 4, size=(2, 4))
+    loss_ref, cache = nn.softmax_cross_entropy_forward(logits, labels)
+    v = chainer.Variable(logits.astype(dtype))
+    loss = softmax_cross_entropy(v, labels.astype(np.int32))
+    loss.backward()
+    assert_close(loss.array, loss_ref, dtype, "loss")
+    assert_close(v.grad, nn.softmax_cross_entropy_backward(cache), dtype, "dlogits")
+    with chainer.using_config("type_check", False):
+        unflattened = F.softmax_cross_entropy(logits.astype(dtype), labels.astype(np.int32))
+    assert not np.allclose(unflattened.array, loss_ref)
+
+
+@pytest.mark.parametrize(
+    ("decay", "planted"), [(("kernel",), False), (("kernel", "table"), False), (("table",), True)]
+)
+def test_a_tied_table_is_one_parameter_updated_and_decayed_once(decay, planted, monkeypatch):
+    """The tied_dense probe under AdamW in float64, the table in the decay set or not: the
+    parameters after the gate's steps are the reference's (an update or a decay per use would
+    move the table twice). Planted: the embedding's table left out of the decay (no
+    ``decay_paths``) is seen."""
+    import dataclasses
+
+    from rosetta.backends.chainer.ops import embedding
+    from rosetta.runner.gate import run_gate
+    from rosetta.spec.probes import probe_batch, probe_workload
+    from rosetta.spec.workload import AdamW
+
+    if planted:
+        monkeypatch.setattr(embedding, "decay_paths", lambda op: {})
+    w = probe_workload("tied_dense", 0)
+    w = dataclasses.replace(w, optimizer=AdamW(lr=0.01, weight_decay=0.1, decay=decay))
+    params = canonical_weights(w, 0)
+    model = make(cb, w, params, dtype="float64")
+    named = list(model.net.namedparams())
+    assert len({id(p) for _, p in named}) == len(named)  # the table registered once
+    assert "probe_embedding.table" in model.get_params()
+    x, y = probe_batch(w)
+    result = run_gate(model, w, params, x, y, "float64")
+    assert result.equivalent != planted, result.divergence
+
+
 def test_maxpool_lowering_uses_cover_all_false():
     x = np.random.default_rng(0).normal(size=(1, 2, 32, 32)).astype(np.float32)
     op = ops.MaxPool2D((3, 3), (2, 2), (1, 1, 1, 1))

@@ -21,7 +21,7 @@ from rosetta.runner.generation import gate_generation, greedy, time_generation
 from rosetta.spec import get_workload
 from rosetta.spec.weights import canonical_weights
 
-GENERATING = ("torch", "jax", "paddle")  # the backends whose models generate, besides the reference
+GENERATING = ("torch", "jax", "paddle", "chainer")  # besides the reference
 
 
 @pytest.fixture(scope="module")

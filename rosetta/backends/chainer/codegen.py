@@ -58,6 +58,18 @@ class Adam:
 '''
 
 
+def _cross_entropy(workload: Workload, logits: str, labels: str) -> str:
+    """The loss expression of the generated file: a label per token (a language model's
+    (N, T, K) logits) reshapes both to N*T rows (Chainer reads axis 1 of a 3-d input as the
+    classes); a classifier's passes as is."""
+    if len(workload.output_shape) == 2:
+        return (
+            f"F.softmax_cross_entropy(F.reshape({logits}, (-1, {workload.output_shape[-1]})), "
+            f"{labels}.reshape(-1))  # mean over every token"
+        )
+    return f"F.softmax_cross_entropy({logits}, {labels})  # mean over the batch"
+
+
 def _optimizer(workload: Workload) -> str:
     o = workload.optimizer
     extra = ""
@@ -95,7 +107,7 @@ def train_step(model, optimizer, x, y, training=True):
     """One optimiser step on (x, y); training=False switches dropout off."""
     with chainer.using_config("train", training):
         model.cleargrads()
-        loss = F.softmax_cross_entropy(model(x), y)  # mean over the batch
+        loss = {_cross_entropy(workload, "model(x)", "y")}
         loss.backward()
         optimizer.update()
     return loss
@@ -112,7 +124,7 @@ def _check(workload: Workload, cls: str) -> str:
         yt = y.astype(np.int32)
         with chainer.using_config("train", False):
             model.cleargrads()
-            loss = F.softmax_cross_entropy(model(xt), yt)
+            loss = LOSS
             loss.backward()
         out["loss"] = np.float64(loss.array)
         out.update({f"grad:{n}": a for n, a in read_weights(model, grads=True).items()})
@@ -120,6 +132,7 @@ def _check(workload: Workload, cls: str) -> str:
         for _ in range(k):
             train_step(model, optimizer, xt, yt, training=False)
         out.update({f"params:{n}": a for n, a in read_weights(model).items()})"""
+        train = train.replace("LOSS", _cross_entropy(workload, "model(xt)", "yt"))
     return f'''
 
 def features_step(model, x):

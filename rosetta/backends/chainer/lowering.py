@@ -6,21 +6,23 @@ plain callable over ``chainer.Variable``s (parameter-free ops). This file holds 
 the build context :class:`Ctx` (every parameter-owning op is recorded in ``ctx.owners`` as
 ``(op, link)``, which is how ``weights.py`` finds the arrays of a canonical name), the links and
 functions Chainer lacks (:class:`Padded`, :class:`Dropout`, :class:`InferenceBatchNorm`,
-:class:`GRULast`, :class:`LayerNorm`, :class:`SelfAttention`, the masked sequences...), and how
-layers compose: a sequence is a ``chainer.Sequential``, a residual block a small ``Chain``
-adding its two branches, and a wired graph (layers naming their inputs) a :class:`Graph`, a
-``chainer.Sequential`` whose ``forward`` hands each layer the outputs it names (a variadic
-layer, ``add`` or ``concat``, takes them as arguments: :func:`add`, :class:`Concat`). Every
-container registers its links as children, so a parameter anywhere in a graph is the model's
-(``namedparams``, the optimiser, ``to_device``); a container holding a layer that takes the
-token mask takes it too and hands it on, a residual's and a graph's as a sequence's.
+:class:`GRULast`, :class:`LayerNorm`, :class:`SelfAttention` (masked or causal),
+:class:`TiedLinear`, the masked sequences...), and how layers compose: a sequence is a
+``chainer.Sequential``, a residual block a small ``Chain`` adding its two branches, and a wired
+graph (layers naming their inputs) a :class:`Graph`, a ``chainer.Sequential`` whose ``forward``
+hands each layer the outputs it names (a variadic layer, ``add`` or ``concat``, takes them as
+arguments: :func:`add`, :class:`Concat`). Every container registers its links as children, so
+a parameter anywhere in a graph is the model's (``namedparams``, the optimiser, ``to_device``); a
+container holding a layer that takes the token mask takes it too and hands it on, a residual's
+and a graph's as a sequence's.
 ``TABLE`` is the native face of ``source.OPS``.
 
 Layout is NCHW throughout (Chainer's only layout, and cuDNN's native one), so the canonical
 ``(C, H, W)`` shapes and OIHW kernels pass through unchanged; the one layout change, dense
 kernels IO -> Chainer's OI, and the GRU's gate order are the op modules' weight conversions
 (``ops/dense.py``, ``ops/gru.py``). Token sequences are time-major ``(T, N)`` (the loader
-transposes them), what ``F.n_step_gru`` consumes.
+transposes them), what ``F.n_step_gru`` consumes; a model holding a masked op or an attention
+turns them batch-major ``(N, T)`` again (:class:`TokenSequential`), what attention reads.
 
 Padding: Chainer pads symmetrically (``pad=(ph, pw)``); an asymmetric ``(top, bottom, left,
 right)`` is first padded explicitly with ``F.pad`` (zeros for a convolution, ``-inf`` for max
@@ -63,21 +65,40 @@ class DropoutSwitch:
 class SequenceLayout:
     """How the model's sequences run, read at call time by a concat along time: time-major
     ``(T, N, E)`` as the loader hands them (an unmasked token model, the GRU's), unless the
-    model's own sequence turns its ids batch-major (:class:`TokenSequential`: a masked model),
-    which ``sequence`` decides once every layer is built."""
+    model's own sequence turns its ids batch-major (:class:`TokenSequential`: a masked model, or
+    one holding an attention), which ``sequence`` decides once every layer is built."""
 
     time_major: bool = True
 
 
 @dataclass
+class Decoding:
+    """A decoder generating, shared by its position embedding and causal attentions (read at
+    call time): while ``active``, the input holds the positions from ``offset`` on, and each
+    causal attention keeps its keys and values in a static cache of ``capacity`` positions,
+    allocated at the prefill and written at the offset (``SelfAttention``): the eager idiom,
+    as torch's ``Decoding``."""
+
+    active: bool = False
+    offset: int = 0
+    capacity: int = 0
+    cache: dict[int, tuple[object, object]] = field(default_factory=dict)  # id(link) -> (K, V)
+
+    def start(self, capacity: int) -> None:
+        """A new generation: no position seen, the caches dropped."""
+        self.offset, self.capacity, self.cache = 0, capacity, {}
+
+
+@dataclass
 class Ctx:
-    """The build context: dtype, the dropout switch, the parameter owners found so far and the
-    sequences' layout."""
+    """The build context: dtype, the dropout switch, the parameter owners found so far, the
+    sequences' layout and the generation state (``decoding``)."""
 
     dtype: str
     dropout: DropoutSwitch
     owners: list[tuple[object, object]] = field(default_factory=list)  # (op, link), graph order
     layout: SequenceLayout = field(default_factory=SequenceLayout)
+    decoding: Decoding = field(default_factory=Decoding)
 
     def own(self, op: object, link):
         """Record ``link`` as the holder of ``op``'s parameters; returns it."""
@@ -265,7 +286,8 @@ class MaskedSequential(chainer.Sequential):
 
 class TokenSequential(chainer.Sequential):
     """The model's own sequence over token ids: the loader hands them time-major (T, N); a
-    masked graph runs batch-major, so they are turned back to (N, T) and their mask made."""
+    masked graph (or one holding an attention) runs batch-major, so they are turned back to
+    (N, T) and their mask made (read by the masked ops alone)."""
 
     def forward(self, x):
         ids = x.array if isinstance(x, chainer.Variable) else x
@@ -389,34 +411,46 @@ def _gelu(x):
 
 
 class PositionEmbedding(chainer.Link):
-    """Learned positions: ``x + table[:T]``."""
+    """Learned positions: ``x + table[:T]`` on (N, T, E); generating (``decoding`` active), the
+    rows from its offset on."""
 
-    def __init__(self, max_len: int, dim: int) -> None:
+    def __init__(self, max_len: int, dim: int, decoding: Decoding | None = None) -> None:
         super().__init__()
+        self.decoding = decoding
         with self.init_scope():
             self.table = chainer.Parameter(chainer.initializers.Zero(), (max_len, dim))
 
     def forward(self, x):
-        return x + F.broadcast_to(self.table[: x.shape[1]], x.shape)
+        d = self.decoding
+        start = d.offset if d is not None and d.active else 0
+        return x + F.broadcast_to(self.table[start : start + x.shape[1]], x.shape)
 
 
 class SelfAttention(chainer.Chain):
     """Multi-head self-attention from Chainer's functions: four linear projections (the key's
     without bias), ``F.matmul`` over (N*H, T, d), ``F.softmax`` (stable) over scores whose
-    padding keys hold the dtype's lowest value, rows without any real key set to 0."""
+    excluded keys hold the dtype's lowest value (their weight is exactly 0). ``attention``
+    takes the token mask: padding keys are excluded and rows without any real key set to 0;
+    ``causal`` (``causal_attention``) takes none: query ``i`` reads the keys ``j <= i``, so
+    every row has one (itself). A causal one generating (``decoding`` active) reads its keys
+    and values from its cache (:meth:`_cached`)."""
 
-    takes_mask = True
+    batch_major = True  # reads (N, T, E): a model holding one runs its ids batch-major
 
-    def __init__(self, dim: int, heads: int) -> None:
+    def __init__(
+        self, dim: int, heads: int, causal: bool = False, decoding: Decoding | None = None
+    ) -> None:
         super().__init__()
-        self.dim, self.heads = dim, heads
+        self.dim, self.heads, self.causal = dim, heads, causal
+        self.takes_mask = not causal  # a causal model has no padding (text windows)
+        self.decoding = decoding  # the generation state (causal attentions only)
         with self.init_scope():
             self.query = SeqLinear(dim, dim)
             self.key = SeqLinear(dim, dim, nobias=True)
             self.value = SeqLinear(dim, dim)
             self.out_proj = SeqLinear(dim, dim)
 
-    def forward(self, x, valid):
+    def forward(self, x, valid=None):
         n, t, e = x.shape
         h, d = self.heads, e // self.heads
         xp = chainer.backend.get_array_module(x)
@@ -425,16 +459,56 @@ class SelfAttention(chainer.Chain):
             return F.reshape(F.transpose(F.reshape(y, (n, t, h, d)), (0, 2, 1, 3)), (n * h, t, d))
 
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        if self.decoding is not None and self.decoding.active:
+            k, v, keys = self._cached(k, v, self.decoding)  # (N*H, offset + T, d) each
+        elif self.causal:  # (T, T) lower triangle: key j <= query i
+            keys = xp.tri(t, dtype=bool)
+        else:  # (N*H, 1, T): each sample's real keys, for every query
+            keys = xp.repeat(valid, h, axis=0)[:, None, :]
         dt = x.dtype.type
-        scores = F.matmul(q, k, transb=True) * dt(1 / np.sqrt(d))  # (N*H, T, T)
-        keys = xp.broadcast_to(xp.repeat(valid, h, axis=0)[:, None, :], scores.shape)
-        low = xp.full(scores.shape, np.finfo(x.dtype).min, dtype=x.dtype)
-        probs = F.softmax(F.where(keys, scores, low), axis=2)
-        o = F.matmul(probs, v)  # (N*H, T, d)
-        any_key = xp.repeat(valid.any(axis=1), h)[:, None, None].astype(x.dtype)
-        o = o * xp.broadcast_to(any_key, o.shape)
+        scores = F.matmul(q, k, transb=True) * dt(1 / np.sqrt(d))  # (N*H, T, S)
+        if keys is not None:
+            low = xp.full(scores.shape, np.finfo(x.dtype).min, dtype=x.dtype)
+            scores = F.where(xp.broadcast_to(keys, scores.shape), scores, low)
+        o = F.matmul(F.softmax(scores, axis=2), v)  # (N*H, T, d)
+        if not self.causal:  # a row of padding only attends to nothing: 0
+            any_key = xp.repeat(valid.any(axis=1), h)[:, None, None].astype(x.dtype)
+            o = o * xp.broadcast_to(any_key, o.shape)
         o = F.reshape(F.transpose(F.reshape(o, (n, h, t, d)), (0, 2, 1, 3)), (n, t, e))
         return self.out_proj(o)
+
+    def _cached(self, k, v, dec: Decoding):
+        """The new positions' keys and values (N*H, T, d) written at ``offset`` into this
+        layer's static buffers (N*H, capacity, d), allocated at the prefill; returns every key
+        and value so far (N*H, offset + T, d) and which ones each new query reads: ``j <=
+        offset + i`` ((T, offset + T); None for one new token, which reads them all)."""
+        t = k.shape[1]
+        xp = chainer.backend.get_array_module(k)
+        if id(self) not in dec.cache:  # the prefill: buffers for the whole context
+            shape = (k.shape[0], dec.capacity, k.shape[2])
+            dec.cache[id(self)] = (xp.zeros(shape, k.dtype), xp.zeros(shape, v.dtype))
+        kc, vc = dec.cache[id(self)]
+        end = dec.offset + t
+        kc[:, dec.offset : end] = k.array  # positions offset..end-1 (no graph: inference)
+        vc[:, dec.offset : end] = v.array
+        keys = None if t == 1 else xp.tri(t, end, k=dec.offset, dtype=bool)
+        return kc[:, :end], vc[:, :end], keys
+
+
+class TiedLinear:
+    """A bias-free linear layer whose weight is an ``L.EmbedID``'s own ``W`` (V, E), read at call
+    time: ``F.linear(x, embed.W)``, i.e. ``x @ W.T`` over the last axis (weight tying). It owns
+    nothing and is no link, so the table is registered once, by its embedding: the optimiser
+    updates it once, with the gradient both uses accumulate into ``W.grad``."""
+
+    def __init__(self, embed) -> None:
+        self.embed = embed
+
+    def __repr__(self) -> str:
+        return f"TiedLinear(tied to EmbedID {tuple(self.embed.W.shape)})"
+
+    def __call__(self, x):
+        return F.linear(x, self.embed.W, n_batch_axes=x.ndim - 1)  # (..., E) -> (..., V)
 
 
 class MaskedMean:
@@ -456,15 +530,25 @@ def _spatial_mean(x):
     return F.mean(x, axis=(2, 3))  # (N, C, H, W) -> (N, C)
 
 
+def _batch_major(layers: list) -> bool:
+    """Whether a link among ``layers``, or inside one, reads its sequences batch-major."""
+    return any(
+        getattr(link, "batch_major", False)
+        for layer in layers
+        if isinstance(layer, chainer.Link)
+        for link in layer.links()
+    )
+
+
 def sequence(layers: list, site: Site, ctx: Ctx) -> chainer.Sequential:
     """Layers in order, as Chainer's own container; with masked ops, the model's own sequence
-    makes the token mask and branches pass it on."""
-    if not any(_takes_mask(layer) for layer in layers):
-        return chainer.Sequential(*layers)
-    if site.path == "" and len(site.in_shape) == 1:
+    makes the token mask and branches pass it on. A model over token ids holding a masked op or
+    an attention (a causal one takes no mask) turns its ids batch-major."""
+    masked = any(_takes_mask(layer) for layer in layers)
+    if site.path == "" and len(site.in_shape) == 1 and (masked or _batch_major(layers)):
         ctx.layout.time_major = False  # its ids turn batch-major: every sequence is (N, T, E)
         return TokenSequential(*layers)
-    return MaskedSequential(*layers)
+    return MaskedSequential(*layers) if masked else chainer.Sequential(*layers)
 
 
 def residual(body, shortcut, site: Site, ctx: Ctx) -> Residual:

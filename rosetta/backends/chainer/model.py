@@ -7,7 +7,9 @@ itself (the base class's ``deterministic_steps``) with dropout's rate set to 0 i
 step (``set_dropout``); Chainer is define-by-run, so there is no trace or compiled program to
 keep apart. Dropout masks come from the model's own generator, seeded with ``runtime.seed``.
 ``predict`` runs in test mode without building a graph. Canonical arrays are converted at the
-boundary (``weights.py``).
+boundary (``weights.py``). A decoder generates (``prefill``/``decode``) eagerly in test mode
+without a graph: each causal attention keeps a static KV cache of the whole context, allocated at
+the prefill and written at the offset (``lowering.Decoding``), so a decode step runs one position.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ class ChainerModel(Model):
             self.net = driver.lower(lowering.TABLE, workload.graph, workload.input.shape, ctx)
         self.net.to_device(self.placement.device)
         self.owners = ctx.owners  # (op, link) of every parameter-owning op
+        self.decoding = ctx.decoding  # generating: shared by positions and causal attentions
+        self.layout = ctx.layout  # token sequences time-major, or batch-major (attention)
         self.trainable = [p.name for p in workload.param_specs if p.trainable]
         self.optimizer = None
         self.set_params(params)
@@ -67,7 +71,7 @@ class ChainerModel(Model):
         )
 
     def _loss(self, x, t):
-        return F.softmax_cross_entropy(self.net(x), t)  # mean over the batch
+        return softmax_cross_entropy(self.net(x), t)
 
     def train_step(self, batch: Batch):
         self._need_training()
@@ -81,6 +85,34 @@ class ChainerModel(Model):
     def predict(self, batch: Batch):
         with self._config(train=False, backprop=False):
             return self.net(batch[0]).array
+
+    # -- generating face -----------------------------------------------------------------------
+    GENERATES = True
+
+    def prefill(self, prompts: np.ndarray):
+        """The forward over every prompt position, each causal attention's keys and values
+        written into its static cache (the model's whole context, allocated here)."""
+        ids = np.asarray(prompts, dtype=np.int32).T  # (N, P) -> time-major (P, N), the loader's
+        self.decoding.start(capacity=self.workload.input.shape[0])  # the model's context
+        return self._generate_step(self.placement.device.send(np.ascontiguousarray(ids)))
+
+    def decode(self, tokens):
+        """One new position per sample: ``tokens`` (N,) (native or NumPy) read at the offset."""
+        ids = self.placement.device.send(tokens).astype(np.int32, copy=False)
+        return self._generate_step(ids[None, :])  # (N,) -> time-major (1, N)
+
+    def _generate_step(self, ids):
+        """The network over the positions after those seen (time-major ids (t, N)), in test
+        mode without a graph; returns the newest position's logits (N, V) and its argmax (N,)."""
+        self.decoding.active = True
+        try:
+            with self._config(train=False, backprop=False):
+                out = self.net(ids).array  # (N, t, V): batch-major (a model with attention)
+        finally:
+            self.decoding.active = False
+        self.decoding.offset += ids.shape[0]
+        last = out[:, -1]  # (N, V): the logits at the newest position
+        return last, last.argmax(axis=-1)
 
     def sync(self, value=None) -> None:
         if self.placement.kind == "cuda":  # written, not run (no GPU here)
@@ -124,8 +156,11 @@ class ChainerModel(Model):
 
     def output_to_canonical(self, out: np.ndarray) -> np.ndarray:
         """A time-major sequence (T, N, E) (the embedding's output, what ``F.n_step_gru``
-        reads) -> (N, T, E); images are NCHW and the GRU's state (N, H) canonical already."""
-        return np.ascontiguousarray(out.transpose(1, 0, 2)) if out.ndim == 3 else out
+        reads) -> (N, T, E); a batch-major one (a model with attention: a language model's
+        logits (N, T, V)), images (NCHW) and the GRU's state (N, H) are canonical already."""
+        if out.ndim == 3 and self.layout.time_major:
+            return np.ascontiguousarray(out.transpose(1, 0, 2))  # (T, N, E) -> (N, T, E)
+        return out
 
     def _need_training(self) -> None:
         if self.workload.task != "train" or self.optimizer is None:
@@ -141,18 +176,10 @@ class ChainerModel(Model):
         return {
             **self.runtime_manifest(),
             "device": self.placement.name,
-            "layout": "TNC (time-major)" if self.tokens else "NCHW",
+            "layout": self._layout(),
             "blas": rt.blas_manifest(),
             "compile": f"define-by-run (eager); chainer.config.type_check {check}",
-            **(
-                {
-                    "attention": "composed: F.matmul, F.softmax over masked scores, F.where "
-                    "(ids TN -> NT)",
-                    "attention_reason": "Chainer has no fused attention function",
-                }
-                if any(isinstance(op, ops.Attention) for op, _ in self.owners)
-                else {"attention": "n/a", "attention_reason": "n/a"}
-            ),
+            **self._attention_manifest(),
             "autotune": "cuDNN use_cudnn=always, autotune=True" if cuda else "n/a",
             "fused_rnn": (
                 (
@@ -177,6 +204,31 @@ class ChainerModel(Model):
             "compat": compat.applied(),
         }
 
+    def _layout(self) -> str:
+        if not self.tokens:
+            return "NCHW"
+        return "TNC (time-major)" if self.layout.time_major else "NTC (batch-major: ids TN -> NT)"
+
+    def _attention_manifest(self) -> dict:
+        """How attention runs: composed from Chainer's functions (it has no fused attention),
+        under the masks of the graph's attentions."""
+        kinds = {type(op) for op, _ in self.owners}
+        masks = [
+            what
+            for kind, what in (
+                (ops.Attention, "masked scores"),
+                (ops.CausalAttention, "causally masked scores (lower-triangular)"),
+            )
+            if kind in kinds
+        ]
+        if not masks:
+            return {"attention": "n/a", "attention_reason": "n/a"}
+        return {
+            "attention": f"composed: F.matmul, F.softmax over {' and '.join(masks)}, F.where "
+            "(ids TN -> NT)",
+            "attention_reason": "Chainer has no fused attention function",
+        }
+
     def summary(self) -> str:
         lines = [str(self.net), "", "parameters (Chainer's names, shapes, dtype):"]
         total = 0
@@ -193,6 +245,16 @@ class ChainerModel(Model):
         from chainer.backends import cuda  # written, not run (no GPU here)
 
         return int(cuda.cupy.get_default_memory_pool().total_bytes())
+
+
+def softmax_cross_entropy(logits, labels):
+    """``F.softmax_cross_entropy``, mean over every row: a language model's (N, T, K) logits and
+    (N, T) labels as N*T rows (Chainer reads axis 1 of a 3-d input as the classes); a
+    classifier's (N, K) and (N,) pass unchanged."""
+    if logits.ndim > 2:
+        logits = F.reshape(logits, (-1, logits.shape[-1]))  # (N, T, K) -> (N*T, K)
+        labels = labels.reshape(-1)  # (N, T) -> (N*T,)
+    return F.softmax_cross_entropy(logits, labels)  # normalize: mean over the rows
 
 
 OPTIONS = ("type_check",)

@@ -14,14 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-#: op name -> why this backend does not lower it: the decoder's two ops (issue 45) are
-#: lowered in the NumPy reference, PyTorch and JAX first; Chainer's follow
-UNSUPPORTED: dict[str, str] = {
-    "causal_attention": "not lowered yet: the decoder's ops (issue 45) came to numpy_ref, torch "
-    "and jax first",
-    "tied_dense": "not lowered yet: the decoder's ops (issue 45) came to numpy_ref, torch and "
-    "jax first",
-}
+#: op name -> why this backend does not lower it: it lowers every op of the spec
+UNSUPPORTED: dict[str, str] = {}
 
 #: ``read(attribute path)`` -> the link's array (or gradient) there, as a host NumPy array
 Read = Callable[[str], np.ndarray]

@@ -3,7 +3,8 @@ bias) and the scores, softmax and weighted sum from ``chainer.functions`` (paddi
 dtype's lowest value; a row without any real key gives 0). Weights: each ``*_kernel`` (IO) is
 its projection's ``Linear.W`` (out, in) transposed, each ``*_bias`` its ``b``; the output
 projection is the link ``out_proj`` (``PATHS``). AdamW may decay the kernels
-(``decay_paths``).
+(``decay_paths``). ``causal_attention`` is the same link, helper and weights with their
+``causal`` flag (``ops/causal_attention.py``).
 """
 
 from __future__ import annotations
@@ -12,15 +13,17 @@ from typing import TYPE_CHECKING
 
 from rosetta.backends.chainer.ops import Read
 from rosetta.backends.driver import Site
-from rosetta.backends.snippet import RenderCtx, Snippet, Weight, attr
+from rosetta.backends.snippet import RenderCtx, Snippet, Weight, attr, fmt_shape
 from rosetta.spec import ops
 
 if TYPE_CHECKING:  # Chainer is imported by build() alone (lowering.py imports it)
     from rosetta.backends.chainer.lowering import Ctx
 
 SELF_ATTENTION = '''
-def self_attention(x, valid, query, key, value, output, heads):
-    """Multi-head self-attention; padding keys take no part; a row of padding only gives 0."""
+def self_attention(x, valid, query, key, value, output, heads, causal=False):
+    """Multi-head self-attention. Over the token mask ``valid`` (N, T): padding keys take no
+    part, a row of padding only gives 0. ``causal`` (no mask, ``valid`` None): query i reads
+    keys 0..i only."""
     n, t, e = x.shape
     d = e // heads
 
@@ -30,10 +33,14 @@ def self_attention(x, valid, query, key, value, output, heads):
 
     q, k, v = (split(p(x, n_batch_axes=2)) for p in (query, key, value))
     scores = F.matmul(q, k, transb=True) * (1 / np.sqrt(d))
-    keys = np.broadcast_to(np.repeat(valid, heads, axis=0)[:, None, :], scores.shape)
+    if causal:  # (T, T) lower triangle: key j <= query i
+        keys = np.broadcast_to(np.tri(t, dtype=bool), scores.shape)
+    else:  # each sample's real keys, for every query
+        keys = np.broadcast_to(np.repeat(valid, heads, axis=0)[:, None, :], scores.shape)
     scores = F.where(keys, scores, np.full(scores.shape, np.finfo(x.dtype).min, x.dtype))
     o = F.matmul(F.softmax(scores, axis=2), v)
-    o = o * np.repeat(valid.any(axis=1), heads)[:, None, None].astype(x.dtype)
+    if not causal:
+        o = o * np.repeat(valid.any(axis=1), heads)[:, None, None].astype(x.dtype)
     o = F.reshape(F.transpose(F.reshape(o, (n, heads, t, d)), (0, 2, 1, 3)), (n, t, e))
     return output(o, n_batch_axes=2)
 '''
@@ -54,9 +61,18 @@ def build(op: ops.Attention, site: Site, ctx: Ctx):
 
 
 def render(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
+    ctx.extra["mask"] = True
+    return attention_snippet(op, site, causal=False)
+
+
+def attention_snippet(
+    op: ops.Attention | ops.CausalAttention, site: Site, *, causal: bool
+) -> Snippet:
+    """An attention's four ``L.Linear`` projections (the key's without bias), its weights (each
+    ``*_kernel`` the transpose of ``W``) and its ``self_attention`` line: over the token mask
+    ``valid``, or ``causal`` (no mask)."""
     n = attr(op.name)
     e = site.in_shape[1]
-    ctx.extra["mask"] = True
     roles = (("query", ""), ("key", ", nobias=True"), ("value", ""), ("output", ""))
     weights = []
     for r, nb in roles:
@@ -64,9 +80,13 @@ def render(op: ops.Attention, site: Site, ctx: RenderCtx) -> Snippet:
         if not nb:
             weights.append(Weight(f"{op.name}.{r}_bias", f"model.{n}_{r}.b"))
     projections = ", ".join(f"self.{n}_{r}" for r, _ in roles)
+    mask, flag = ("None", ", causal=True") if causal else ("valid", "")
     return Snippet(
         tuple(f"self.{n}_{r} = L.Linear({e}, {e}{nb})" for r, nb in roles),
-        (f"{{x}} = self_attention({{x}}, valid, {projections}, heads={op.heads})",),
+        (
+            f"{{x}} = self_attention({{x}}, {mask}, {projections}, heads={op.heads}{flag})"
+            f"  # {fmt_shape(site.out_shape)}",
+        ),
         tuple(weights),
         helpers=("self_attention",),
     )

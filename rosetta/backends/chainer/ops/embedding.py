@@ -1,5 +1,7 @@
-"""embedding in Chainer: ``L.EmbedID`` (id 0 an ordinary row) over time-major ids (T, N).
-Weights: ``W`` is the (V, E) table unchanged.
+"""embedding in Chainer: ``L.EmbedID`` (id 0 an ordinary row) over time-major ids (T, N), or
+batch-major (N, T) in a model holding a masked op or an attention (``lowering.sequence``).
+Weights: ``W`` is the (V, E) table unchanged (a ``tied_dense`` head reads this same ``W``);
+AdamW may decay it (``decay_paths``: where the spec's decay set names ``table``).
 """
 
 from __future__ import annotations
@@ -40,3 +42,9 @@ def to_native(op: ops.Embedding, params) -> dict:
 
 def to_canonical(op: ops.Embedding, read: Read) -> dict:
     return {f"{op.name}.table": read("W")}
+
+
+def decay_paths(op: ops.Embedding) -> dict[str, str]:
+    """The link attribute of each canonical parameter AdamW may decay (the table, once, however
+    many layers read it)."""
+    return {f"{op.name}.table": "W"}

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # Chainer is imported by build() alone (lowering.py imports i
 def build(op: ops.PositionEmbedding, site: Site, ctx: Ctx):
     from rosetta.backends.chainer.lowering import PositionEmbedding
 
-    return ctx.own(op, PositionEmbedding(op.max_len, site.in_shape[1]))
+    return ctx.own(op, PositionEmbedding(op.max_len, site.in_shape[1], ctx.decoding))
 
 
 def render(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
