@@ -21,7 +21,12 @@ from rosetta.runner.generation import gate_generation, greedy, time_generation
 from rosetta.spec import get_workload
 from rosetta.spec.weights import canonical_weights
 
-GENERATING = ("torch", "jax", "paddle", "chainer")  # besides the reference
+# the backends whose models generate, besides the reference (the quick tier gates torch and
+# jax; the others' generation is the slow tier's, beside their decoder conformance)
+GENERATING = (
+    "torch", "jax", pytest.param("paddle", marks=pytest.mark.slow),
+    pytest.param("chainer", marks=pytest.mark.slow),
+)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
