@@ -152,7 +152,8 @@ class KerasModel(Model):
         # timed loop's), so deterministic_steps runs the very trace the timed loop runs
         jit = fast.jit_compile
         x_spec = tf.TensorSpec((None, *self.net.input_shape[1:]), self.net.inputs[0].dtype)
-        y_spec = tf.TensorSpec((None,), tf.int64)
+        # labels: one per sample (N,), or one per position (N, T) with (N, T, K) logits
+        y_spec = tf.TensorSpec((None, *self.net.output_shape[1:-1]), tf.int64)
         compile_ = dict(jit_compile=jit, input_signature=(x_spec, y_spec))
         self._step_fn = tf.function(self._step, **compile_)  # the timed program
         self._grads_fn = tf.function(self._loss_grads, **compile_)
