@@ -196,6 +196,17 @@ ATTENTION_NOTE = (
     "(float32 drowns them: uniform weights), neither the spec's 0"
 )
 
+#: what a decoder model's manifest says of its causal attention (on TensorFlow and JAX; the
+#: keras_torch manifest's ``fused_attention`` says whether its fused core replaced it)
+CAUSAL_ATTENTION_NOTE = (
+    "SelfAttention(causal=True): the same projections, query i reading keys j <= i under a "
+    "lower-triangular mask, keras.ops matmul, where, softmax, matmul (exact at float32 and "
+    "float64); not keras.ops.dot_product_attention(is_causal=True): on JAX it is "
+    "jax.nn.dot_product_attention, whose softmax runs in float32 (a float64 model would fail its "
+    "gate), and on the CPU XLA composes the same ops (the jax backend measured composed at least "
+    "as fast, benchmarks/fastpath_transformer); on TensorFlow Keras composes it from the same ops"
+)
+
 
 class PositionEmbedding(layers.Layer):
     """Learned positions: ``x + table[:T]`` on (N, T, E)."""

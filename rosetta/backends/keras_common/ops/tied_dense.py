@@ -51,6 +51,6 @@ def build(op: ops.TiedDense, site: Site, ctx: Ctx) -> Layer:
 def render(op: ops.TiedDense, site: Site, ctx: RenderCtx) -> Snippet:
     line = (
         f"{{x}} = TiedDense({layer_variable(op.tie)}, name={q(attr(op.name))})({{x}})"
-        f"  # tied to {op.tie}'s table  {fmt_shape(site.out_shape)}"
+        f"  # {fmt_shape(site.out_shape)}: x @ {op.tie}'s table^T"
     )
     return Snippet(forward=(line,), helpers=("TiedDense",))
