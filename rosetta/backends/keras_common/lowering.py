@@ -6,7 +6,8 @@ only ``keras.layers`` and ``keras.ops``, which Keras 3 runs on each engine. This
 several of them share: the build context :class:`Ctx` (dtype, layout, seeds, the dropout gate,
 and the weight bindings each op's ``build`` hands to ``ctx.bind``), the layers Keras lacks
 (:class:`NegInfPadding2D`, :class:`InferenceBatchNorm`, :class:`GatedDropout`, the transformer's
-:class:`PositionEmbedding`, :class:`SelfAttention`, :class:`ExactGELU`, :class:`MaskedMean`), the
+:class:`PositionEmbedding`, :class:`SelfAttention` (plain or causal), the decoder's
+:class:`TiedDense`, :class:`ExactGELU`, :class:`MaskedMean`), the
 padding rule, and how layers compose (``sequence``, ``residual``, the mask of real tokens handed
 to the layers that take it). A backend's ``lowering.py`` imports ``sequence`` and ``residual``
 (so its ``TABLE = OPS.lowering(globals())`` finds them by name) and adds what is its engine's
@@ -72,6 +73,9 @@ class Ctx:
     #: kernels); the op module uses it where present (``ops/gru.py``, ``attention.py``,
     #: ``dropout.py``)
     native: dict[str, Any] = field(default_factory=dict)
+    #: the ``layers.Embedding`` built for each embedding op, by op name: a ``tied_dense`` reads
+    #: its ``tie``'s table (``ops/tied_dense.py``)
+    embeddings: dict[str, Any] = field(default_factory=dict)
 
     def bind(self, binding: Binding) -> None:
         """Record an op's weight binding (its module's ``weights(op, layer, ctx)``)."""
@@ -192,6 +196,17 @@ ATTENTION_NOTE = (
     "(float32 drowns them: uniform weights), neither the spec's 0"
 )
 
+#: what a decoder model's manifest says of its causal attention (on TensorFlow and JAX; the
+#: keras_torch manifest's ``fused_attention`` says whether its fused core replaced it)
+CAUSAL_ATTENTION_NOTE = (
+    "SelfAttention(causal=True): the same projections, query i reading keys j <= i under a "
+    "lower-triangular mask, keras.ops matmul, where, softmax, matmul (exact at float32 and "
+    "float64); not keras.ops.dot_product_attention(is_causal=True): on JAX it is "
+    "jax.nn.dot_product_attention, whose softmax runs in float32 (a float64 model would fail its "
+    "gate), and on the CPU XLA composes the same ops (the jax backend measured composed at least "
+    "as fast, benchmarks/fastpath_transformer); on TensorFlow Keras composes it from the same ops"
+)
+
 
 class PositionEmbedding(layers.Layer):
     """Learned positions: ``x + table[:T]`` on (N, T, E)."""
@@ -213,17 +228,21 @@ class PositionEmbedding(layers.Layer):
 
 
 class SelfAttention(layers.Layer):
-    """Multi-head self-attention over (N, T, E) with the key padding mask ``valid`` (N, T), in
-    ``keras.ops``: four ``Dense`` projections (the key's without bias, as the spec), the scores
-    ``q k^T / sqrt(d)`` with padding keys at ``-inf`` (weight exactly 0, the reference's
-    ``masked_softmax``), ``keras.ops.softmax`` (stable: the engine's own, max subtracted), and
-    the spec's rule for a row without any real key: such a row's keys are all let in (a finite
-    softmax, so no NaN reaches the gradient) and its output set to 0, which also stops its
-    gradient. Keras' ``MultiHeadAttention`` is not used: see ``ATTENTION_NOTE``."""
+    """Multi-head self-attention over (N, T, E), in ``keras.ops``: four ``Dense`` projections
+    (the key's without bias, as the spec), the scores ``q k^T / sqrt(d)`` with the keys a query
+    may not read at ``-inf`` (weight exactly 0, the reference's ``masked_softmax``), and
+    ``keras.ops.softmax`` (stable: the engine's own, max subtracted). Keras'
+    ``MultiHeadAttention`` is not used: see ``ATTENTION_NOTE``.
 
-    def __init__(self, dim: int, heads: int, **kwargs):
+    Two masks, one layer: with the key padding mask ``valid`` (N, T) (the spec's ``attention``)
+    a query reads the real keys, and a row without any real key has its keys all let in (a
+    finite softmax, so no NaN reaches the gradient) and its output set to 0, which also stops
+    its gradient; with ``causal`` (the spec's ``causal_attention``, called without ``valid``)
+    query ``i`` reads the keys ``j <= i`` (:meth:`attend_causal`)."""
+
+    def __init__(self, dim: int, heads: int, causal: bool = False, **kwargs):
         super().__init__(**kwargs)
-        self.dim, self.heads = dim, heads
+        self.dim, self.heads, self.causal = dim, heads, causal
         policy = self.dtype_policy
         self.query = layers.Dense(dim, dtype=policy, name="query")
         self.key = layers.Dense(dim, use_bias=False, dtype=policy, name="key")
@@ -234,30 +253,58 @@ class SelfAttention(layers.Layer):
         for projection in (self.query, self.key, self.value, self.out_proj):
             projection.build(input_shape)  # (N, T, E) -> (N, T, E)
 
-    def call(self, x, valid):
+    def call(self, x, valid=None):
         t, d = keras.ops.shape(x)[1], self.dim // self.heads
 
         def split(y):  # (N, T, E) -> (N, H, T, d): head h is columns h*d .. (h+1)*d
             return keras.ops.transpose(keras.ops.reshape(y, (-1, t, self.heads, d)), (0, 2, 1, 3))
 
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
-        any_key = keras.ops.any(valid, axis=1)[:, None, None, None]  # (N, 1, 1, 1)
-        keys = keras.ops.logical_or(valid[:, None, None, :], keras.ops.logical_not(any_key))
-        o = keras.ops.where(any_key, self.attend(q, k, v, keys), 0.0)  # (N, H, T, d)
+        if self.causal:
+            o = self.attend_causal(q, k, v)  # (N, H, T, d)
+        else:
+            any_key = keras.ops.any(valid, axis=1)[:, None, None, None]  # (N, 1, 1, 1)
+            keys = keras.ops.logical_or(valid[:, None, None, :], keras.ops.logical_not(any_key))
+            o = keras.ops.where(any_key, self.attend(q, k, v, keys), 0.0)  # (N, H, T, d)
         o = keras.ops.reshape(keras.ops.transpose(o, (0, 2, 1, 3)), (-1, t, self.dim))
         return self.out_proj(o)  # heads concatenated in order
 
     def attend(self, q, k, v, keys):
-        """``softmax(q k^T / sqrt(d)) v`` over the keys ``keys`` (N, 1, 1, T) lets in, every row
-        with at least one: (N, H, T, d). An engine may run its own fused kernel here
-        (``Ctx.native["attention"]``: keras_torch's ``scaled_dot_product_attention``)."""
+        """``softmax(q k^T / sqrt(d)) v`` over the keys ``keys`` (broadcast to (N, H, T, T))
+        lets in, every row with at least one: (N, H, T, d). An engine may run its own fused
+        kernel here (``Ctx.native["attention"]``: keras_torch's
+        ``scaled_dot_product_attention``)."""
         d = self.dim // self.heads
         scores = keras.ops.matmul(q, keras.ops.swapaxes(k, -1, -2)) / d**0.5  # (N, H, T, T)
         probs = keras.ops.softmax(keras.ops.where(keys, scores, float("-inf")), axis=-1)
         return keras.ops.matmul(probs, v)
 
+    def attend_causal(self, q, k, v):
+        """:meth:`attend` with query ``i`` reading the keys ``j <= i``: the composed form under
+        a lower-triangular (1, 1, T, T) mask, exact at every precision. An engine's fused core
+        may override it with its causal kernel (keras_torch: ``is_causal=True``)."""
+        i = keras.ops.arange(keras.ops.shape(q)[2])
+        return self.attend(q, k, v, (i[:, None] >= i[None, :])[None, None])  # key j <= query i
+
     def get_config(self) -> dict:
-        return {**super().get_config(), "dim": self.dim, "heads": self.heads}
+        return {**super().get_config(), "dim": self.dim, "heads": self.heads, "causal": self.causal}
+
+
+class TiedDense(layers.Layer):
+    """Weight tying (the spec's ``tied_dense``): ``x @ table^T`` over the last axis, (..., E) ->
+    (..., V), no bias, where ``table`` is the tied ``layers.Embedding``'s own ``embeddings``
+    variable, read at each call. The layer owns no variable: it holds the embedding layer,
+    which Keras tracks as its sublayer, and Keras lists a layer's weights without duplicates, so
+    the model's ``trainable_variables`` hold the table once (one optimiser slot, one update),
+    and the engine's autodiff sums both uses' gradients into it."""
+
+    def __init__(self, embedding: layers.Embedding, **kwargs):
+        super().__init__(**kwargs)
+        self.embedding = embedding
+
+    def call(self, x):
+        table = keras.ops.cast(self.embedding.embeddings, self.compute_dtype)  # (V, E)
+        return keras.ops.matmul(x, keras.ops.transpose(table))  # (..., E) @ (E, V)
 
 
 class ExactGELU(layers.Layer):

@@ -47,7 +47,7 @@ from rosetta.backends import driver
 from rosetta.backends.base import Model, Params, hwc_flatten_at_output
 from rosetta.backends.keras_common import optim, weights
 from rosetta.backends.keras_common.engine import FLOAT64_NOTE, step_in_effect
-from rosetta.backends.keras_common.lowering import ATTENTION_NOTE, Ctx
+from rosetta.backends.keras_common.lowering import ATTENTION_NOTE, CAUSAL_ATTENTION_NOTE, Ctx
 from rosetta.errors import BackendError
 from rosetta.runtime import Runtime
 from rosetta.spec import ops
@@ -252,12 +252,18 @@ class KerasEngineModel(Model):
                 else f"fp32: {self.dtype} throughout"
                 + (f" ({FLOAT64_NOTE})" if self.dtype == "float64" else "")
             ),
-            "attention": ATTENTION_NOTE if self._has(ops.Attention) else "n/a",
+            "attention": self._attention_note(),
             "optimizer": optim.describe(self.workload.optimizer)
             + (f" ({self.optimizer.HOW})" if hasattr(self.optimizer, "HOW") else ""),
             "inference": "model(x, training=False); BatchNorm on moving stats",
             "versions": f"keras {keras.__version__} on {keras.backend.backend()}",
         }
+
+    def _attention_note(self) -> str:
+        """How the workload's attention runs: the encoder's, the decoder's causal one, or n/a."""
+        if self._has(ops.Attention):
+            return ATTENTION_NOTE
+        return CAUSAL_ATTENTION_NOTE if self._has(ops.CausalAttention) else "n/a"
 
     def _has(self, kind: type) -> bool:
         """Whether the workload's graph holds an op of ``kind``."""

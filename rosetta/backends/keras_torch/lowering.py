@@ -90,10 +90,16 @@ class FusedSelfAttention(SelfAttention):
     backward, where the shared ``SelfAttention`` runs matmul, where, softmax and matmul as four
     eager ops with an (N, H, T, T) tensor between each), the boolean mask letting in the keys
     the shared layer lets in; the projections, the mask and the all-padding rule are the shared
-    layer's. Chosen by the option ``attention`` (``attention_in_effect``)."""
+    layer's; causal (the decoder's ``causal_attention``), the same call with ``is_causal=True``
+    and no mask tensor (PyTorch builds the triangle, and its flash kernel skips the masked half),
+    as the ``torch`` backend's ``CausalSelfAttention``. Chosen by the option ``attention``
+    (``attention_in_effect``)."""
 
     def attend(self, q, k, v, keys):
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keys)
+
+    def attend_causal(self, q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
 class FusedDropout(GatedDropout):

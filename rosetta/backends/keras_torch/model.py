@@ -158,7 +158,9 @@ class KerasTorchModel(KerasEngineModel):
             "autotune": "cuDNN autotune off (Keras' default)" if self.device == "cuda" else "n/a",
             "fused_rnn": gru_in_effect(self.runtime)[1] if ops.GRU in kinds else "n/a",
             "fused_attention": (
-                attention_in_effect(self.runtime)[1] if ops.Attention in kinds else "n/a"
+                attention_in_effect(self.runtime)[1]
+                if kinds & {ops.Attention, ops.CausalAttention}
+                else "n/a"
             ),
             "loader": (
                 "the torch backend's DataLoader: whole-batch index gather, no workers "
@@ -190,11 +192,15 @@ __all__ = ["KerasTorchModel", "build"]
 
 def attention_in_effect(runtime: Runtime) -> tuple[str, str]:
     """The attention core the option ``attention`` chooses, and why: ``default`` is ``fused``
-    (PyTorch's ``scaled_dot_product_attention``, ``lowering.FusedSelfAttention``) at every
-    precision, ``keras`` the shared layer's ``keras.ops`` composition."""
+    (PyTorch's ``scaled_dot_product_attention``, ``lowering.FusedSelfAttention``; causal: with
+    ``is_causal=True``, as the ``torch`` backend's default) at every precision, ``keras`` the
+    shared layer's ``keras.ops`` composition."""
     if runtime.option("attention") == "keras":
         return "keras", "no: keras.ops matmul, where, softmax, matmul (the shared SelfAttention)"
-    return "fused", "yes: torch.nn.functional.scaled_dot_product_attention, a boolean key mask"
+    return "fused", (
+        "yes: torch.nn.functional.scaled_dot_product_attention, a boolean key mask (causal: "
+        "is_causal=True)"
+    )
 
 
 def gru_in_effect(runtime: Runtime) -> tuple[str, str]:

@@ -94,7 +94,8 @@ def make_optimizer(model):
 
 
 def loss_fn(y, logits):
-    """Softmax cross-entropy, mean over the batch (in the logits' dtype)."""
+    """Softmax cross-entropy, mean over every label: per sample, or per position of a
+    sequence (in the logits' dtype)."""
     return keras.ops.mean(keras.ops.sparse_categorical_crossentropy(y, logits, from_logits=True))
 
 

@@ -43,7 +43,7 @@ import tensorflow as tf
 
 from rosetta.backends import driver
 from rosetta.backends.base import Batch, Model, Params, hwc_flatten_at_output
-from rosetta.backends.keras_common.lowering import ATTENTION_NOTE
+from rosetta.backends.keras_common.lowering import ATTENTION_NOTE, CAUSAL_ATTENTION_NOTE
 from rosetta.backends.keras_common.model import KERAS_POLICIES, functional
 from rosetta.backends.tensorflow import optim, weights
 from rosetta.backends.tensorflow import runtime as tf_runtime
@@ -68,8 +68,9 @@ class FastPath:
     why_jit: str
 
 
-def has_op(workload: Workload, kind: type) -> bool:
-    """Whether the workload's graph (residual branches opened) contains an op of ``kind``."""
+def has_op(workload: Workload, kind: type | tuple[type, ...]) -> bool:
+    """Whether the workload's graph (residual branches opened) contains an op of ``kind`` (one
+    of the kinds, a tuple)."""
     return any(isinstance(n, kind) for n, _, _ in walk(workload.graph, workload.input.shape))
 
 
@@ -90,7 +91,7 @@ def choose(
             if jit_compile
             else "graph has a GRU, on a GPU: cuDNN's fused kernel, which XLA cannot compile"
         )
-    elif has_op(workload, ops.Attention):
+    elif has_op(workload, (ops.Attention, ops.CausalAttention)):
         jit_compile = False
         why = (
             "graph has attention, no GRU: XLA off, the default of a graph without a GRU "
@@ -152,7 +153,8 @@ class KerasModel(Model):
         # timed loop's), so deterministic_steps runs the very trace the timed loop runs
         jit = fast.jit_compile
         x_spec = tf.TensorSpec((None, *self.net.input_shape[1:]), self.net.inputs[0].dtype)
-        y_spec = tf.TensorSpec((None,), tf.int64)
+        # labels: one per sample (N,), or one per position (N, T) with (N, T, K) logits
+        y_spec = tf.TensorSpec((None, *self.net.output_shape[1:-1]), tf.int64)
         compile_ = dict(jit_compile=jit, input_signature=(x_spec, y_spec))
         self._step_fn = tf.function(self._step, **compile_)  # the timed program
         self._grads_fn = tf.function(self._loss_grads, **compile_)
@@ -304,11 +306,15 @@ class KerasModel(Model):
 
     def _attention_manifest(self, xla: str) -> dict:
         """The attention form that ran and why ("n/a" without an attention op)."""
-        if not has_op(self.workload, ops.Attention):
+        if has_op(self.workload, ops.Attention):
+            note = ATTENTION_NOTE
+        elif has_op(self.workload, ops.CausalAttention):
+            note = CAUSAL_ATTENTION_NOTE
+        else:
             return {"attention": "n/a", "attention_reason": "n/a"}
         return {
             "attention": f"composed (keras_common's SelfAttention, keras.ops); in {xla}",
-            "attention_reason": f"{ATTENTION_NOTE}; XLA: compile_reason",
+            "attention_reason": f"{note}; XLA: compile_reason",
         }
 
     def _gated_program(self, xla: str) -> str:

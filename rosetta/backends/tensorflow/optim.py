@@ -35,6 +35,7 @@ __all__ = [
     "make_optimizer",
 ]
 
+
 class _Fused:
     """Algorithm 1 as ``ResourceApplyAdam`` (mixed into :class:`SpecAdam` and its AdamW)."""
 

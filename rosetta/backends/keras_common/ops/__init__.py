@@ -17,14 +17,8 @@ from __future__ import annotations
 
 from rosetta.backends.snippet import fmt_shape, nhwc, q
 
-#: op name -> why this backend does not lower it: the decoder's two ops (issue 45) are
-#: lowered in the NumPy reference, PyTorch and JAX first; Keras's follow
-UNSUPPORTED: dict[str, str] = {
-    "causal_attention": "not lowered yet: the decoder's ops (issue 45) came to numpy_ref, torch "
-    "and jax first",
-    "tied_dense": "not lowered yet: the decoder's ops (issue 45) came to numpy_ref, torch and "
-    "jax first",
-}
+#: op name -> why this backend does not lower it (every op of the spec is lowered)
+UNSUPPORTED: dict[str, str] = {}
 
 
 def pair(p: tuple[int, int]) -> str:

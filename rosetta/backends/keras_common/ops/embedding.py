@@ -1,5 +1,6 @@
 """embedding in Keras: ``layers.Embedding`` (id 0 an ordinary row), (N, T) -> (N, T, E); the
-table is its ``embeddings``, as stored.
+table is its ``embeddings``, as stored. The layer is recorded by op name (``Ctx.embeddings``)
+and the generated file names it (``layer_variable``): a ``tied_dense`` holds it.
 """
 
 from __future__ import annotations
@@ -23,18 +24,24 @@ def build(op: ops.Embedding, site: Site, ctx: Ctx) -> Layer:
 
     layer = layers.Embedding(op.vocab, op.dim, dtype=ctx.dtype, name=ctx.layer_name(op.name))
     ctx.bind(weights(op, layer, ctx))
+    ctx.embeddings[op.name] = layer  # a tied_dense's table
     return layer  # (N, T) -> (N, T, E)
 
 
 def render(op: ops.Embedding, site: Site, ctx: RenderCtx) -> Snippet:
-    n = attr(op.name)
-    line = (
-        f"{{x}} = layers.Embedding({op.vocab}, {op.dim}, name={q(n)})({{x}})  # ids "
-        f"{fmt_shape(site.in_shape)} -> {fmt_shape(site.out_shape)}"
+    n, v = attr(op.name), layer_variable(op.name)
+    lines = (
+        f"{v} = layers.Embedding({op.vocab}, {op.dim}, name={q(n)})",
+        f"{{x}} = {v}({{x}})  # ids {fmt_shape(site.in_shape)} -> {fmt_shape(site.out_shape)}",
     )
     return Snippet(
-        forward=(line,), weights=(Weight(f"{op.name}.table", f"{get_layer(n)}.embeddings"),)
+        forward=lines, weights=(Weight(f"{op.name}.table", f"{get_layer(n)}.embeddings"),)
     )
+
+
+def layer_variable(name: str) -> str:
+    """The generated ``build_model``'s variable holding the embedding layer named ``name``."""
+    return f"{attr(name)}_layer"
 
 
 def weights(op: ops.Embedding, layer: layers.Embedding, ctx: Ctx) -> Binding:
