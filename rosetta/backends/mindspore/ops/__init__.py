@@ -7,13 +7,12 @@ imports no framework; below, the text helpers several ops share.
 
 from __future__ import annotations
 
-#: op name -> why this backend does not lower it: the decoder's two ops (issue 45) are
-#: lowered in the NumPy reference, PyTorch and JAX first; MindSpore's follow
+#: op name -> why this backend does not lower it: the decoder's two ops (issue 45) came to every
+#: other backend first; MindSpore's follow
 UNSUPPORTED: dict[str, str] = {
-    "causal_attention": "not lowered yet: the decoder's ops (issue 45) came to numpy_ref, torch "
-    "and jax first",
-    "tied_dense": "not lowered yet: the decoder's ops (issue 45) came to numpy_ref, torch and "
-    "jax first",
+    "causal_attention": "not lowered yet: the decoder's ops (issue 45) came to the other "
+    "backends first",
+    "tied_dense": "not lowered yet: the decoder's ops (issue 45) came to the other backends first",
 }
 
 
