@@ -126,13 +126,14 @@ def is_language_model(workload: Workload) -> bool:
 
 def forward_extras(workload: Workload) -> str:
     """A generated ``forward``'s arguments beyond its input: ``cache`` (a decoder's keys and
-    values, generating) and ``offset`` (the positions already seen: learned positions start
-    there), each only where the model has the op that reads it."""
+    values, generating) and ``offset`` (the positions already seen: learned positions and a
+    cache's writes start there), each only where the model has an op that reads it."""
     walked = _ops(workload)
-    extra = ", cache=None" if any(isinstance(op, CausalAttention) for op, _, _ in walked) else ""
+    if any(isinstance(op, CausalAttention) for op, _, _ in walked):
+        return ", cache=None, offset=0"  # a cache is written at the offset (JAX reads it)
     if any(isinstance(op, PositionEmbedding) for op, _, _ in walked):
-        extra += ", offset=0"
-    return extra
+        return ", offset=0"
+    return ""
 
 
 def _ops(workload: Workload) -> list:
