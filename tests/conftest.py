@@ -133,16 +133,26 @@ def _machine_peaks_stubbed(request, monkeypatch):
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the markers added here
 def pytest_collection_modifyitems(config, items):
     """A conformance check with a slow tier's parameter or backend is marked slow
-    (``tests/conformance/conftest.py`` ``SLOW_PARAMS``, ``SLOW_BACKENDS``). (Its worker group is
+    (``tests/conformance/conftest.py`` ``SLOW_PARAMS``, ``SLOW_BACKENDS``); one a Keras engine
+    leaves to tensorflow (``ENGINE_FLOAT64_ON_TENSORFLOW``) is not collected. (Its worker group is
     a mark of the ``backend`` fixture's parameter: xdist renames an item by its group in its own
     ``pytest_collection_modifyitems``, which ran before this one and so missed a group added
     here: every backend's checks were spread over both workers, and a Keras engine's child
     process ran once per worker.)"""
-    from tests.conformance.conftest import slow_tier
+    from tests.conformance.conftest import left_to_tensorflow, slow_tier
 
+    kept, dropped = [], []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         if "conformance" not in item.nodeid.split("::")[0]:
+            kept.append(item)
             continue
+        if left_to_tensorflow(item.originalname, params):
+            dropped.append(item)
+            continue
+        kept.append(item)
         if slow_tier(params):
             item.add_marker(pytest.mark.slow)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

@@ -160,6 +160,7 @@ def test_generation_memory_is_the_windows_own_peak(decoder):
 
     w, _, _ = decoder
     spec = SimpleNamespace(prompt_len=5, new_tokens=3)
+
     def touch() -> None:  # 64 MiB of fresh pages from the kernel (whatever the allocator keeps)
         with mmap.mmap(-1, 64 << 20) as m:
             for i in range(0, 64 << 20, mmap.PAGESIZE):

@@ -6,9 +6,9 @@ saturated (all-ones) image, a flat grey image (every max-pool window in its inte
 maxima: the spec's rule is that the first maximum in row-major order gets the gradient, as in
 ``numpy_ref.conv.maxpool2d_backward``), and a black border around noise. Reviews (the GRU): all
 padding, shorter than the window, one repeated token, and a full window. Each set once as a
-batch, and its hardest sample as a batch of one. The gate is the same ``run_gate`` a cell calls,
-at the spec's tolerances. The reference itself is not gated against itself here: its edge cases
-are checked against finite differences and plain loops (tests/test_numpy_ref_ops.py).
+batch, and its hardest sample as a batch of one (float32). The gate is the same ``run_gate`` a
+cell calls, at the spec's tolerances. The reference itself is not gated against itself here: its
+edge cases are checked against finite differences and plain loops (tests/test_numpy_ref_ops.py).
 """
 
 from __future__ import annotations
@@ -73,9 +73,14 @@ CASES = {
 }
 
 
+# each set at float32 (the timed precision) and float64 (the strict comparison of conventions);
+# its hardest sample alone at float32: a batch of one tries the shapes (a squeezed batch axis),
+# which do not depend on the dtype, and the set at float64 already holds that sample
 @pytest.mark.parametrize("name", list(CASES))
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("batch", ["set", "one"])
+@pytest.mark.parametrize(
+    "batch, dtype", [("set", "float64"), ("set", "float32"), ("one", "float32")],
+    ids=["set-float64", "set-float32", "one-float32"],
+)  # fmt: skip
 def test_edge_cases_match_reference(backend, name, dtype, batch, models):
     w = conformance_workload(name)
     x, y = CASES[name]()
