@@ -3,7 +3,8 @@
 Paddle) or broke Chainer's link registration, while the bench ran the spec ok and equivalent;
 now such names are mangled (``rosetta.backends.snippet.attr``). Each file is executed and its
 ``check`` (forward, loss, gradients, one step, float64) compared with the same model under plain
-names; numpy_ref and torch here, every other installed backend in the slow tier."""
+names; numpy_ref and torch here, every other installed backend in the slow tier (its four
+files in one fresh interpreter)."""
 
 from __future__ import annotations
 
@@ -56,14 +57,25 @@ def _usable(backend: str) -> str:
     return backend
 
 
-def _run(w, backend: str, weights: dict, x, y, folder: Path) -> dict:
-    """The file's ``check`` outputs: executed here for the fast two, else in a fresh process
-    (``tests/conformance/generated_run.py``: frameworks do not share one process well)."""
-    gen = codegen.generate(w, backend)
+def _run(cases: dict, backend: str, x, y, folder: Path) -> dict:
+    """Each case's (workload, weights) file's ``check`` outputs, by case: executed here for the
+    fast two, else all of one backend's in one fresh interpreter (``tests/conformance/
+    generated_run.py``'s ``run_files``: frameworks do not share one process well; one framework's
+    files run one after another, each as ``__main__``)."""
     if backend not in FAST:
-        from tests.conformance.generated_run import run_file
+        from tests.conformance.generated_run import run_files
 
-        return run_file(gen, w, weights, x, y, "float64", folder / w.graph[1].name, k=1)
+        jobs = {key: (codegen.generate(w, backend), w, weights, x, y)
+                for key, (w, weights) in cases.items()}  # fmt: skip
+        outs = run_files(jobs, "float64", folder, k=1)
+        failed = {key: out for key, out in outs.items() if isinstance(out, str)}
+        assert not failed, f"{backend}: {failed}"
+        return outs
+    return {key: _exec_here(w, backend, weights, x, y) for key, (w, weights) in cases.items()}
+
+
+def _exec_here(w, backend: str, weights: dict, x, y) -> dict:
+    gen = codegen.generate(w, backend)
     module = types.ModuleType(f"generated_{backend}_{id(w)}")
     sys.modules[module.__name__] = module  # its dataclasses look themselves up
     try:
@@ -90,22 +102,26 @@ def test_a_layer_named_like_the_files_own_names_runs_as_data(backend, tmp_path):
     weights = canonical_weights(plain, seed=0, dtype="float64")
     x = np.random.default_rng(0).standard_normal((4, *plain.input.shape))
     y = np.array([0, 3, 9, 1])
-    want = _run(plain, backend, weights, x, y, tmp_path)
-    # every name here in process; the issue's six, two a file, in a fresh process elsewhere
+    # every name here in process; the issue's six, two a file, in one fresh process elsewhere
     names = NAMES if backend in FAST else ["__class__", "forward", "params", "np", "self", "x"]
-    for fc1, fc2 in zip(names[::2], names[1::2], strict=True):
-        rename = {"fc1": fc1, "fc2": fc2}
+    renames = [{"fc1": fc1, "fc2": fc2} for fc1, fc2 in zip(names[::2], names[1::2], strict=True)]
 
-        def renamed(tensor: str, rename=rename) -> str:
-            layer, _, rest = tensor.partition(".")
-            return f"{rename.get(layer, layer)}.{rest}"
+    def renamed(tensor: str, rename: dict) -> str:
+        layer, _, rest = tensor.partition(".")
+        return f"{rename.get(layer, layer)}.{rest}"
 
-        got = _run(_named(plain, rename), backend, {renamed(k): v for k, v in weights.items()},
-                   x, y, tmp_path)  # fmt: skip
+    cases = {"plain": (plain, weights)}
+    for i, rename in enumerate(renames):
+        cases[f"named{i}"] = (_named(plain, rename),
+                              {renamed(k, rename): v for k, v in weights.items()})  # fmt: skip
+    outs = _run(cases, backend, x, y, tmp_path)
+    want = outs["plain"]
+    for i, rename in enumerate(renames):
+        got = outs[f"named{i}"]
         for key, value in want.items():
             kind, _, tensor = key.partition(":")
-            other = f"{kind}:{renamed(tensor)}" if tensor else key
-            where = f"{backend}, layers {fc1!r}, {fc2!r}: {key}"
+            other = f"{kind}:{renamed(tensor, rename)}" if tensor else key
+            where = f"{backend}, layers {rename['fc1']!r}, {rename['fc2']!r}: {key}"
             np.testing.assert_allclose(got[other], value, rtol=1e-10, atol=1e-12, err_msg=where)
 
 

@@ -53,19 +53,24 @@ SLOW_BACKENDS = {
     "per process); the Keras lowering is checked in the quick tier on tensorflow, its engine "
     "as torch, and the engine itself by tests/test_backend_keras.py",
 }
-#: Float64 checks a Keras engine (``keras_jax``, ``keras_torch``) leaves to ``tensorflow``, which
-#: makes them on the same Keras code (``rosetta/backends/keras_common``: one lowering, one
-#: generated file's text but for its engine lines): its generated file's float64 run and its edge
-#: cases at float64. The engines' own paths (keras_torch's fused attention core) run at float32,
-#: where every check of theirs runs; at float64 each engine still passes its whole-model gate on
-#: every workload (``test_matches_reference``), every op probe (``test_ops.py``: float64) and the
-#: exact parameter round trip, the checks that see an engine's own convention or a narrowed
-#: dtype. (Measured: these checks were 0.3 of keras_jax's 23 minutes in the slow tier.)
-ENGINE_FLOAT64_ON_TENSORFLOW = (
-    "test_generated_file_matches_reference",
-    "test_edge_cases_match_reference",
-    "test_transformer_large_logits_match_reference",
-)
+#: Checks a Keras engine (``keras_jax``, ``keras_torch``) leaves to ``tensorflow``, which makes
+#: them on the same Keras code (``rosetta/backends/keras_common``: one lowering, one generated
+#: file's text but for its engine lines), by the dtype they are left at (``None``: every dtype):
+#: its generated file's and edge cases' float64 runs, and the imported models
+#: (``test_imported.py``: the corpus lowered by the same Keras ops). The engines' own paths
+#: (keras_torch's fused attention core) run at float32, where their every other check runs; at
+#: float64 each engine still passes its whole-model gate on every workload
+#: (``test_matches_reference``), every op probe (``test_ops.py``, float64: the imported corpus's
+#: ops among them) and the exact parameter round trip, the checks that see an engine's own
+#: convention or a narrowed dtype. (Measured: these were half of keras_jax's 23 minutes in the
+#: slow tier.)
+ENGINE_CHECKS_ON_TENSORFLOW = {
+    "test_generated_file_matches_reference": "float64",
+    "test_edge_cases_match_reference": "float64",
+    "test_transformer_large_logits_match_reference": "float64",
+    "test_every_backend_runs_the_imported_model": None,
+    "test_the_generated_source_of_an_imported_model_matches_the_reference": None,
+}
 RESNET_SIZE = 64  # quick suite: ResNet-50 on 64x64 inputs (same parameters; 224 is marked slow)
 
 
@@ -78,14 +83,14 @@ def slow_tier(params: dict) -> bool:
 
 def left_to_tensorflow(name: str, params: dict) -> bool:
     """Whether the conformance check ``name`` with these parameters is one a Keras engine leaves
-    to ``tensorflow`` (``ENGINE_FLOAT64_ON_TENSORFLOW``): not collected."""
+    to ``tensorflow`` (``ENGINE_CHECKS_ON_TENSORFLOW``): not collected."""
     backend = params.get("backend")
-    return (
-        params.get("dtype") == "float64"
-        and name in ENGINE_FLOAT64_ON_TENSORFLOW
-        and isinstance(backend, str)
-        and engine_process.keras_engine(backend) is not None
-    )
+    if name not in ENGINE_CHECKS_ON_TENSORFLOW or not isinstance(backend, str):
+        return False
+    dtype = ENGINE_CHECKS_ON_TENSORFLOW[name]
+    if dtype is not None and params.get("dtype") != dtype:
+        return False
+    return engine_process.keras_engine(backend) is not None
 
 
 @pytest.hookimpl(tryfirst=True)

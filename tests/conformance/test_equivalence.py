@@ -40,11 +40,11 @@ def test_matches_reference(backend, workload, dtype, models):
     _check(model, backend, workload, dtype, n=2 if workload.name == "resnet50" else 4)
 
 
+# At float32 only: 224 brings the sizes 64 does not (odd ones, 7x7 before the pool), which any
+# dtype shows; the conventions' strict comparison is every workload's float64 gate above.
 @pytest.mark.slow
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", ["float32"])
 def test_resnet50_at_224_matches_reference(backend, dtype):
-    if backend.NAME == "numpy_ref" and dtype == "float64":
-        pytest.skip("the reference itself")
     w = get_workload("resnet50")
     require_dtype(backend, dtype)
     _check(make(backend, w, weights(w), dtype=dtype), backend, w, dtype, n=2)

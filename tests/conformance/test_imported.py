@@ -2,7 +2,7 @@
 (``tests/test_import.py``: models written with ``torch.nn`` and exported by ``torch.onnx``),
 gated against the float64 reference at the imported workload's float32 tolerances: forward, and
 for a training workload (the GRU classifier) its loss, gradients and optimiser steps too.
-Slow tier; a Keras engine's checks run in its own process (``engine_process.py``)."""
+Slow tier; a Keras engine leaves these to tensorflow (``conftest.ENGINE_CHECKS_ON_TENSORFLOW``)."""
 
 from __future__ import annotations
 
