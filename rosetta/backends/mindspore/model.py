@@ -93,6 +93,7 @@ class MindSporeModel(Model):
         self._forward = ms.jit(self.net) if self.jit else self.net
         self.net.set_train(False)
         self.optimizer = None
+        self._step = None
         self.set_params(params)
 
     # -- helpers -------------------------------------------------------------------------------
@@ -130,9 +131,13 @@ class MindSporeModel(Model):
     def set_params(self, params: Params) -> None:
         check_weights(self.workload, params)
         weights.load(self.binds, params)
-        # fresh state: loading weights restarts training
+        # fresh state: loading weights restarts training. The step built once keeps its compiled
+        # graph (mindspore.jit compiles per cell: a new step cell recompiled, 25 s for the GRU),
+        # its optimiser's state zeroed in place (the same Parameters the graph reads).
+        if self._step is not None:
+            self.optimizer.restart()
+            return
         self.optimizer = optim.make_optimizer(self.workload.optimizer, self.trainable, self.names)
-        self._step = None
         if self.optimizer is not None:
             step = TrainStep(self.net, self.optimizer, self.trainable)
             self._step = ms.jit(step) if self.jit else step

@@ -79,7 +79,7 @@ class SpecSGD(nn.Cell):
     def restart(self) -> None:
         """Fresh state (loading weights restarts training)."""
         for b in self.bufs:
-            b.set_data(ops.zeros(b.shape, b.dtype))
+            ops.assign(b, ops.zeros(b.shape, b.dtype))  # in place: a compiled step reads it
 
 
 class SpecAdam(nn.Cell):
@@ -136,7 +136,7 @@ class SpecAdam(nn.Cell):
         """Fresh state (loading weights restarts training)."""
         self.t = 0
         for s in (*self.m, *self.v):
-            s.set_data(ops.zeros(s.shape, s.dtype))
+            ops.assign(s, ops.zeros(s.shape, s.dtype))  # in place: a compiled step reads it
 
 
 class FusedAdam(SpecAdam):
