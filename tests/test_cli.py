@@ -75,8 +75,9 @@ def test_malformed_spec_is_one_line_on_stderr_with_exit_2(tmp_path):
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr
     assert lines[0].startswith("rosetta: error: ") and "cnn.yaml: field 'dataset'" in lines[0]
+    # ``python -m rosetta`` is the same command line
     out = subprocess.run(
-        [sys.executable, "-m", "rosetta.cli", "list", "--bogus"], capture_output=True, text=True
+        [sys.executable, "-m", "rosetta", "list", "--bogus"], capture_output=True, text=True
     )
     assert out.returncode == 2 and "unrecognized arguments: --bogus" in out.stderr
 

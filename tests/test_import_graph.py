@@ -10,7 +10,7 @@ The layers, lowest first (a module may import its own layer and those below it):
 ``backends``, ``export`` | ``codegen`` (generated source, below the runner), ``importer`` (ONNX
 files read into the spec) | ``runner`` |
 ``report`` |
-``cli``.
+``cli`` | ``__main__`` (``python -m rosetta``).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ LAYERS = {
     "rosetta.report": 5,
     "rosetta.serving": 5,  # LoadGen scenarios: a cell of its own kind over the runner's data
     "rosetta.cli": 6,
+    "rosetta.__main__": 7,  # ``python -m rosetta``: the command line's entry point
 }
 
 
