@@ -13,7 +13,6 @@ from rosetta import backends
 from rosetta.runner.gate import run_gate
 from rosetta.spec import canonical_weights
 from tests.conformance.conftest import usable_backend
-from tests.conformance.engine_process import keras_engine
 
 pytest.importorskip("torch")
 pytest.importorskip("onnx")
@@ -31,8 +30,6 @@ def _cases():
         if name == "numpy_ref":
             continue
         marks = [pytest.mark.slow]
-        if keras_engine(name):
-            marks.append(pytest.mark.xdist_group(f"conformance-{name}"))
         for model in CORPUS:
             yield pytest.param(name, model, marks=marks, id=f"{name}-{model}")
 
@@ -64,8 +61,6 @@ def _source_cases():
 
     for name in codegen.BACKENDS:
         marks = [pytest.mark.slow]
-        if keras_engine(name):
-            marks.append(pytest.mark.xdist_group(f"conformance-{name}"))
         for model in SOURCE_MODELS:
             yield pytest.param(name, model, marks=marks, id=f"{name}-{model}")
 
