@@ -80,8 +80,19 @@ def run_file(
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-12:]
         raise BackendError(f"{gen.name} --check failed ({done.returncode}):\n" + "\n".join(tail))
+    return _read_and_clear(outfile)
+
+
+def _read_and_clear(outfile: Path) -> dict[str, np.ndarray]:
+    """OUT.npz's arrays, then the job's three ``.npz`` files removed: a ResNet-50's weights,
+    gradients and parameters are ~100 MB a file, and pytest keeps its last runs' folders (the
+    file itself and a failed job's files stay, to read)."""
     with np.load(outfile) as f:
-        return {name: f[name] for name in f.files}
+        out = {name: f[name] for name in f.files}
+    stem = outfile.name[: -len("out.npz")]
+    for n in ("w", "in", "out"):
+        (outfile.parent / f"{stem}{n}.npz").unlink(missing_ok=True)
+    return out
 
 
 #: runs several generated files' ``--check`` in one interpreter, one after another, each as
@@ -162,8 +173,7 @@ def run_files(
         if status.get(key) != "ok":
             results[key] = status.get(key, "not run")
             continue
-        with np.load(out) as f:
-            results[key] = {name: f[name] for name in f.files}
+        results[key] = _read_and_clear(out)
     return results
 
 
