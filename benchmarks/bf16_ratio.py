@@ -20,12 +20,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 
-from benchmarks.common import Ratio, median_interval, random_batch, report
+from benchmarks.common import Ratio, median_interval, random_batch, report, run_child
 
 PRECISIONS = ("fp32", "bf16")
 
@@ -69,11 +67,9 @@ def child(backend: str, workload: str, precision: str, batch: int, image: int, s
 
 
 def _run_child(a: argparse.Namespace, backend: str, precision: str) -> dict:
-    cmd = [sys.executable, "-m", "benchmarks", "bf16_ratio", "--child", f"{backend}:{precision}",
-           "--workload", a.workload, "--batch", str(a.batch), "--image-size", str(a.image_size),
-           "--steps", str(a.steps), "--warmup", str(a.warmup)]  # fmt: skip
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1200).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return run_child("bf16_ratio", [f"{backend}:{precision}", "--workload", a.workload, "--batch",
+                     str(a.batch), "--image-size", str(a.image_size), "--steps", str(a.steps),
+                     "--warmup", str(a.warmup)], timeout=1200)  # fmt: skip
 
 
 def main(argv: list[str]) -> int:

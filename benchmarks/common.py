@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -61,6 +63,32 @@ def interleaved(
             sync(fn())
             times[key].append((time.perf_counter_ns() - t0) / 1e9)
     return times
+
+
+def run_child(benchmark: str, args: list[str], *, timeout: float = 3600) -> dict:
+    """Run ``python -m benchmarks <benchmark> --child ...`` (one framework's thread pools alone
+    in a process of their own): its printed lines but the last are echoed, the last is its JSON
+    result. A failed child stops the benchmark with its last error line."""
+    cmd = [sys.executable, "-m", "benchmarks", benchmark, "--child", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SystemExit(f"{benchmark}: the child {args[0]} failed: {tail}")
+    sys.stdout.write("".join(line + "\n" for line in lines[:-1]))
+    return json.loads(lines[-1])
+
+
+def streamed_generation(model, prompts: np.ndarray, new_tokens: int):
+    """One greedy generation by a lowered model as a server streams it (and as
+    ``rosetta.runner.generation.time_generation`` times it): the prefill, then one token a step,
+    each token on the host before the next step. Returns the last token (native)."""
+    _, nxt = model.prefill(prompts)
+    model.to_numpy(nxt)
+    for _ in range(new_tokens - 1):
+        _, nxt = model.decode(nxt)
+        model.to_numpy(nxt)
+    return nxt
 
 
 def random_batch(w, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray | None]:

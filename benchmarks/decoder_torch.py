@@ -21,18 +21,7 @@ import numpy as np
 
 from benchmarks import _torch_common as tc
 from benchmarks._lowering import assert_same
-from benchmarks.common import interleaved, ratio, report
-
-
-def _lowered_generate(model, prompts: np.ndarray, new_tokens: int):
-    """The lowered model's greedy loop as ``rosetta.runner.generation.time_generation`` runs it:
-    each token on the host before the next step."""
-    _, nxt = model.prefill(prompts)
-    model.to_numpy(nxt)
-    for _ in range(new_tokens - 1):
-        _, nxt = model.decode(nxt)
-        model.to_numpy(nxt)
-    return nxt
+from benchmarks.common import interleaved, ratio, report, streamed_generation
 
 
 def main(argv: list[str]) -> int:
@@ -88,7 +77,7 @@ def main(argv: list[str]) -> int:
         tb = torch.as_tensor(pb, dtype=torch.long)
         before = tc.load_avg()
         times = interleaved(
-            {"lowered": lambda pb=pb: _lowered_generate(lowered, pb, args.new_tokens),
+            {"lowered": lambda pb=pb: streamed_generation(lowered, pb, args.new_tokens),
              "handwritten": lambda tb=tb: hw.generate(hand, tb, args.new_tokens)},
             rounds=args.gen_rounds,
         )  # fmt: skip

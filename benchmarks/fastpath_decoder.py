@@ -26,26 +26,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 
-from benchmarks.common import Ratio, interleaved, report
+from benchmarks.common import Ratio, interleaved, report, run_child, streamed_generation
 from benchmarks.fastpath_transformer import paired
 
 #: per framework: the two attention forms compared (A first: the ratio is A / B)
 FORMS: dict[str, tuple[str, str]] = {"torch": ("sdpa", "composed"), "jax": ("jax.nn", "composed")}
-
-
-def _generation(model, prompts: np.ndarray, new_tokens: int):
-    """One greedy generation, each token on the host before the next step."""
-    _, nxt = model.prefill(prompts)
-    model.to_numpy(nxt)
-    for _ in range(new_tokens - 1):
-        _, nxt = model.decode(nxt)
-        model.to_numpy(nxt)
-    return nxt
 
 
 def child(framework: str, a: argparse.Namespace) -> dict:
@@ -67,8 +55,8 @@ def child(framework: str, a: argparse.Namespace) -> dict:
         batch = next(iter(m.loader(x, y, np.arange(n), n)))
         jobs.setdefault("train", {})[form] = lambda m=m, b=batch: m.to_numpy(m.train_step(b))
         for b in batches:
-            jobs.setdefault(f"generate b{b}", {})[form] = (
-                lambda m=m, p=prompts[:b]: _generation(m, p, a.new_tokens)
+            jobs.setdefault(f"generate b{b}", {})[form] = lambda m=m, p=prompts[:b]: (
+                streamed_generation(m, p, a.new_tokens)
             )
     times = {job: interleaved(steps, rounds=a.rounds, warmup=a.warmup)
              for job, steps in jobs.items()}  # fmt: skip
@@ -98,15 +86,10 @@ def main(argv: list[str]) -> int:
     notes: dict = {"load_before": [round(v, 2) for v in os.getloadavg()], "frameworks": {}}
     rows: list[Ratio] = []
     for framework in a.frameworks.split(","):
-        cmd = [sys.executable, "-m", "benchmarks", "fastpath_decoder", "--child", framework,
-               "--rounds", str(a.rounds), "--warmup", str(a.warmup), "--prompt-len",
-               str(a.prompt_len), "--new-tokens", str(a.new_tokens), "--batches", a.batches,
-               "--threads", str(a.threads)]  # fmt: skip
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-        if proc.returncode != 0:
-            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise SystemExit(f"fastpath_decoder: the {framework} child failed: {tail}")
-        res = json.loads(proc.stdout.strip().splitlines()[-1])
+        flags = ["--rounds", str(a.rounds), "--warmup", str(a.warmup), "--prompt-len",
+                 str(a.prompt_len), "--new-tokens", str(a.new_tokens), "--batches", a.batches,
+                 "--threads", str(a.threads)]  # fmt: skip
+        res = run_child("fastpath_decoder", [framework, *flags])
         first, second = FORMS[framework]
         for job, t in res["times"].items():
             row = paired(f"decoder {framework} {job} {first}/{second}", t[first], t[second])

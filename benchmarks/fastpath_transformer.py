@@ -33,13 +33,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import time
 
 import numpy as np
 
-from benchmarks.common import Ratio, interleaved, median_interval, report
+from benchmarks.common import Ratio, interleaved, median_interval, report, run_child
 
 #: per framework and job: the two build-option sets compared (A first: the ratio is A / B)
 JOBS: dict[str, dict[str, tuple[tuple[str, dict], tuple[str, dict]]]] = {
@@ -115,18 +113,6 @@ def paired(name: str, a: list[float], b: list[float]) -> Ratio:
     )
 
 
-def _run_child(framework: str, jobs: list[str], a: argparse.Namespace) -> dict:
-    cmd = [sys.executable, "-m", "benchmarks", "fastpath_transformer", "--child", framework,
-           "--only", ",".join(jobs), "--rounds", str(a.rounds), "--warmup", str(a.warmup),
-           "--batch", str(a.batch), "--threads", str(a.threads)]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-    sys.stdout.write("".join(line + "\n" for line in proc.stdout.splitlines()[:-1]))
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise SystemExit(f"fastpath_transformer: the {framework} child failed: {tail}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks fastpath_transformer")
     p.add_argument("--frameworks", default="torch,tensorflow,jax")
@@ -158,7 +144,9 @@ def main(argv: list[str]) -> int:
         jobs = [j for j in only if j in JOBS[framework]]
         if not jobs:
             continue
-        res = _run_child(framework, jobs, a)
+        flags = ["--only", ",".join(jobs), "--rounds", str(a.rounds), "--warmup", str(a.warmup),
+                 "--batch", str(a.batch), "--threads", str(a.threads)]  # fmt: skip
+        res = run_child("fastpath_transformer", [framework, *flags])
         for job, got in res["jobs"].items():
             (first, _), (second, _) = JOBS[framework][job]
             t = got["times"]
