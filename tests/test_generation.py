@@ -169,6 +169,37 @@ def test_generation_memory_is_the_windows_own_peak(decoder):
     mem = _memory(w, 2, spec, "float64", touch)
     assert mem["kv_cache_bytes"] == 4 * 2 * 2 * (5 + 3) * 256 * 8  # 4 blocks of width 256
     assert mem["peak_rss_bytes"] - mem["rss_before_bytes"] >= 60 << 20
+    assert mem["peak_device_bytes"] is None  # no model, no device
+
+
+@pytest.mark.parametrize("restarts", [True, False])
+def test_a_device_peak_is_recorded_only_when_windowed(decoder, restarts):
+    """The device's peak is read after the generations only where the framework restarted its
+    counter before them; a peak it cannot restart (JAX's, CuPy's: the training run's) is not
+    recorded as the generation's."""
+    from types import SimpleNamespace
+
+    from rosetta.runner.generation import _memory
+
+    w, _, _ = decoder
+    counter = {"peak": 7 << 30, "resets": 0}  # the training run's peak, before the window
+
+    class Device:
+        def reset_peak_device_memory(self) -> bool:
+            if restarts:
+                counter["resets"] += 1
+                counter["peak"] = 0
+            return restarts
+
+        def peak_device_memory_bytes(self) -> int:
+            return counter["peak"]
+
+    def generate() -> None:
+        counter["peak"] = max(counter["peak"], 3 << 20)
+
+    mem = _memory(w, 2, SimpleNamespace(prompt_len=5, new_tokens=3), "float32", generate, Device())
+    assert mem["peak_device_bytes"] == (3 << 20 if restarts else None)
+    assert counter["resets"] == int(restarts)
 
 
 @pytest.mark.slow

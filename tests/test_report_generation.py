@@ -27,7 +27,8 @@ def _generated(path, batches, gate=None, skipped=None):
             "batches": [{"batch": b, "ttft_s": 0.01 * b, "decode_p50_s": 0.002,
                          "decode_p99_s": 0.004, "tokens_per_s": 100.0 * b,
                          "memory": {"kv_cache_bytes": b << 20, "rss_before_bytes": 1 << 30,
-                                    "peak_rss_bytes": (1 << 30) + (3 << 19)}}
+                                    "peak_rss_bytes": (1 << 30) + (3 << 19),
+                                    "peak_device_bytes": (5 << 20) if b == 8 else None}}
                         for b in batches],
         }  # fmt: skip
     path.write_text(json.dumps(rec))
@@ -54,6 +55,7 @@ def test_generation_rows_and_the_section(tmp_path):
                                                                          "800")  # fmt: skip
     assert any(r["tokens"] == "differ from token 5 (margin 1.5e-06)" for r in by.values())
     assert (one["kv_mib"], one["peak_mib"]) == ("8", "1026")  # bytes as MiB: 1024 + 1.5
+    assert one["device_mib"] == "5" and by[(one["backend"], 1)]["device_mib"] == "-"  # none: "-"
     index = write_report([first], tmp_path / "report").read_text()
     section = index[index.index('<section id="generation">') :]
     section = section[: section.index("</section>")]

@@ -243,6 +243,13 @@ class Model(ABC):
         native."""
         raise BackendError(f"backend {self.backend!r} does not generate (no KV-cache decoding)")
 
+    def reset_peak_device_memory(self) -> bool:
+        """Restart the device's peak-memory counter, so that ``peak_device_memory_bytes`` read
+        next is a window's own (a generation's, not the training run's before it). False where
+        there is none to restart (the CPU) or the framework cannot (JAX's, CuPy's pool): a
+        caller then records no windowed device peak."""
+        return False
+
     # -- helpers every backend inherits -----------------------------------------------------
     def predict_numpy(self, x: np.ndarray) -> np.ndarray:
         """Evaluation-mode outputs for a canonical NumPy batch (``request_batch``), in the

@@ -7,7 +7,8 @@ p99 (one token a step, synchronised), tokens/s (the whole batch's new tokens ove
 generation's wall time), the generation gate (every step's logits against the float64
 reference, and whether the greedy tokens were the reference's; where not, the first position
 that differs and the reference's top-1 minus top-2 margin there), and memory (the KV cache the
-batch needs; the process's peak resident memory during that batch's generations). A backend
+batch needs; the process's peak resident memory during that batch's generations; the device's
+peak during them, where the framework can restart its counter). A backend
 whose models do not
 generate yet has a row saying why. Read from the records only; their text is data (escaped).
 """
@@ -83,6 +84,7 @@ def generation_rows(t: Tables) -> list[dict]:
                         "tokens": _tokens(gate),
                         "kv_mib": _mib(_dict(b.get("memory")).get("kv_cache_bytes")),
                         "peak_mib": _mib(_dict(b.get("memory")).get("peak_rss_bytes")),
+                        "device_mib": _mib(_dict(b.get("memory")).get("peak_device_bytes")),
                     }
                 )
     order = {w: i for i, w in enumerate(workload_order([r["workload"] for r in rows]))}

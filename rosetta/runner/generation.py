@@ -214,17 +214,22 @@ def _reset_peak_rss() -> bool:
     return True
 
 
-def _memory(workload: Workload, batch: int, spec, dtype: str, run) -> dict:
+def _memory(workload: Workload, batch: int, spec, dtype: str, run, model=None) -> dict:
     """Run ``run()`` (one batch size's generations) and the memory it took: the process's
     resident memory before and at its peak during them (None where the peak cannot be
-    restarted), and the KV cache the work needs (:func:`kv_cache_bytes`)."""
+    restarted), the device's peak during them where ``model`` runs on one whose counter it can
+    restart (``Model.reset_peak_device_memory``; else None), and the KV cache the work needs
+    (:func:`kv_cache_bytes`)."""
     before = _status_bytes("VmRSS")
     windowed = _reset_peak_rss()
+    device_windowed = model is not None and model.reset_peak_device_memory()
     run()
+    device_peak = model.peak_device_memory_bytes() if device_windowed else None
     return {
         "kv_cache_bytes": kv_cache_bytes(workload, batch, spec.prompt_len + spec.new_tokens, dtype),
         "rss_before_bytes": before,
         "peak_rss_bytes": _status_bytes("VmHWM") if windowed else None,
+        "peak_device_bytes": None if device_peak is None else int(device_peak),
     }
 
 
@@ -275,7 +280,7 @@ def measure(
             runs.extend(time_generation(model, prompts[:b], spec.new_tokens)
                         for _ in range(TIMED_GENERATIONS))  # fmt: skip
 
-        memory = _memory(workload, b, spec, model.dtype, run)
+        memory = _memory(workload, b, spec, model.dtype, run, model)
         decode = [s for r in runs for s in r.decode_s]
         out["batches"].append({
             "batch": b,

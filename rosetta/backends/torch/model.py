@@ -372,6 +372,9 @@ class TorchModel(Model):
         """Peak CUDA memory allocated by this process, or None on the CPU."""
         return settings.peak_memory_bytes(self.device)
 
+    def reset_peak_device_memory(self) -> bool:
+        return settings.reset_peak_memory(self.device)
+
     def manifest(self) -> dict:
         cuda = self.device == "cuda"
         has_gru = any(isinstance(m, nn.GRU) for m in self.net.modules())

@@ -92,6 +92,15 @@ def peak_memory_bytes(device: str) -> int | None:
     return int(torch.cuda.max_memory_allocated(torch.device("cuda")))
 
 
+def reset_peak_memory(device: str) -> bool:
+    """Restart CUDA's peak-allocation counter (``max_memory_allocated`` reads from here on);
+    False on the CPU (written, not run: no GPU here)."""
+    if device != "cuda":
+        return False
+    torch.cuda.reset_peak_memory_stats(torch.device("cuda"))
+    return True
+
+
 def blas() -> str:
     """The BLAS and oneDNN torch runs, from ``torch.__config__.show()`` (statically linked MKL is
     invisible to threadpoolctl), with ATen's CPU kernel level (e.g. ``AVX512``)."""
