@@ -196,6 +196,19 @@ class PaddleModel(Model):
     def to_numpy(self, value) -> np.ndarray:
         return value if isinstance(value, np.ndarray) else np.asarray(value.numpy())
 
+    def peak_device_memory_bytes(self) -> int | None:
+        """Peak GPU memory Paddle allocated since the last restart; None on the CPU (written,
+        not run: no GPU here)."""
+        if self.device != "cuda":
+            return None
+        return int(paddle.device.cuda.max_memory_allocated())
+
+    def reset_peak_device_memory(self) -> bool:
+        if self.device != "cuda":
+            return False
+        paddle.device.cuda.reset_max_memory_allocated()
+        return True
+
     # -- NumPy face ----------------------------------------------------------------------------
     def set_params(self, params: Params) -> None:
         check_weights(self.workload, params)
