@@ -26,8 +26,8 @@ if not backends.status("jax").usable:
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
+from rosetta.backends import cores, make, numpy_ref, runtime_for  # noqa: E402
 from rosetta.backends import jax as jb  # noqa: E402
-from rosetta.backends import make, numpy_ref, runtime_for  # noqa: E402
 from rosetta.backends.driver import lower_op  # noqa: E402
 from rosetta.backends.jax import loader, lowering, optim, runtime  # noqa: E402
 from rosetta.backends.numpy_ref import optim as ref_optim  # noqa: E402
@@ -392,11 +392,11 @@ def _affinities() -> list[int]:
 
 
 @pytest.mark.whole_machine  # JAX's threads must have started on every core
-@pytest.mark.skipif(len(runtime.START_CORES) < 2, reason="one core: nothing to pin")
+@pytest.mark.skipif(len(cores.START_CORES) < 2, reason="one core: nothing to pin")
 def test_threads_one_reads_back_one_from_every_jax_thread():
     # JAX's client (and XLA's pool threads) started earlier in this process with all cores:
     # set_threads must pin those threads too, or one thread would be a claim, not a fact
-    all_cores = len(runtime.START_CORES)
+    all_cores = len(cores.START_CORES)
     try:
         rt = runtime_for(jb, threads=1)
         assert rt.threads == 1

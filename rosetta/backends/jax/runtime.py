@@ -53,8 +53,6 @@ def _has_cuda_plugin() -> bool:
 
 if not os.environ.get("JAX_PLATFORMS"):  # before jax is imported anywhere through this package
     os.environ["JAX_PLATFORMS"] = "cuda,cpu" if _has_cuda_plugin() else "cpu"
-#: the cores this process started with: ``set_threads`` takes its first ``n`` (and can widen back)
-START_CORES = cores.START_CORES
 
 import jax  # noqa: E402  (after JAX_PLATFORMS)
 
@@ -125,7 +123,7 @@ def set_tf32(enabled: bool, device: str) -> bool:
 
 def settings() -> Settings:
     """XLA flags, platforms, pinning and notes, for the manifest."""
-    pinned = bool(START_CORES) and threads_in_effect() < len(START_CORES)
+    pinned = bool(cores.START_CORES) and threads_in_effect() < len(cores.START_CORES)
     return Settings(
         os.environ.get("XLA_FLAGS", ""),
         os.environ.get("JAX_PLATFORMS", ""),
