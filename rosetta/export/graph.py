@@ -29,6 +29,16 @@ per graph) and no padding mask. The tied head reads the embedding's own table in
 masked mean divides by ``max(count, 1)``: 0 for a row of padding only, never 0/0. GELU is exact,
 ``0.5 x (1 + erf(x / sqrt 2))``, in the reference's order (the form ONNX Runtime's Gelu fusion
 recognises).
+
+The *generation graph* (:func:`generation_model`, ``Build.decoding``) is a second export of a
+decoder for greedy decoding with a KV cache, one graph for the prefill and every decode step:
+``input`` (N, T) and per causal attention layer ``i`` ``past_key_<i>``/``past_value_<i>`` (N,
+heads, S, d) in; ``output`` (N, V), the last position's logits, and ``present_key_<i>``/
+``present_value_<i>`` (N, heads, S + T, d), the pasts with the new keys and values appended,
+out. S is read from the first past's shape (:func:`steps`): the position embedding gathers rows
+S..S+T-1 (``Range``), and the causal mask is a (T, S + T) 0 / -inf bias from ``Range`` and
+``Greater`` (query ``i`` reads key ``j <= S + i``). The ops after the last causal attention's
+block (the final LayerNorm, the tied head) run on the last position alone.
 """
 
 from __future__ import annotations
