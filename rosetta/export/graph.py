@@ -266,7 +266,9 @@ def _output(b: Build, y: str) -> None:
     b.nodes[-1].output[0] = OUTPUT
 
 
-def _model(b: Build, workload, params: dict, opset: int, inputs: list, outputs: list, doc: str):
+def _model(
+    b: Build, workload, params: dict, opset: int, inputs: list, outputs: list, doc: str
+) -> onnx.ModelProto:
     """The ``ModelProto`` of ``b``'s nodes, ``params`` and ``b``'s constants as initializers."""
     inits = {**to_initializers(workload, params, b.dtype), **b.constants}
     graph = helper.make_graph(
@@ -288,6 +290,7 @@ def _model(b: Build, workload, params: dict, opset: int, inputs: list, outputs: 
 
 
 def _checked_args(workload, dtype: str, opset: int) -> None:
+    """One line where the export cannot write ``workload`` in ``dtype`` at ``opset``."""
     check_opset(opset)
     if dtype not in ("float32", "float64"):
         raise BackendError(f"ONNX export: dtype {dtype!r}; valid: float32, float64")
@@ -315,8 +318,9 @@ def to_model(workload, params: dict, dtype: str = "float32", opset: int = OPSET)
     return model
 
 
-#: ops that act on each position alone: after the last causal attention, a generation graph
-#: runs them on the last position only (the LM head's (E, V) product once, not T times)
+#: ops that act on each position alone: the top-level nodes after the last one holding any
+#: other op (the decoder's final LayerNorm and tied head) run in the generation graph on the
+#: last position only (the LM head's (E, V) product once, not T times)
 POSITIONWISE = (ops.LayerNorm, ops.Dense, ops.TiedDense, ops.GELU, ops.Dropout, ops.ReLU,
                 ops.Tanh, ops.Sigmoid)  # fmt: skip
 

@@ -58,9 +58,9 @@ class OpenVinoModel(ServingModel):
         self.gen_outputs = [o.get_any_name() for o in compiled.outputs]
 
     def _run_generation(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        # share_outputs=False (the default): copies, which the next step's run cannot overwrite
         results = self.gen_request.infer(feeds)
-        # copies: the request's output tensors are overwritten by the next step
-        return {n: np.array(r) for n, r in zip(self.gen_outputs, results.values(), strict=True)}
+        return {name: results[name] for name in self.gen_outputs}
 
     def engine_settings(self) -> dict:
         if not self.compiled:  # nothing run yet: the batch-1 graph says what every one gets
