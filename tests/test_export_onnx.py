@@ -113,6 +113,71 @@ def test_onnx_reference_evaluator_matches_numpy_ref_in_float64(name):
     np.testing.assert_allclose(got, want, rtol=tol.rtol, atol=tol.atol)
 
 
+def _empty_pasts(w, n: int, dtype: str) -> dict[str, np.ndarray]:
+    return {
+        name.format(i): np.zeros((n, h, 0, d), dtype=dtype)
+        for i, (h, d) in enumerate(graph.cache_shapes(w))
+        for name in (graph.PAST_KEY, graph.PAST_VALUE)
+    }
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_generation_graph_steps_are_the_forward_exports_positions(engine):
+    """The decoder's generation graph (KV cache) passes ``onnx.checker`` (full) and declares
+    the cache; an engine's prefill of 16 tokens and 3 decode steps give the logits the forward
+    export, run by the same engine over the whole window, has at those positions (float32
+    bounds). A cache whose positions or mask were wrong moves every step after the prefill."""
+    _engine(engine)
+    w = get_workload("decoder")
+    params = weights(w)
+    gen = graph.generation_model(w, params)
+    onnx.checker.check_model(gen, full_check=True)
+    ins = [i.name for i in gen.graph.input]
+    assert ins[:3] == ["input", "past_key_0", "past_value_0"] and len(ins) == 1 + 2 * 4
+    assert [o.name for o in gen.graph.output][:2] == ["output", "present_key_0"]
+    model = make(engine, w, params)
+    x, _ = gate_batch(w, n=3)  # (3, 128)
+    full = model.predict_numpy(x)  # (3, 128, V): the forward export
+    tol = w.tolerances["float32"].forward
+    logits, nxt = model.prefill(x[:, :16])
+    np.testing.assert_array_equal(nxt, logits.argmax(-1))
+    steps = [logits]
+    for t in range(16, 19):
+        steps.append(model.decode(x[:, t])[0])
+    for k, got in enumerate(steps):
+        v = tol.violation(got, full[:, 15 + k])
+        assert v <= 1, f"{engine} step {k}: {v:.3g} of the float32 bound"
+
+
+def test_a_generation_chunk_after_the_cache_reads_the_keys_before_it_in_float64():
+    """The generation graph in float64 through ONNX's reference evaluator: a prefill of 8, then
+    a chunk of 3 new tokens at once (T > 1 over a cache: query i reads keys j <= S + i), then one
+    step; the logits at positions 7, 10 and 11 are the float64 NumPy reference's forward at
+    float64's bounds (the chunk's middle queries feed the later layers' cached keys, which
+    position 11 reads)."""
+    from onnx.reference import ReferenceEvaluator
+
+    w = get_workload("decoder")
+    params = {k: v.astype(np.float64) for k, v in weights(w).items()}
+    x, _ = gate_batch(w, n=2)
+    want = make(numpy_ref, w, params, dtype="float64").predict_numpy(x)  # (2, 128, V)
+    run = ReferenceEvaluator(graph.generation_model(w, params, "float64"), new_ops=_float64_erf())
+    names = run.output_names
+    pasts = _empty_pasts(w, 2, "float64")
+    tol = w.tolerances["float64"].forward
+    for start, stop in ((0, 8), (8, 11), (11, 12)):
+        out = dict(zip(names, run.run(None, {"input": x[:, start:stop], **pasts}), strict=True))
+        assert out["present_key_3"].shape == (2, 4, stop, 64)
+        np.testing.assert_allclose(out["output"], want[:, stop - 1], rtol=tol.rtol, atol=tol.atol)
+        pasts = {k: out[k.replace("past", "present")] for k in pasts}
+
+
+def test_a_workload_without_causal_attention_has_no_generation_graph():
+    with pytest.raises(BackendError, match="does not generate") as e:
+        graph.generation_model(get_workload("transformer"), weights(get_workload("transformer")))
+    assert "\n" not in str(e.value)
+
+
 @pytest.mark.parametrize(
     "probe", [(op, i) for op, i, _ in probe_workloads() if op in ("add", "concat")]
 )

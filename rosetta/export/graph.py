@@ -29,6 +29,16 @@ per graph) and no padding mask. The tied head reads the embedding's own table in
 masked mean divides by ``max(count, 1)``: 0 for a row of padding only, never 0/0. GELU is exact,
 ``0.5 x (1 + erf(x / sqrt 2))``, in the reference's order (the form ONNX Runtime's Gelu fusion
 recognises).
+
+The *generation graph* (:func:`generation_model`, ``Build.decoding``) is a second export of a
+decoder for greedy decoding with a KV cache, one graph for the prefill and every decode step:
+``input`` (N, T) and per causal attention layer ``i`` ``past_key_<i>``/``past_value_<i>`` (N,
+heads, S, d) in; ``output`` (N, V), the last position's logits, and ``present_key_<i>``/
+``present_value_<i>`` (N, heads, S + T, d), the pasts with the new keys and values appended,
+out. S is read from the first past's shape (:func:`steps`): the position embedding gathers rows
+S..S+T-1 (``Range``), and the causal mask is a (T, S + T) 0 / -inf bias from ``Range`` and
+``Greater`` (query ``i`` reads key ``j <= S + i``). The ops after the last causal attention's
+block (the final LayerNorm, the tied head) run on the last position alone.
 """
 
 from __future__ import annotations
@@ -48,9 +58,14 @@ from rosetta.export import MIN_OPSET, OPSET
 from rosetta.export.table import MIN_OPSET_OF, OPS
 from rosetta.export.weights import to_initializers
 from rosetta.spec import ops
+from rosetta.spec.graph import infer_shape, walk
 
 #: the graph's input and output tensor names (the engines feed and read these)
 INPUT, OUTPUT = "input", "output"
+#: the generation graph's KV cache, per causal attention layer ``i`` in graph order: the pasts
+#: read (N, heads, S, d) and the presents written (N, heads, S + T, d)
+PAST_KEY, PAST_VALUE = "past_key_{}", "past_value_{}"
+PRESENT_KEY, PRESENT_VALUE = "present_key_{}", "present_value_{}"
 #: the runtime's dtype names as ONNX element types (token ids stay int32: Gather takes them)
 ELEM = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "int32": TensorProto.INT32}
 
@@ -64,6 +79,10 @@ class Build:
     count: int = 0
     dtype: str = "float32"  # the graph's float type (its float constants and casts)
     memo: dict[str, str] = field(default_factory=dict)  # tensors made once per graph (the mask)
+    #: emitting the generation graph (:func:`generation_model`): causal attention reads and
+    #: writes a KV cache, the position embedding starts at the cache's length
+    decoding: bool = False
+    caches: int = 0  # the causal attention layers emitted so far (the next one's cache index)
 
     def const(self, name: str, value, dtype: str | None = None) -> str:
         """A constant initializer ``name`` (in ``dtype``, default the graph's float type)."""
@@ -81,6 +100,12 @@ class Build:
     def one(self, op_type: str, inputs: list[str], **attrs) -> str:
         """Append a node with one output and return that output's name."""
         return self.node(op_type, inputs, **attrs)[0]
+
+    def named(self, out: str, op_type: str, inputs: list[str], **attrs) -> str:
+        """Append a node with one output named ``out`` (a graph output): ``out``."""
+        self.node(op_type, inputs, **attrs)
+        self.nodes[-1].output[0] = out
+        return out
 
 
 Emit = Callable[[Build, str], str]  # emit(b, x) -> y: append nodes reading x, return y
@@ -113,6 +138,38 @@ def mask(b: Build, piece: str) -> str:
         y = b.one("Unsqueeze", [has, b.const("axes2", [2], "int64")])
     else:
         raise ValueError(f"no mask piece {piece!r}")
+    b.memo[piece] = y
+    return y
+
+
+def steps(b: Build, piece: str) -> str:
+    """The generation graph's positions (:func:`generation_model`), made once per graph from
+    the shapes of the token input (N, T) and of the first layer's cached keys (N, heads, S, d):
+    ``past`` S and ``new`` T (int64 scalars), ``end`` S + T, ``query`` (T,) the new tokens'
+    positions S..S+T-1 (the position embedding's rows), ``bias`` (T, S + T) the causal mask of
+    the new queries over the cached and the new keys: 0 where key ``j <= S + i``, -inf after
+    (every row keeps its own key: never all -inf)."""
+    if piece in b.memo:
+        return b.memo[piece]
+    if piece == "past":
+        dims = b.one("Shape", [PAST_KEY.format(0)])  # (4,): N, heads, S, d
+        y = b.one("Gather", [dims, b.const("gen_index2", 2, "int64")], axis=0)
+    elif piece == "new":
+        dims = b.one("Shape", [INPUT])  # (2,): N, T
+        y = b.one("Gather", [dims, b.const("gen_index1", 1, "int64")], axis=0)
+    elif piece == "end":
+        y = b.one("Add", [steps(b, "past"), steps(b, "new")])
+    elif piece == "query":  # (T,)
+        y = b.one("Range", [steps(b, "past"), steps(b, "end"), b.const("gen_one", 1, "int64")])
+    elif piece == "bias":
+        keys = b.one("Range", [b.const("gen_zero", 0, "int64"), steps(b, "end"),
+                               b.const("gen_one", 1, "int64")])  # (S + T,)  # fmt: skip
+        keys = b.one("Unsqueeze", [keys, b.const("axes0", [0], "int64")])  # (1, S + T)
+        query = b.one("Unsqueeze", [steps(b, "query"), b.const("axes1", [1], "int64")])  # (T, 1)
+        later = b.one("Greater", [keys, query])  # (T, S + T): key j > query position S + i
+        y = b.one("Where", [later, b.const("minus_inf", -np.inf), b.const("zero", 0)])
+    else:
+        raise ValueError(f"no generation piece {piece!r}")
     b.memo[piece] = y
     return y
 
@@ -201,30 +258,26 @@ def _value_info(name: str, elem: int, shape: tuple) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, elem, ["N", *shape])  # N: the batch, any size
 
 
-def to_model(workload, params: dict, dtype: str = "float32", opset: int = OPSET) -> onnx.ModelProto:
-    """``workload``'s evaluation graph with ``params`` (canonical) as initializers, in ``dtype``,
-    at ``opset``: a ``ModelProto`` that passed :func:`check`."""
-    check_opset(opset)
-    if dtype not in ("float32", "float64"):
-        raise BackendError(f"ONNX export: dtype {dtype!r}; valid: float32, float64")
-    _lowerable(workload.graph, opset)
-    b = Build(dtype=dtype)
-    emit = driver.lower(TABLE, workload.graph, workload.input.shape, b)
-    y = emit(b, INPUT)
-    if b.nodes and y == b.nodes[-1].output[0]:  # the last node writes the graph's output
-        b.nodes[-1].output[0] = OUTPUT
-    else:  # an empty graph (or a last op that emits nothing): one Identity
+def _output(b: Build, y: str) -> None:
+    """Name tensor ``y`` the graph's output: the last node's own output where it writes ``y``,
+    else (an empty graph, or a last op that emits nothing) one ``Identity``."""
+    if not (b.nodes and y == b.nodes[-1].output[0]):
         b.one("Identity", [y])
-        b.nodes[-1].output[0] = OUTPUT
-    in_elem = ELEM["int32"] if workload.input.dtype == "int32" else ELEM[dtype]
-    inits = {**to_initializers(workload, params, dtype), **b.constants}
+    b.nodes[-1].output[0] = OUTPUT
+
+
+def _model(
+    b: Build, workload, params: dict, opset: int, inputs: list, outputs: list, doc: str
+) -> onnx.ModelProto:
+    """The ``ModelProto`` of ``b``'s nodes, ``params`` and ``b``'s constants as initializers."""
+    inits = {**to_initializers(workload, params, b.dtype), **b.constants}
     graph = helper.make_graph(
         b.nodes,
         "rosetta",
-        [_value_info(INPUT, in_elem, tuple(workload.input.shape))],
-        [_value_info(OUTPUT, ELEM[dtype], tuple(workload.output_shape))],
+        inputs,
+        outputs,
         [numpy_helper.from_array(v, k) for k, v in inits.items()],
-        doc_string=f"the evaluation graph of a Rosetta workload, opset {opset}",
+        doc_string=f"{doc}, opset {opset}",
     )
     model = helper.make_model(
         graph,
@@ -233,7 +286,123 @@ def to_model(workload, params: dict, dtype: str = "float32", opset: int = OPSET)
         producer_version=rosetta.__version__,
     )
     model.ir_version = min(model.ir_version, 10)  # what onnxruntime 1.2x and OpenVINO read
+    return model
+
+
+def _checked_args(workload, dtype: str, opset: int) -> None:
+    """One line where the export cannot write ``workload`` in ``dtype`` at ``opset``."""
+    check_opset(opset)
+    if dtype not in ("float32", "float64"):
+        raise BackendError(f"ONNX export: dtype {dtype!r}; valid: float32, float64")
+    _lowerable(workload.graph, opset)
+
+
+def to_model(workload, params: dict, dtype: str = "float32", opset: int = OPSET) -> onnx.ModelProto:
+    """``workload``'s evaluation graph with ``params`` (canonical) as initializers, in ``dtype``,
+    at ``opset``: a ``ModelProto`` that passed :func:`check`."""
+    _checked_args(workload, dtype, opset)
+    b = Build(dtype=dtype)
+    emit = driver.lower(TABLE, workload.graph, workload.input.shape, b)
+    _output(b, emit(b, INPUT))
+    in_elem = ELEM["int32"] if workload.input.dtype == "int32" else ELEM[dtype]
+    model = _model(
+        b,
+        workload,
+        params,
+        opset,
+        [_value_info(INPUT, in_elem, tuple(workload.input.shape))],
+        [_value_info(OUTPUT, ELEM[dtype], tuple(workload.output_shape))],
+        "the evaluation graph of a Rosetta workload",
+    )
     check(model, tuple(workload.output_shape))
+    return model
+
+
+#: ops that act on each position alone: the top-level nodes after the last one holding any
+#: other op (the decoder's final LayerNorm and tied head) run in the generation graph on the
+#: last position only (the LM head's (E, V) product once, not T times)
+POSITIONWISE = (ops.LayerNorm, ops.Dense, ops.TiedDense, ops.GELU, ops.Dropout, ops.ReLU,
+                ops.Tanh, ops.Sigmoid)  # fmt: skip
+
+
+def cache_shapes(workload) -> list[tuple[int, int]]:
+    """Each causal attention layer's ``(heads, d)`` in graph order: its cache is (N, heads, S,
+    d) (the generation graph's ``past_key_<i>``/``past_value_<i>``)."""
+    return [
+        (op.heads, in_shape[-1] // op.heads)
+        for op, in_shape, _ in walk(workload.graph, workload.input.shape)
+        if isinstance(op, ops.CausalAttention)
+    ]
+
+
+def _positionwise(node) -> bool:
+    """Whether ``node`` (a residual's branches, a wired graph's nodes opened) acts on each
+    position alone."""
+    if isinstance(node, ops.Residual):
+        return all(map(_positionwise, [*node.body, *node.shortcut]))
+    if isinstance(node, ops.Graph):
+        return all(map(_positionwise, node.nodes))
+    return isinstance(node, POSITIONWISE)
+
+
+def _last_mixing(workload) -> int:
+    """The top-level index from which every op is position-wise (:data:`POSITIONWISE`)."""
+    cut = len(workload.graph)
+    while cut > 0 and _positionwise(workload.graph[cut - 1]):
+        cut -= 1
+    return cut
+
+
+def generation_model(
+    workload, params: dict, dtype: str = "float32", opset: int = OPSET
+) -> onnx.ModelProto:
+    """``workload``'s *generation graph*: one graph for the prefill and every decode step of
+    greedy decoding with a KV cache (the usual ONNX form). Inputs ``input`` (N, T) int32 token
+    ids and, per causal attention layer ``i``, ``past_key_<i>``/``past_value_<i>`` (N, heads, S,
+    d), S dynamic (0 at the prefill); outputs ``output`` (N, V), the logits at the last position
+    only, and ``present_key_<i>``/``present_value_<i>`` (N, heads, S + T, d), the pasts with the
+    new positions' keys and values appended. The positions are S..S+T-1 (:func:`steps`), the
+    causal mask (T, S + T) lets query ``i`` read keys ``j <= S + i``. The ops after the last
+    sequence-mixing one (the final LayerNorm, the tied head) run on the last position alone.
+    Checked as :func:`to_model`'s graph is (:func:`check`)."""
+    _checked_args(workload, dtype, opset)
+    caches = cache_shapes(workload)
+    if workload.input.dtype != "int32" or not caches:
+        raise BackendError(
+            f"ONNX export: workload {workload.name!r} does not generate (a generation graph "
+            "needs token ids and a causal attention to cache)"
+        )
+    b = Build(dtype=dtype, decoding=True)
+    cut = _last_mixing(workload)
+    head, tail = workload.graph[:cut], workload.graph[cut:]
+    mid = infer_shape(head, workload.input.shape)  # (T, E)
+    y = driver.lower(TABLE, head, workload.input.shape, b)(b, INPUT)  # (N, T, E)
+    last = b.one("Sub", [steps(b, "new"), b.const("gen_one", 1, "int64")])
+    y = b.one("Gather", [y, last], axis=1)  # (N, E): the last position
+    y = driver.lower(TABLE, tail, mid[1:], b, at_input=False)(b, y)  # (N, V)
+    _output(b, y)
+    assert b.caches == len(caches), (b.caches, len(caches))
+    elem = ELEM[dtype]
+
+    def kv(names: tuple[str, str], length: str) -> list:
+        return [
+            helper.make_tensor_value_info(name.format(i), elem, ["N", h, length, d])
+            for i, (h, d) in enumerate(caches)
+            for name in names
+        ]
+
+    out_shape = tuple(infer_shape(tail, mid[1:]))
+    model = _model(
+        b,
+        workload,
+        params,
+        opset,
+        [helper.make_tensor_value_info(INPUT, ELEM["int32"], ["N", "T"]),
+         *kv((PAST_KEY, PAST_VALUE), "S")],
+        [_value_info(OUTPUT, elem, out_shape), *kv((PRESENT_KEY, PRESENT_VALUE), "S+T")],
+        "the generation graph (KV cache) of a Rosetta workload",
+    )  # fmt: skip
+    check(model, out_shape)
     return model
 
 

@@ -1,10 +1,12 @@
 """The forward-only ``Model`` both serving engines share: the exported graph, run by an engine.
 
 An engine backend (``rosetta.backends.onnxruntime``, ``.openvino``) subclasses
-:class:`ServingModel` with three methods: ``_compile(model)`` (an ``onnx.ModelProto`` -> the
+:class:`ServingModel` with five methods: ``_compile(model)`` (an ``onnx.ModelProto`` -> the
 engine's executable, made with the engine's fast-path settings), ``_run(x)`` (one batch through
-it, NumPy in and out) and ``engine_settings()`` (the settings in effect, read back from the
-engine). Everything else is here, once:
+it, NumPy in and out), ``engine_settings()`` (the settings in effect, read back from the
+engine), and for generation ``_compile_generation(model)``/``_run_generation(feeds)`` (the
+generation graph's executable, its inputs by name in and its outputs by name out). Everything
+else is here, once:
 
 - the graph: :func:`rosetta.export.graph.to_model` of the workload (or a user's ``.onnx`` file,
   checked by :func:`load_file`), in the runtime's dtype; ``set_params`` swaps its initializers
@@ -13,7 +15,14 @@ engine). Everything else is here, once:
 - the timed face: the loader yields NumPy batches (an engine's input *is* a host array), ``predict``
   runs one through the engine; there is no ``train_step``: an engine runs no training, so a
   training workload on it runs the forward pass only (``FORWARD_ONLY`` in the backend package,
-  read by ``rosetta.backends.base.training_unsupported``), and its gate compares the forward pass.
+  read by ``rosetta.backends.base.training_unsupported``), and its gate compares the forward pass;
+- generation (``prefill``/``decode``, greedy with a KV cache): the workload's *generation graph*
+  (:func:`rosetta.export.graph.generation_model`, one graph for the prefill and every step)
+  holding the model's weights (a user's file's too: its initializers, the spec's nodes), made
+  and compiled on the first prefill after the weights last changed; the prefill runs it on the
+  prompts with empty pasts (S = 0), each decode step on one token per row with the last call's
+  presents as its pasts. The greedy argmax is taken on the host (NumPy, over the (N, V) logits
+  the engine hands back anyway).
 """
 
 from __future__ import annotations
@@ -102,6 +111,7 @@ def _param_shapes(workload) -> dict[str, tuple]:
 class ServingModel(Model):
     """A workload's exported graph run by a serving engine: forward only (module docstring)."""
 
+    GENERATES = True  # a workload without causal attention is refused by its graph, one line
     backend = "serving"
     engine = "an inference engine"
     why_float32 = "the engine has no float64 kernels"  # each engine says why
@@ -123,6 +133,8 @@ class ServingModel(Model):
         self.images = workload.input.dtype != "int32"
         self.source = "rosetta.export.graph.to_model (the spec)"
         self.graph: onnx.ModelProto | None = None
+        self.generation: onnx.ModelProto | None = None  # made by the first prefill
+        self._cache: dict[str, np.ndarray] = {}  # the pasts of the next decode step
         if onnx_file is not None:
             self.graph = load_file(onnx_file, workload)
             self.source = f"the file {Path(onnx_file).name} (checked: an export of the workload)"
@@ -142,6 +154,14 @@ class ServingModel(Model):
     @abstractmethod
     def engine_settings(self) -> dict:
         """The engine's settings in effect, read back from it (the manifest and the report)."""
+
+    @abstractmethod
+    def _compile_generation(self, model: onnx.ModelProto) -> None:
+        """Make the engine's executable of the generation graph ``model`` (dynamic N, T, S)."""
+
+    @abstractmethod
+    def _run_generation(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The generation graph on ``feeds`` (its inputs by name): its outputs by name."""
 
     # -- the graph -------------------------------------------------------------------------------
     def _compile_graph(self) -> None:
@@ -184,10 +204,52 @@ class ServingModel(Model):
     def batch_to_numpy(self, batch: Batch) -> tuple[np.ndarray, ...]:
         return tuple(np.array(b) for b in batch)
 
+    # -- generation ------------------------------------------------------------------------------
+    def prefill(self, prompts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The generation graph over ``prompts`` (N, P) with empty pasts (S = 0): the last
+        position's logits (N, V) and the greedy next tokens (N,); the presents are kept."""
+        if self.generation is None:
+            self.generation = graph.generation_model(
+                self.workload, self.get_params(), self.runtime.dtype
+            )
+            try:
+                self._compile_generation(self.generation)
+            except Exception as exc:  # noqa: BLE001 - the engine's own error type: one line
+                self.generation = None
+                why = " ".join(str(exc).split())[:200] or type(exc).__name__
+                raise BackendError(
+                    f"backend {self.backend!r} cannot load the generation graph: {why}"
+                ) from None
+        ids = np.ascontiguousarray(prompts, dtype=np.int32)  # (N, P)
+        empty = {  # (N, heads, 0, d) per causal attention layer
+            name.format(i): np.zeros((len(ids), h, 0, d), dtype=self.runtime.dtype)
+            for i, (h, d) in enumerate(graph.cache_shapes(self.workload))
+            for name in (graph.PAST_KEY, graph.PAST_VALUE)
+        }
+        return self._step(ids, empty)
+
+    def decode(self, tokens) -> tuple[np.ndarray, np.ndarray]:
+        """One position: ``tokens`` (N,) after those seen, the cache fed back as the pasts."""
+        ids = np.ascontiguousarray(np.asarray(tokens).reshape(-1, 1), dtype=np.int32)  # (N, 1)
+        return self._step(ids, self._cache)
+
+    def _step(self, ids: np.ndarray, pasts: dict[str, np.ndarray]):
+        out = self._run_generation({graph.INPUT: ids, **pasts})
+        self._cache = {  # present_*_<i> (N, heads, S + T, d) -> the next step's past_*_<i>
+            past.format(i): out[present.format(i)]
+            for i in range(len(pasts) // 2)
+            for past, present in ((graph.PAST_KEY, graph.PRESENT_KEY),
+                                  (graph.PAST_VALUE, graph.PRESENT_VALUE))
+        }  # fmt: skip
+        logits = out[graph.OUTPUT]  # (N, V): the last position's
+        return logits, logits.argmax(axis=-1)  # the greedy token on the host
+
     # -- NumPy face ------------------------------------------------------------------------------
     def set_params(self, params: Params) -> None:
-        """Swap the graph's initializers for ``params`` (the nodes stay) and compile again."""
+        """Swap the graph's initializers for ``params`` (the nodes stay) and compile again; the
+        generation graph is made again from them by the next prefill."""
         check_weights(self.workload, params)
+        self.generation, self._cache = None, {}
         if self.graph is None:
             self.graph = graph.to_model(self.workload, params, self.runtime.dtype)
         else:

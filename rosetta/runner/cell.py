@@ -273,7 +273,8 @@ class Cell:
         if self.config.kind == "training" and self.config.round == 0:  # once per point
             self.result["metrics"].update(self.latency())  # after the run, outside its clocks
             gen = self.profile.generate
-            if gen is not None and not self.forward_only:  # a decoder: its generation run
+            # a decoder: its generation run (a serving engine's too: it generates, untrained)
+            if gen is not None and (self.model.GENERATES or not self.forward_only):
                 key = gate_key(self.workload, self.runtime)  # bf16's bounds under bf16
                 out = generation.measure(self.model, self.workload, gen, self.data.x_test, key)
                 self.result["metrics"]["generation"] = out

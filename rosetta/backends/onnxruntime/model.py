@@ -2,6 +2,8 @@
 
 Everything but the session lives in :class:`rosetta.export.serving.ServingModel`; here the
 session is made with ``runtime.session_options`` (the fast path) and read back for the manifest.
+Generating, the generation graph gets a session of its own with the same options (its N, T and
+the cache length S dynamic: one session serves the prefill and every decode step).
 """
 
 from __future__ import annotations
@@ -27,6 +29,13 @@ class OrtModel(ServingModel):
 
     def _run(self, x: np.ndarray) -> np.ndarray:
         return self.session.run(None, {INPUT: x})[0]
+
+    def _compile_generation(self, model: onnx.ModelProto) -> None:
+        self.gen_session = settings.session(model.SerializeToString(), self.runtime.threads or 1)
+        self.gen_outputs = [o.name for o in self.gen_session.get_outputs()]
+
+    def _run_generation(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return dict(zip(self.gen_outputs, self.gen_session.run(None, feeds), strict=True))
 
     def engine_settings(self) -> dict:
         return settings.settings_of(self.session)

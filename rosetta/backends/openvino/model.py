@@ -3,7 +3,10 @@
 Everything but the compiled model lives in :class:`rosetta.export.serving.ServingModel`. The
 graph is read once (``Core.read_model`` of the serialised ONNX), and compiled as one static graph
 per batch shape on first use (``runtime.compile_config``: the hints); each shape keeps its
-compiled model and one ``InferRequest``.
+compiled model and one ``InferRequest``. Generating, the generation graph is compiled once with
+its N, T and cache length S dynamic (one static graph per step would recompile at every token),
+in the plain form: the caches are inputs and outputs, handed back to the host at each step
+(OpenVINO's stateful form, the cache kept in the plugin's variables, is not used).
 """
 
 from __future__ import annotations
@@ -47,6 +50,17 @@ class OpenVinoModel(ServingModel):
 
     def _run(self, x: np.ndarray) -> np.ndarray:
         return self._request(tuple(x.shape)).infer({0: x})[0]
+
+    def _compile_generation(self, model: onnx.ModelProto) -> None:
+        read = settings.CORE.read_model(io.BytesIO(model.SerializeToString()))
+        compiled = settings.CORE.compile_model(read, settings.DEVICE, self.config)
+        self.gen_request = compiled.create_infer_request()
+        self.gen_outputs = [o.get_any_name() for o in compiled.outputs]
+
+    def _run_generation(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        # share_outputs=False (the default): copies, which the next step's run cannot overwrite
+        results = self.gen_request.infer(feeds)
+        return {name: results[name] for name in self.gen_outputs}
 
     def engine_settings(self) -> dict:
         if not self.compiled:  # nothing run yet: the batch-1 graph says what every one gets

@@ -4,7 +4,11 @@ The one home of self-attention's ONNX form: :func:`emitter` (the nodes) and :fun
 text) serve ``attention`` (the key padding mask, a row of padding only zeroed) and, with
 ``causal=True``, ``causal_attention`` (``ops/causal_attention.py``): the same projections, head
 split, scale and ``Softmax``, the bias added to the scores being the constant (T, T)
-lower-triangular one of :func:`causal_bias` instead of the token mask's ``key_bias``.
+lower-triangular one of :func:`causal_bias` instead of the token mask's ``key_bias``. In the
+generation graph (``b.decoding``: ``graph.generation_model``) causal attention reads layer
+``i``'s cached keys and values ``past_key_<i>``/``past_value_<i>`` (N, heads, S, d), writes them
+with the new positions' appended as ``present_key_<i>``/``present_value_<i>`` (N, heads, S + T,
+d) and reads those, under the (T, S + T) mask ``graph.steps(b, "bias")`` (key ``j <= S + i``).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ def causal_bias(b: Build, t: int) -> str:
 def emitter(op: ops.Attention | ops.CausalAttention, site: Site, causal: bool) -> Emit:
     """Self-attention's nodes: the key padding mask (``attention``) or, ``causal``, the
     lower-triangular :func:`causal_bias` and no padding mask (``causal_attention``)."""
-    from rosetta.export.graph import mask
+    from rosetta.export.graph import PAST_KEY, PAST_VALUE, PRESENT_KEY, PRESENT_VALUE, mask, steps
 
     t, e = site.in_shape
     h, d = op.heads, e // op.heads
@@ -45,16 +49,31 @@ def emitter(op: ops.Attention | ops.CausalAttention, site: Site, causal: bool) -
         split = b.const(f"shape_{h}x{d}", [0, 0, h, d], "int64")  # 0: keep N and T
         return b.one("Transpose", [b.one("Reshape", [y, split])], perm=perm)
 
-    def emit(b: Build, x: str) -> str:
-        if causal:  # (T, T): key j <= query i, broadcast over N and the heads
-            bias, any_key = causal_bias(b, t), None
-        else:  # (N, 1, 1, T): the key padding mask
-            bias, any_key = mask(b, "key_bias"), mask(b, "any_key")
-        q = heads(b, x, "query", True, [0, 2, 1, 3])  # (N, H, T, d)
-        k = heads(b, x, "key", False, [0, 2, 3, 1])  # (N, H, d, T): no key bias
+    def cached(b: Build, x: str) -> tuple[str, str, str]:
+        """The generation graph's keys (N, H, d, S + T) and values (N, H, S + T, d): layer
+        ``i``'s cache with this call's appended (written out as the presents), and its mask."""
+        i, b.caches = b.caches, b.caches + 1
+        k = heads(b, x, "key", False, [0, 2, 1, 3])  # (N, H, T, d): no key bias
         v = heads(b, x, "value", True, [0, 2, 1, 3])  # (N, H, T, d)
+        k = b.named(PRESENT_KEY.format(i), "Concat", [PAST_KEY.format(i), k], axis=2)
+        v = b.named(PRESENT_VALUE.format(i), "Concat", [PAST_VALUE.format(i), v], axis=2)
+        k = b.one("Transpose", [k], perm=[0, 1, 3, 2])  # (N, H, d, S + T)
+        return k, v, steps(b, "bias")  # bias (T, S + T): key j <= query S + i
+
+    def emit(b: Build, x: str) -> str:
+        q = heads(b, x, "query", True, [0, 2, 1, 3])  # (N, H, T, d)
+        any_key = None
+        if causal and b.decoding:
+            k, v, bias = cached(b, x)
+        else:
+            if causal:  # (T, T): key j <= query i, broadcast over N and the heads
+                bias = causal_bias(b, t)
+            else:  # (N, 1, 1, T): the key padding mask
+                bias, any_key = mask(b, "key_bias"), mask(b, "any_key")
+            k = heads(b, x, "key", False, [0, 2, 3, 1])  # (N, H, d, T): no key bias
+            v = heads(b, x, "value", True, [0, 2, 1, 3])  # (N, H, T, d)
         scores = b.one("Div", [b.one("MatMul", [q, k]), b.const(f"sqrt{d}", np.sqrt(d))])
-        p = b.one("Softmax", [b.one("Add", [scores, bias])], axis=-1)  # (N, H, T, T)
+        p = b.one("Softmax", [b.one("Add", [scores, bias])], axis=-1)  # (N, H, T, T or S + T)
         o = b.one("Transpose", [b.one("MatMul", [p, v])], perm=[0, 2, 1, 3])  # (N, T, H, d)
         o = b.one("Reshape", [o, b.const(f"shape_{e}", [0, 0, e], "int64")])  # (N, T, E)
         if any_key is not None:

@@ -1,7 +1,9 @@
 """causal_attention in ONNX: attention's ``MatMul``/``Softmax`` nodes (``attention.emitter``,
 ``causal=True``), the causal mask a constant (T, T) additive bias, 0 at key ``j <= i`` and -inf
 after (one initializer per graph, read by every layer); no padding mask. Opset 13's nodes only
-(a constant rather than ``Trilu``, which is opset 14's).
+(a constant rather than ``Trilu``, which is opset 14's). In the generation graph the layer reads
+and writes its KV cache, under a (T, S + T) mask made from the cache's length
+(``attention.emitter``'s ``cached``, ``graph.steps``).
 """
 
 from __future__ import annotations

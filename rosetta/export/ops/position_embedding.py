@@ -1,5 +1,6 @@
 """position_embedding in ONNX: one ``Add`` of the table (a ``Slice`` of it where the sequence
-is shorter).
+is shorter); in the generation graph (``b.decoding``) a ``Gather`` of the rows of positions
+S..S+T-1, S the cached positions' count (``graph.steps``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,12 @@ def build(op: ops.PositionEmbedding, site: Site, ctx: Build) -> Emit:
     t = site.in_shape[0]
 
     def emit(b: Build, x: str) -> str:
+        from rosetta.export.graph import steps
+
         table = f"{op.name}.table"  # (P, E); rows 0..T-1 where the sequence is shorter
-        if t < op.max_len:
+        if b.decoding:  # (T, E): the rows S..S+T-1 after the S cached positions
+            table = b.one("Gather", [table, steps(b, "query")], axis=0)
+        elif t < op.max_len:
             start, end = b.const("index0", [0], "int64"), b.const(f"index{t}", [t], "int64")
             table = b.one("Slice", [table, start, end, b.const("axes0", [0], "int64")])
         return b.one("Add", [x, table])  # (N, T, E) + (T, E)
