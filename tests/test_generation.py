@@ -239,7 +239,7 @@ def test_a_decoder_cell_records_its_training_and_its_generation(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["torch", "jax", "numpy_ref"])
+@pytest.mark.parametrize("name", ["torch", "jax", "numpy_ref", "paddle", "chainer"])
 def test_the_generated_file_generates_the_references_tokens(decoder, tmp_path, name):
     """``rosetta code decoder --backend B``: its ``generate`` (torch: a KV cache in a dict; JAX: a
     jitted step over a static cache; NumPy: the reference's own layers under ``Ctx.decode``) run

@@ -114,6 +114,35 @@ def train_step(model, optimizer, x, y, training=True):
 '''
 
 
+#: a decoder's generation loop in the generated file: the lowered model's ``prefill``/``decode``
+#: (``model.py``), written plainly: the model's forward over the prompts, then one token a step
+GENERATE = '''
+
+def generate(model, prompts, new_tokens):
+    """Greedy decoding with a KV cache: the prompts' forward pass once (the prefill), then one
+    token a step, each reading the cached keys and values; the new tokens, (N, new_tokens)."""
+    with chainer.using_config("train", False), chainer.no_backprop_mode():
+        cache = {}
+        logits = model(prompts, cache=cache)[:, -1]  # (N, V): the logits after the prompt
+        tokens = [F.argmax(logits, axis=1).array.astype(np.int32)]
+        for i in range(1, new_tokens):
+            position = prompts.shape[1] + i - 1  # the new token's place in the sequence
+            logits = model(tokens[-1][:, None], cache=cache, offset=position)[:, -1]
+            tokens.append(F.argmax(logits, axis=1).array.astype(np.int32))
+    return np.stack(tokens, axis=1)
+'''
+
+
+def _generated_check(workload: Workload) -> str:
+    """A decoder's --check also generates, from the loaded weights: ``generated`` (N, new)."""
+    if not common.is_language_model(workload):
+        return ""
+    return (
+        f'\n    out["generated"] = generate(model, xt[:, :{common.CHECK_PROMPT}], '
+        f"{common.CHECK_NEW})"
+    )
+
+
 def _check(workload: Workload, cls: str) -> str:
     ids = len(workload.input.shape) == 1
     to_x = "x.astype(np.int32)" if ids else "x.astype(dtype)"
@@ -147,7 +176,7 @@ def check(weights, x, y, k, dtype="float32"):
         model = {cls}()
     load_weights(model, weights)
     xt = {to_x}
-    out = {{"forward": features_step(model, xt).array}}{train}
+    out = {{"forward": features_step(model, xt).array}}{_generated_check(workload)}{train}
     return out
 '''
 
@@ -189,7 +218,7 @@ class {cls}(chainer.Chain):
         with self.init_scope():
 {init}
 
-    def forward(self, x):
+    def forward(self, x{common.forward_extras(workload)}):
 {forward}
         return x
 
@@ -224,6 +253,7 @@ def read_weights(model, grads=False):
     return assemble(pieces, SHAPES)
 '''
         + _optimizer(workload)
+        + (GENERATE if common.is_language_model(workload) else "")
         + _check(workload, cls)
         + common.main_source(workload, common.example_input(workload))
     )

@@ -13,17 +13,21 @@ from typing import TYPE_CHECKING
 
 from rosetta.backends.chainer.ops import Read
 from rosetta.backends.driver import Site
-from rosetta.backends.snippet import RenderCtx, Snippet, Weight, attr, fmt_shape
+from rosetta.backends.snippet import RenderCtx, Snippet, Weight, attr, fmt_shape, q
 from rosetta.spec import ops
 
 if TYPE_CHECKING:  # Chainer is imported by build() alone (lowering.py imports it)
     from rosetta.backends.chainer.lowering import Ctx
 
 SELF_ATTENTION = '''
-def self_attention(x, valid, query, key, value, output, heads, causal=False):
+def self_attention(
+    x, valid, query, key, value, output, heads, causal=False, cache=None, layer=""
+):
     """Multi-head self-attention. Over the token mask ``valid`` (N, T): padding keys take no
     part, a row of padding only gives 0. ``causal`` (no mask, ``valid`` None): query i reads
-    keys 0..i only."""
+    keys 0..i only; generating, ``cache`` (a dict) keeps each layer's keys and values of the
+    positions seen so far: the prompt's positions fill it, then each new token reads them and
+    adds its own."""
     n, t, e = x.shape
     d = e // heads
 
@@ -32,9 +36,15 @@ def self_attention(x, valid, query, key, value, output, heads, causal=False):
         return F.reshape(y, (n * heads, t, d))
 
     q, k, v = (split(p(x, n_batch_axes=2)) for p in (query, key, value))
-    scores = F.matmul(q, k, transb=True) * (1 / np.sqrt(d))
-    if causal:  # (T, T) lower triangle: key j <= query i
-        keys = np.broadcast_to(np.tri(t, dtype=bool), scores.shape)
+    if cache is not None:
+        if layer in cache:  # new positions after the cached ones
+            k = F.concat([cache[layer][0], k], axis=1)  # (N * heads, seen + T, d)
+            v = F.concat([cache[layer][1], v], axis=1)
+        cache[layer] = (k, v)
+    s = k.shape[1]  # the keys: the positions seen before these T, then these
+    scores = F.matmul(q, k, transb=True) * (1 / np.sqrt(d))  # (N * heads, T, S)
+    if causal:  # (T, S) lower triangle: key j <= query i, the queries the last T positions
+        keys = np.broadcast_to(np.tri(t, s, k=s - t, dtype=bool), scores.shape)
     else:  # each sample's real keys, for every query
         keys = np.broadcast_to(np.repeat(valid, heads, axis=0)[:, None, :], scores.shape)
     scores = F.where(keys, scores, np.full(scores.shape, np.finfo(x.dtype).min, x.dtype))
@@ -70,7 +80,7 @@ def attention_snippet(
 ) -> Snippet:
     """An attention's four ``L.Linear`` projections (the key's without bias), its weights (each
     ``*_kernel`` the transpose of ``W``) and its ``self_attention`` line: over the token mask
-    ``valid``, or ``causal`` (no mask)."""
+    ``valid``, or ``causal`` (no mask; the forward's ``cache`` passed, the op's name its key)."""
     n = attr(op.name)
     e = site.in_shape[1]
     roles = (("query", ""), ("key", ", nobias=True"), ("value", ""), ("output", ""))
@@ -80,7 +90,9 @@ def attention_snippet(
         if not nb:
             weights.append(Weight(f"{op.name}.{r}_bias", f"model.{n}_{r}.b"))
     projections = ", ".join(f"self.{n}_{r}" for r, _ in roles)
-    mask, flag = ("None", ", causal=True") if causal else ("valid", "")
+    mask, flag = ("valid", "")
+    if causal:  # no mask; generating, the forward's cache, the op's name its key
+        mask, flag = "None", f", causal=True, cache=cache, layer={q(op.name)}"
     return Snippet(
         tuple(f"self.{n}_{r} = L.Linear({e}, {e}{nb})" for r, nb in roles),
         (

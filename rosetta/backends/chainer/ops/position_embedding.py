@@ -28,7 +28,10 @@ def render(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
             f"self.{n} = chainer.Parameter(chainer.initializers.Zero(), "
             f"({op.max_len}, {site.in_shape[1]}))",
         ),
-        (f"{{x}} = {{x}} + F.broadcast_to(self.{n}[: {{x}}.shape[1]], {{x}}.shape)",),
+        (
+            f"{{x}} = {{x}} + F.broadcast_to(self.{n}[offset : offset + {{x}}.shape[1]], "
+            "{x}.shape)  # learned positions",
+        ),
         (Weight(f"{op.name}.table", f"model.{n}"),),
     )
 

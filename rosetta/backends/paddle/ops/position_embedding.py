@@ -29,7 +29,7 @@ def render(op: ops.PositionEmbedding, site: Site, ctx: RenderCtx) -> Snippet:
     n = attr(op.name)
     return Snippet(
         (f"self.{n} = self.create_parameter([{op.max_len}, {site.in_shape[1]}])",),
-        (f"{{x}} = {{x}} + self.{n}[: {{x}}.shape[1]]  # learned positions",),
+        (f"{{x}} = {{x}} + self.{n}[offset : offset + {{x}}.shape[1]]  # learned positions",),
         (Weight(f"{op.name}.table", f"model.{n}"),),
     )
 
