@@ -241,8 +241,9 @@ def test_a_decoder_cell_records_its_training_and_its_generation(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["torch", "jax", "numpy_ref", "paddle", "chainer"])
 def test_the_generated_file_generates_the_references_tokens(decoder, tmp_path, name):
-    """``rosetta code decoder --backend B``: its ``generate`` (torch: a KV cache in a dict; JAX: a
-    jitted step over a static cache; NumPy: the reference's own layers under ``Ctx.decode``) run
+    """``rosetta code decoder --backend B``: its ``generate`` (torch, Paddle, Chainer: a KV cache
+    in a dict, grown by concatenation; JAX: a jitted step over a static cache; NumPy: the
+    reference's own layers under ``Ctx.decode``) run
     by the file's own --check in float64 gives the reference's greedy tokens after the batch's
     first 8 ids."""
     from rosetta import codegen
