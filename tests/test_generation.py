@@ -28,6 +28,9 @@ from rosetta.spec.weights import canonical_weights
 GENERATING = (
     "torch", "jax", pytest.param("paddle", marks=pytest.mark.slow),
     pytest.param("chainer", marks=pytest.mark.slow),
+    pytest.param("tensorflow", marks=pytest.mark.slow),
+    pytest.param("keras_jax", marks=pytest.mark.slow),
+    pytest.param("keras_torch", marks=pytest.mark.slow),
 )  # fmt: skip
 
 

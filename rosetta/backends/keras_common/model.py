@@ -66,6 +66,7 @@ def functional(
     """The graph through the driver and ``table``, applied to a ``keras.Input``: a functional
     ``keras.Model`` and its weight bindings (graph order). Images arrive in ``ctx.data_format``."""
     net = driver.lower(table, workload.graph, workload.input.shape, ctx)
+    ctx.forward = net  # the same layers as a function of tensors: a generation step calls it
     shape = tuple(workload.input.shape)
     if workload.input.dtype == "int32":
         inputs = keras.Input(shape=shape, dtype="int32", name="tokens")  # (T,), batch-major
