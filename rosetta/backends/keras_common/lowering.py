@@ -232,7 +232,8 @@ class PositionEmbedding(layers.Layer):
     def call(self, x):
         t, d = keras.ops.shape(x)[1], self.decoding
         if d is not None and d.active:  # (t, E) rows from the offset (a traced int, or an int)
-            return x + keras.ops.slice(self.table, (d.offset, d.offset * 0), (t, self.dim))
+            table = keras.ops.convert_to_tensor(self.table)  # the value (JAX: no variable)
+            return x + keras.ops.slice(table, (d.offset, d.offset * 0), (t, self.dim))
         return x + self.table[:t]
 
     def get_config(self) -> dict:
