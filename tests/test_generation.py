@@ -1,8 +1,10 @@
 """Greedy generation with a KV cache (issue 45): the reference's cache against its own full
-recompute (the trusted answer), each generating backend gated against the reference (logits of
-every step, on the reference's tokens; float64 tokens identical), the cache's edges (a prompt of
-one token: the first position; the last position of the context), planted defects, and the
-requests refused in one line.
+recompute (the trusted answer), planted defects, the requests refused in one line, timing and
+memory, a decoder cell's record, and the generated files' ``generate()``. Each generating
+backend's own gate against the reference (logits of every step on the reference's tokens,
+float64 tokens identical, the cache's two edges) is the conformance suite's
+(``tests/conformance/test_generates.py``: the suite's models, a Keras engine's in its own
+process).
 
 Tolerances: the logits are the workload's forward outputs, so every step is held to the
 decoder's forward bounds for the dtype (``rosetta/models/decoder.yaml``); the recompute check is
@@ -22,15 +24,6 @@ from rosetta.errors import BackendError
 from rosetta.runner.generation import gate_generation, greedy, time_generation
 from rosetta.spec import get_workload
 from rosetta.spec.weights import canonical_weights
-
-# the backends whose models generate, besides the reference (the quick tier gates torch and
-# jax; the others' generation is the slow tier's, beside their decoder conformance)
-GENERATING = (
-    "torch", "jax", pytest.param("paddle", marks=pytest.mark.slow),
-    pytest.param("chainer", marks=pytest.mark.slow),
-    pytest.param("onnxruntime", marks=pytest.mark.slow),
-    pytest.param("openvino", marks=pytest.mark.slow),
-)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -67,26 +60,6 @@ def test_the_references_cache_is_its_full_recompute(decoder, prompt_len):
         scale = np.abs(at).max()
         np.testing.assert_allclose(logits, at, rtol=0, atol=1e-12 * scale, err_msg=f"{step}")
     np.testing.assert_array_equal(gen.tokens, np.stack([g.argmax(-1) for g in gen.logits], 1))
-
-
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("name", GENERATING)
-def test_a_generating_backend_matches_the_reference(decoder, name, dtype):
-    """Prompts of 16, 16 new tokens, a batch of 3; then a one-token prompt generating up to the
-    last position of the context (the cache's two edges)."""
-    w, params, ref = decoder
-    module = _usable(name)
-    if backends.dtype_unsupported(name, dtype):  # the serving engines: float32 only
-        with pytest.raises(BackendError) as e:  # the engine's own reason, one line
-            make(module, w, params, dtype=dtype)
-        pytest.skip(str(e.value))
-    model = make(module, w, params, dtype=dtype)
-    tol = w.tolerances[dtype].forward
-    for prompts, new in ((_prompts(3, 16), 16), (_prompts(2, 1, seed=1), 127)):
-        g = gate_generation(model, ref, prompts, new, tol)
-        assert g.equivalent, f"{name} {dtype}: {g}"
-        if dtype == "float64":
-            assert g.tokens_equal
 
 
 def test_the_gate_sees_positions_that_do_not_advance(decoder, monkeypatch):

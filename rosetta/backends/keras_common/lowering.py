@@ -44,6 +44,7 @@ from keras import layers
 
 from rosetta.backends.driver import Site, Wiring
 from rosetta.backends.keras_common import weights
+from rosetta.backends.keras_common.decoding import Decoding
 from rosetta.backends.keras_common.weights import Binding
 from rosetta.backends.snippet import attr
 
@@ -76,6 +77,12 @@ class Ctx:
     #: the ``layers.Embedding`` built for each embedding op, by op name: a ``tied_dense`` reads
     #: its ``tie``'s table (``ops/tied_dense.py``)
     embeddings: dict[str, Any] = field(default_factory=dict)
+    #: the generation state a decoder's position embedding and causal attentions share
+    #: (``decoding.py``), and the lowered graph as a function of tensors (``model.functional``
+    #: sets it: what the ``keras.Model`` applies to its ``keras.Input``), which a generation
+    #: step calls on ``(N, t)`` ids, any ``t``
+    decoding: Decoding = field(default_factory=Decoding)
+    forward: Layer | None = None
 
     def bind(self, binding: Binding) -> None:
         """Record an op's weight binding (its module's ``weights(op, layer, ctx)``)."""
@@ -209,11 +216,13 @@ CAUSAL_ATTENTION_NOTE = (
 
 
 class PositionEmbedding(layers.Layer):
-    """Learned positions: ``x + table[:T]`` on (N, T, E)."""
+    """Learned positions: ``x + table[:T]`` on (N, T, E); generating (``decoding`` active),
+    the T rows from the positions already seen, ``table[offset : offset + T]``."""
 
-    def __init__(self, max_len: int, dim: int, **kwargs):
+    def __init__(self, max_len: int, dim: int, decoding: Decoding | None = None, **kwargs):
         super().__init__(**kwargs)
         self.max_len, self.dim = max_len, dim
+        self.decoding = decoding
 
     def build(self, input_shape) -> None:
         self.table = self.add_weight(
@@ -221,7 +230,11 @@ class PositionEmbedding(layers.Layer):
         )
 
     def call(self, x):
-        return x + self.table[: keras.ops.shape(x)[1]]
+        t, d = keras.ops.shape(x)[1], self.decoding
+        if d is not None and d.active:  # (t, E) rows from the offset (a traced int, or an int)
+            table = keras.ops.convert_to_tensor(self.table)  # the value (JAX: no variable)
+            return x + keras.ops.slice(table, (d.offset, d.offset * 0), (t, self.dim))
+        return x + self.table[:t]
 
     def get_config(self) -> dict:
         return {**super().get_config(), "max_len": self.max_len, "dim": self.dim}
@@ -238,11 +251,22 @@ class SelfAttention(layers.Layer):
     a query reads the real keys, and a row without any real key has its keys all let in (a
     finite softmax, so no NaN reaches the gradient) and its output set to 0, which also stops
     its gradient; with ``causal`` (the spec's ``causal_attention``, called without ``valid``)
-    query ``i`` reads the keys ``j <= i`` (:meth:`attend_causal`)."""
+    query ``i`` reads the keys ``j <= i`` (:meth:`attend_causal`). Causal and generating
+    (``decoding`` active: ``decoding.py``), the new positions' keys and values are written into
+    the static cache at the offset and each query reads the slots up to its own position
+    (:meth:`attend_cached`): the positions before are never recomputed."""
 
-    def __init__(self, dim: int, heads: int, causal: bool = False, **kwargs):
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        causal: bool = False,
+        decoding: Decoding | None = None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.dim, self.heads, self.causal = dim, heads, causal
+        self.decoding = decoding
         policy = self.dtype_policy
         self.query = layers.Dense(dim, dtype=policy, name="query")
         self.key = layers.Dense(dim, use_bias=False, dtype=policy, name="key")
@@ -256,13 +280,20 @@ class SelfAttention(layers.Layer):
     def call(self, x, valid=None):
         t, d = keras.ops.shape(x)[1], self.dim // self.heads
 
-        def split(y):  # (N, T, E) -> (N, H, T, d): head h is columns h*d .. (h+1)*d
-            return keras.ops.transpose(keras.ops.reshape(y, (-1, t, self.heads, d)), (0, 2, 1, 3))
+        def heads(y):  # (N, T, E) -> (N, T, H, d): head h is columns h*d .. (h+1)*d
+            return keras.ops.reshape(y, (-1, t, self.heads, d))
 
-        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
-        if self.causal:
+        def split(y):  # (N, T, E) -> (N, H, T, d)
+            return keras.ops.transpose(heads(y), (0, 2, 1, 3))
+
+        q = split(self.query(x))
+        if self.causal and self.decoding is not None and self.decoding.active:
+            o = self.attend_cached(q, heads(self.key(x)), heads(self.value(x)))  # (N, H, T, d)
+        elif self.causal:
+            k, v = split(self.key(x)), split(self.value(x))
             o = self.attend_causal(q, k, v)  # (N, H, T, d)
         else:
+            k, v = split(self.key(x)), split(self.value(x))
             any_key = keras.ops.any(valid, axis=1)[:, None, None, None]  # (N, 1, 1, 1)
             keys = keras.ops.logical_or(valid[:, None, None, :], keras.ops.logical_not(any_key))
             o = keras.ops.where(any_key, self.attend(q, k, v, keys), 0.0)  # (N, H, T, d)
@@ -285,6 +316,15 @@ class SelfAttention(layers.Layer):
         may override it with its causal kernel (keras_torch: ``is_causal=True``)."""
         i = keras.ops.arange(keras.ops.shape(q)[2])
         return self.attend(q, k, v, (i[:, None] >= i[None, :])[None, None])  # key j <= query i
+
+    def attend_cached(self, q, k, v):
+        """Generating: the new positions' keys and values ``k``, ``v`` (N, t, H, d) join this
+        layer's cache (N, capacity, H, d) at the offset, and the queries ``q`` (N, H, t, d) read
+        it, slot ``j`` by query ``i`` where ``j <= offset + i`` (:meth:`attend`, so an engine's
+        fused core serves here too, under the mask): (N, H, t, d)."""
+        ck, cv = self.decoding.write(self.name, k, v)  # (N, capacity, H, d) each
+        ck, cv = keras.ops.transpose(ck, (0, 2, 1, 3)), keras.ops.transpose(cv, (0, 2, 1, 3))
+        return self.attend(q, ck, cv, self.decoding.readable(keras.ops.shape(q)[2])[None, None])
 
     def get_config(self) -> dict:
         return {**super().get_config(), "dim": self.dim, "heads": self.heads, "causal": self.causal}

@@ -34,6 +34,11 @@ PyTorch on the CPU Keras' own step was as fast or faster in every comparison (ke
 level (cnn 1.003 [0.969, 1.027], gru 0.986 [0.961, 1.003]) and the stateless step stays; on a GPU
 the custom step stays on both engines for the sync (written, not run). The manifest records which
 step ran, and why (:func:`rosetta.backends.keras_common.engine.step_in_effect`).
+
+**Generating** (a decoder): :class:`KerasEngineModel`'s ``prefill``/``decode`` run
+``keras_common/decoding.py``'s step over the shared layers' static KV cache through the engine's
+:meth:`KerasEngineModel.generate_step`, on the engine's own path as its timed step runs: a
+jitted stateless call on JAX, the eager call under ``torch.no_grad`` on PyTorch.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import numpy as np
 from rosetta.backends import driver
 from rosetta.backends.base import Model, Params, hwc_flatten_at_output
 from rosetta.backends.keras_common import optim, weights
+from rosetta.backends.keras_common.decoding import KV, generate_step
 from rosetta.backends.keras_common.engine import FLOAT64_NOTE, step_in_effect
 from rosetta.backends.keras_common.lowering import ATTENTION_NOTE, CAUSAL_ATTENTION_NOTE, Ctx
 from rosetta.errors import BackendError
@@ -66,6 +72,7 @@ def functional(
     """The graph through the driver and ``table``, applied to a ``keras.Input``: a functional
     ``keras.Model`` and its weight bindings (graph order). Images arrive in ``ctx.data_format``."""
     net = driver.lower(table, workload.graph, workload.input.shape, ctx)
+    ctx.forward = net  # the same layers as a function of tensors: a generation step calls it
     shape = tuple(workload.input.shape)
     if workload.input.dtype == "int32":
         inputs = keras.Input(shape=shape, dtype="int32", name="tokens")  # (T,), batch-major
@@ -131,9 +138,11 @@ class KerasEngineModel(Model):
         self.fast = fast
         self._trainable = {p.name for p in workload.param_specs if p.trainable}
         layer_dtype = KERAS_POLICIES.get(runtime.precision, runtime.dtype)
+        self._context = int(workload.input.shape[0])  # the positions a generation may fill
+        self._gen: tuple[dict[str, KV], int] | None = None  # (the KV cache, positions seen)
         with self.scope():
             self._gate = self.make_gate()
-            ctx = Ctx(
+            self._ctx = ctx = Ctx(
                 layer_dtype,
                 fast.data_format,
                 self._gate,
@@ -184,6 +193,32 @@ class KerasEngineModel(Model):
 
     def after_write(self) -> None:
         """The Keras variables were assigned: take them up (an engine that holds the state)."""
+
+    def generate_step(self, ids, offset: int, cache: dict[str, KV] | None):
+        """One generation step on this engine (``decoding.generate_step``): the logits (N, V)
+        and greedy token (N,) of the newest of the positions ``ids`` (N, t) from ``offset``
+        on, and the cache after it. The default runs the lowered layers as they are called."""
+        with self.scope():
+            ctx = self._ctx
+            return generate_step(ctx.forward, ctx.decoding, ids, offset, self._context, cache)
+
+    # -- the generating face: a static KV cache (keras_common/decoding.py) ---------------------
+    GENERATES = True
+
+    def prefill(self, prompts: np.ndarray):
+        with self.scope():
+            ids = keras.ops.convert_to_tensor(np.asarray(prompts, dtype=np.int32))  # (N, P)
+        logits, nxt, cache = self.generate_step(ids, 0, None)
+        self._gen = (cache, int(ids.shape[1]))
+        return logits, nxt
+
+    def decode(self, tokens):
+        cache, offset = self._gen
+        with self.scope():
+            ids = keras.ops.reshape(keras.ops.cast(tokens, "int32"), (-1, 1))  # (N,) -> (N, 1)
+        logits, nxt, cache = self.generate_step(ids, offset, cache)
+        self._gen = (cache, offset + 1)
+        return logits, nxt
 
     # -- NumPy face ----------------------------------------------------------------------------
     def set_params(self, params: Params) -> None:

@@ -16,6 +16,11 @@ The engine-neutral half (lowering, bindings, optimiser, loss, the choice of trai
   executable the timed loop runs, with the gate's value as an input (no retrace).
 - ``predict`` and ``loss_and_grads`` are jitted stateless calls on the same state; float64 models
   run every call inside ``jax.enable_x64`` (the ``jax`` backend's ``precision_scope``).
+- **Generating** (a decoder): the prefill and the decode step are jitted stateless calls of the
+  shared step (``keras_common/decoding.py``) on the same state, the variables' values mapped in
+  by ``keras.StatelessScope`` (what ``stateless_call`` does), the offset an int32 input and the
+  KV cache donated (XLA writes the new keys and values in place); one executable per input
+  shape, as the ``jax`` backend's.
 - The ``keras`` step (``--keras-step keras``): ``model.train_on_batch`` under Keras' own
   ``jit_compile=True`` train function.
 """
@@ -28,10 +33,12 @@ from rosetta.backends.keras_jax import runtime as jrt  # isort: split
 import contextlib
 
 import jax
+import keras
 import numpy as np
 
 from rosetta.backends import driver
 from rosetta.backends.base import Batch
+from rosetta.backends.keras_common.decoding import KV, generate_step
 from rosetta.backends.keras_common.model import KerasEngineModel, KerasFastPath, step_in_effect
 from rosetta.backends.keras_jax import loader as loader_mod
 from rosetta.backends.keras_jax.lowering import DATA_FORMAT, TABLE, WHY_LAYOUT
@@ -72,6 +79,18 @@ class KerasJaxModel(KerasEngineModel):
         def forward(tv, ntv, x):
             return net.stateless_call(tv, ntv, x, training=False)[0]
 
+        ctx, context = self._ctx, self._context
+
+        def generate(tv, ntv, ids, offset, cache):
+            state = [
+                *zip(net.trainable_variables, tv, strict=True),
+                *zip(net.non_trainable_variables, ntv, strict=True),
+            ]
+            with keras.StatelessScope(state_mapping=state):  # the values, as stateless_call
+                return generate_step(ctx.forward, ctx.decoding, ids, offset, context, cache)
+
+        self._prefill_fn = jax.jit(lambda tv, ntv, ids: generate(tv, ntv, ids, 0, None))
+        self._decode_fn = jax.jit(generate, donate_argnums=(4,))  # the cache: written in place
         self._step_fn = jax.jit(step, donate_argnums=(0, 2)) if opt is not None else None
         self._grads_fn = jax.jit(grads) if opt is not None else None
         self._predict_fn = jax.jit(forward)
@@ -131,6 +150,17 @@ class KerasJaxModel(KerasEngineModel):
             self._last = self._predict_fn(tv, ntv, batch[0])
         return self._last
 
+    def generate_step(self, ids, offset: int, cache: dict[str, KV] | None):
+        tv, ntv, _ = self._state
+        with self.scope():
+            if cache is None:
+                out = self._prefill_fn(tv, ntv, ids)
+            else:
+                at = jax.device_put(np.int32(offset), self._jdev)
+                out = self._decode_fn(tv, ntv, ids, at, cache)
+        self._last = out[1]
+        return out
+
     def sync(self, value=None) -> None:
         """Wait for ``value`` or, without one, for the last program dispatched (JAX's calls
         return before the device is done)."""
@@ -186,6 +216,14 @@ class KerasJaxModel(KerasEngineModel):
                 else "model.train_on_batch's train function (dropout gate off)"
                 if self.optimizer is not None
                 else "the jitted stateless forward (forward-only workload)"
+            ),
+            "generation": (
+                "jax.jit of the stateless prefill and decode step (keras.StatelessScope over "
+                "the state; keras_common/decoding.py): a static KV cache (N, context, heads, d) "
+                "per causal attention written at the offset with keras.ops.slice_update, "
+                "donated; one executable per input shape"
+                if self._has(ops.CausalAttention)
+                else "n/a"
             ),
             "xla_flags": s.xla_flags,
             "jax_platforms": s.platforms,

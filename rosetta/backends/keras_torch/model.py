@@ -14,6 +14,10 @@ The engine-neutral half (lowering, bindings, optimiser, loss, the choice of trai
   step with it off.
 - The variables are Keras' (torch parameters on the device); ``predict`` runs under
   ``torch.no_grad()`` in evaluation mode.
+- **Generating** (a decoder): the shared step (``keras_common/decoding.py``) eagerly under
+  ``torch.no_grad()``, as ``predict``: the offset a Python int, so ``keras.ops.slice_update``
+  writes the new keys and values by plain slicing; the fused core (``FusedSelfAttention``)
+  reads the cache under the boolean mask of the slots written so far.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import torch
 
 from rosetta.backends import driver
 from rosetta.backends.base import Batch
+from rosetta.backends.keras_common.decoding import KV
 from rosetta.backends.keras_common.model import KerasEngineModel, KerasFastPath, step_in_effect
 from rosetta.backends.keras_torch import loader as loader_mod
 from rosetta.backends.keras_torch.lowering import DATA_FORMAT, TABLE, WHY_LAYOUT
@@ -116,6 +121,10 @@ class KerasTorchModel(KerasEngineModel):
         with self.scope(), torch.no_grad():
             return self.net(batch[0], training=False)
 
+    def generate_step(self, ids, offset: int, cache: dict[str, KV] | None):
+        with torch.no_grad():
+            return super().generate_step(ids, offset, cache)
+
     def sync(self, value=None) -> None:
         if self.device == "cuda":
             torch.cuda.synchronize()
@@ -160,6 +169,14 @@ class KerasTorchModel(KerasEngineModel):
             "fused_attention": (
                 attention_in_effect(self.runtime)[1]
                 if kinds & {ops.Attention, ops.CausalAttention}
+                else "n/a"
+            ),
+            "generation": (
+                "eager under torch.no_grad, as predict (keras_common/decoding.py): a static KV "
+                "cache (N, context, heads, d) per causal attention written at the offset (a "
+                "Python int) with keras.ops.slice_update, read by the attention core under the "
+                "mask of the slots written"
+                if ops.CausalAttention in kinds
                 else "n/a"
             ),
             "loader": (

@@ -29,6 +29,12 @@ interval], 5 rounds) on the 2-core development CPU, 2 threads, while shared (loa
   unspecified), so the gate's smaller batch runs the very trace the timed loop runs. Its cost,
   dynamic/static batch dimension, train step at batch 64, 2 threads, interleaved, *loaded
   machine* (load ~10, to be re-measured alone): CNN 1.04, GRU (XLA) 1.14 and 1.07 in two runs.
+- **Generating** (a decoder's ``prefill``/``decode``): two ``tf.function`` steps over the
+  shared layers' KV cache (``keras_common/decoding.py``), the prefill's (ids (N, P)) and the
+  decode step's (ids (N, 1), the offset an int32 scalar, the cache in and out), each one trace
+  for every batch, prompt length and position (an ``input_signature``), XLA as the train
+  step's (the graph's choice, ``jit_compile``: off for attention without a GRU); the manifest's
+  ``generation`` says which ran.
 - **GRU**: Keras' cuDNN-eligible configuration (tanh, sigmoid, reset_after, bias, no unroll), so
   the fused kernel runs wherever TensorFlow sees a GPU.
 """
@@ -43,6 +49,7 @@ import tensorflow as tf
 
 from rosetta.backends import driver
 from rosetta.backends.base import Batch, Model, Params, hwc_flatten_at_output
+from rosetta.backends.keras_common.decoding import cache_layout, generate_step
 from rosetta.backends.keras_common.lowering import ATTENTION_NOTE, CAUSAL_ATTENTION_NOTE
 from rosetta.backends.keras_common.model import KERAS_POLICIES, functional
 from rosetta.backends.tensorflow import optim, weights
@@ -159,6 +166,7 @@ class KerasModel(Model):
         self._step_fn = tf.function(self._step, **compile_)  # the timed program
         self._grads_fn = tf.function(self._loss_grads, **compile_)
         self._predict_fn = tf.function(self._forward, jit_compile=jit, input_signature=(x_spec,))
+        self._make_generation_fns(jit)
         self.set_params(params)
 
     def _lower(self) -> tuple[keras.Model, list[weights.Binding]]:
@@ -170,14 +178,14 @@ class KerasModel(Model):
         # variables, bfloat16 compute), passed as the layer's dtype: no global policy is set, so
         # no other model of the process is touched
         layer_dtype = KERAS_POLICIES.get(self.runtime.precision, self.dtype)
-        ctx = Ctx(
+        self._ctx = Ctx(
             layer_dtype,
             self.fast.data_format,
             self._dropout_on,
             seed=self.runtime.seed,
             backend=self.backend,
         )
-        return functional(w, TABLE, ctx, self.dtype)
+        return functional(w, TABLE, self._ctx, self.dtype)
 
     # -- compiled functions ----------------------------------------------------------------------
     def _forward(self, x):
@@ -198,6 +206,34 @@ class KerasModel(Model):
         self.optimizer.apply(grads, variables)
         return loss
 
+    def _make_generation_fns(self, jit: bool) -> None:
+        """The prefill's and the decode step's ``tf.function`` (a decoder's only), XLA as
+        ``jit``; one trace each for every batch, prompt length and position."""
+        self._gen: tuple[dict, int] | None = None  # (the cache, the positions seen)
+        self._context = int(self.workload.input.shape[0])
+        layout = cache_layout(self.workload, self._ctx.layer_name)
+        if not layout:
+            return
+        cache_dtype = tf.bfloat16 if self.runtime.precision == "bf16" else tf.as_dtype(self.dtype)
+        ids = tf.TensorSpec((None, None), tf.int32)  # (N, t): the new positions' tokens
+        kv = {
+            name: (tf.TensorSpec((None, *shape), cache_dtype),) * 2  # (N, context, heads, d)
+            for name, shape in layout.items()
+        }
+        offset = tf.TensorSpec((), tf.int32)
+        self._prefill_fn = tf.function(self._prefill, jit_compile=jit, input_signature=(ids,))
+        self._decode_fn = tf.function(
+            self._decode, jit_compile=jit, input_signature=(ids, offset, kv)
+        )
+
+    def _prefill(self, ids):
+        forward, decoding = self._ctx.forward, self._ctx.decoding
+        return generate_step(forward, decoding, ids, tf.constant(0), self._context)
+
+    def _decode(self, ids, offset, cache):
+        forward, decoding = self._ctx.forward, self._ctx.decoding
+        return generate_step(forward, decoding, ids, offset, self._context, cache)
+
     def tracing_count(self) -> int:
         """How many times the timed step has been traced (1 once warm, whatever the gate)."""
         return self._step_fn.experimental_get_tracing_count()
@@ -217,6 +253,25 @@ class KerasModel(Model):
     def predict(self, batch: Batch):
         with tf.device(self.tf_device):
             return self._predict_fn(batch[0])
+
+    # -- the generating face: a static KV cache, two tf.function steps ----------------------------
+    GENERATES = True
+
+    def prefill(self, prompts: np.ndarray):
+        ids = tf.convert_to_tensor(np.asarray(prompts, dtype=np.int32))  # (N, P)
+        with tf.device(self.tf_device):
+            logits, nxt, cache = self._prefill_fn(ids)
+        self._gen = (cache, ids.shape[1])
+        return logits, nxt
+
+    def decode(self, tokens):
+        cache, offset = self._gen
+        with tf.device(self.tf_device):
+            ids = tf.reshape(tf.cast(tokens, tf.int32), (-1, 1))  # (N,) -> (N, 1)
+            at = tf.constant(offset, tf.int32)
+            logits, nxt, cache = self._decode_fn(ids, at, cache)
+        self._gen = (cache, offset + 1)
+        return logits, nxt
 
     def sync(self, value=None) -> None:
         # CPU eager execution is synchronous; on a GPU wait for every queued kernel (not run here)
@@ -301,6 +356,7 @@ class KerasModel(Model):
             + (f" ({self.optimizer.HOW})" if hasattr(self.optimizer, "HOW") else ""),
             "inference": "model(x, training=False) in a tf.function; BatchNorm on moving stats",
             "gated_program": self._gated_program(xla),
+            "generation": self._generation_manifest(xla),
             "versions": f"tensorflow {tf.__version__}, keras {keras.__version__}",
         }
 
@@ -316,6 +372,18 @@ class KerasModel(Model):
             "attention": f"composed (keras_common's SelfAttention, keras.ops); in {xla}",
             "attention_reason": f"{note}; XLA: compile_reason",
         }
+
+    def _generation_manifest(self, xla: str) -> str:
+        """How a decoder generates ("n/a" without a causal attention)."""
+        if not has_op(self.workload, ops.CausalAttention):
+            return "n/a"
+        return (
+            f"prefill and decode step each one {xla} trace (the train step's XLA choice, "
+            "compile_reason): a static KV cache (N, context, heads, d) per causal attention, "
+            "written at the offset with keras.ops.slice_update, the position embedding read "
+            "from the offset (keras_common/decoding.py); one trace for every batch, prompt "
+            "length and position (input_signature, the offset an int32 scalar)"
+        )
 
     def _gated_program(self, xla: str) -> str:
         if self.optimizer is None:

@@ -74,12 +74,19 @@ def self_attention(
 ) -> SelfAttention:
     """The ``SelfAttention`` layer of ``op`` (``causal``: query i reads keys j <= i, no mask),
     an engine's fused core where it supplies one (``Ctx.native["attention"]``: keras_torch), its
-    weights bound (kernels IO, as the spec). ``causal_attention.py`` builds with it too."""
+    weights bound (kernels IO, as the spec); causal, it shares ``ctx.decoding`` (generating,
+    the static KV cache: ``keras_common/decoding.py``). ``causal_attention.py`` builds with it
+    too."""
     from rosetta.backends.keras_common.lowering import SelfAttention
 
     cls = ctx.native.get("attention", SelfAttention)
     layer = cls(
-        site.in_shape[1], op.heads, causal=causal, dtype=ctx.dtype, name=ctx.layer_name(op.name)
+        site.in_shape[1],
+        op.heads,
+        causal=causal,
+        decoding=ctx.decoding if causal else None,  # a decoder generates: its KV cache
+        dtype=ctx.dtype,
+        name=ctx.layer_name(op.name),
     )
     ctx.bind(weights(op, layer, ctx))
     return layer

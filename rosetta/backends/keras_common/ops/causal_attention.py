@@ -3,7 +3,10 @@ reads keys j <= i, no padding mask): the same four ``Dense`` projections, roles 
 ``attention.py`` (every kernel IO and every bias as stored: no conversion); its core composed in
 ``keras.ops`` under a lower-triangular mask (TensorFlow, JAX: exact at float32 and float64), or
 an engine's fused causal kernel where the engine supplies its core (``Ctx.native["attention"]``:
-keras_torch's ``scaled_dot_product_attention(..., is_causal=True)``).
+keras_torch's ``scaled_dot_product_attention(..., is_causal=True)``). Generating, the same
+layer writes each new position's keys and values into a static cache (N, context, heads, d) at
+the offset and reads the slots written so far (``SelfAttention.attend_cached``,
+``keras_common/decoding.py``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """position_embedding in Keras: ``PositionEmbedding``, a learned ``(max_len, E)`` table added to
-the first T positions (``keras.ops``: the same layer on every engine); the table as stored.
+the first T positions (``keras.ops``: the same layer on every engine), or generating the T
+positions from the offset (``Ctx.decoding``: ``keras.ops.slice``); the table as stored.
 """
 
 from __future__ import annotations
@@ -36,7 +37,11 @@ def build(op: ops.PositionEmbedding, site: Site, ctx: Ctx) -> Layer:
     from rosetta.backends.keras_common.lowering import PositionEmbedding
 
     layer = PositionEmbedding(
-        op.max_len, site.in_shape[1], dtype=ctx.dtype, name=ctx.layer_name(op.name)
+        op.max_len,
+        site.in_shape[1],
+        decoding=ctx.decoding,  # generating: the rows from the positions already seen
+        dtype=ctx.dtype,
+        name=ctx.layer_name(op.name),
     )
     ctx.bind(weights(op, layer, ctx))
     return layer
