@@ -56,7 +56,7 @@ SLOW_BACKENDS = {
 #: Checks a Keras engine (``keras_jax``, ``keras_torch``) leaves to ``tensorflow``, which makes
 #: them on the same Keras code (``rosetta/backends/keras_common``: one lowering, one generated
 #: file's text but for its engine lines), by the dtype they are left at (``None``: every dtype):
-#: its generated file's and edge cases' float64 runs, and the imported models
+#: its generated file's, edge cases' and generation's float64 runs, and the imported models
 #: (``test_imported.py``: the corpus lowered by the same Keras ops). The engines' own paths
 #: (keras_torch's fused attention core) run at float32, where their every other check runs; at
 #: float64 each engine still passes its whole-model gate on every workload
@@ -70,6 +70,7 @@ ENGINE_CHECKS_ON_TENSORFLOW = {
     "test_transformer_large_logits_match_reference": "float64",
     "test_every_backend_runs_the_imported_model": None,
     "test_the_generated_source_of_an_imported_model_matches_the_reference": None,
+    "test_generates_as_the_reference": "float64",
 }
 RESNET_SIZE = 64  # quick suite: ResNet-50 on 64x64 inputs (same parameters; 224 is marked slow)
 

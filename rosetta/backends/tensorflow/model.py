@@ -426,6 +426,14 @@ class KerasModel(Model):
             return None
         return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
 
+    def reset_peak_device_memory(self) -> bool:
+        """Restart TensorFlow's GPU peak (``reset_memory_stats``); False on the CPU (written, not
+        run: no GPU here)."""
+        if self.device != "cuda":
+            return False
+        tf.config.experimental.reset_memory_stats("GPU:0")
+        return True
+
 
 def build(
     workload: Workload,
