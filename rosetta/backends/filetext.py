@@ -124,6 +124,16 @@ def is_language_model(workload: Workload) -> bool:
     return any(isinstance(op, CausalAttention) for op, _, _ in _ops(workload))
 
 
+def generated_check(workload: Workload, call: str) -> str:
+    """A language model's ``--check`` line writing ``generated`` (N, ``CHECK_NEW``), its greedy
+    tokens from the loaded weights, after the batch's first ``CHECK_PROMPT`` ids; ``call`` is the
+    file's own expression of them, ``{prompt}`` and ``{new}`` filled here. '' for any other
+    workload."""
+    if not is_language_model(workload):
+        return ""
+    return '\n    out["generated"] = ' + call.format(prompt=CHECK_PROMPT, new=CHECK_NEW)
+
+
 def forward_extras(workload: Workload) -> str:
     """A generated ``forward``'s arguments beyond its input: ``cache`` (a decoder's keys and
     values, generating) and ``offset`` (the positions already seen: learned positions and a

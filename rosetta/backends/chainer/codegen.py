@@ -133,17 +133,12 @@ def generate(model, prompts, new_tokens):
 '''
 
 
-def _generated_check(workload: Workload) -> str:
-    """A decoder's --check also generates, from the loaded weights: ``generated`` (N, new)."""
-    if not common.is_language_model(workload):
-        return ""
-    return (
-        f'\n    out["generated"] = generate(model, xt[:, :{common.CHECK_PROMPT}], '
-        f"{common.CHECK_NEW})"
-    )
+#: the --check's call of ``generate`` (``filetext.generated_check`` fills it)
+GENERATED = "generate(model, xt[:, :{prompt}], {new})"
 
 
 def _check(workload: Workload, cls: str) -> str:
+    generated = common.generated_check(workload, GENERATED)
     ids = len(workload.input.shape) == 1
     to_x = "x.astype(np.int32)" if ids else "x.astype(dtype)"
     train = ""
@@ -176,7 +171,7 @@ def check(weights, x, y, k, dtype="float32"):
         model = {cls}()
     load_weights(model, weights)
     xt = {to_x}
-    out = {{"forward": features_step(model, xt).array}}{_generated_check(workload)}{train}
+    out = {{"forward": features_step(model, xt).array}}{generated}{train}
     return out
 '''
 

@@ -112,12 +112,9 @@ def _check(workload: Workload) -> str:
         to_x = "jnp.asarray(x.astype(np.int32))"
     else:
         to_x = "jnp.asarray(x.transpose(0, 2, 3, 1).astype(dtype))  # (N, C, H, W) -> (N, H, W, C)"
-    generated = ""
-    if common.is_language_model(workload):
-        generated = (
-            f'\n    out["generated"] = np.asarray(generate(native, xt[:, :{common.CHECK_PROMPT}], '
-            f"{common.CHECK_NEW}))"
-        )
+    generated = common.generated_check(
+        workload, "np.asarray(generate(native, xt[:, :{prompt}], {new}))"
+    )
     train = ""
     if workload.task == "train":
         train = """

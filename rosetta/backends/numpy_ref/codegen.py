@@ -83,12 +83,7 @@ def train_step(net, params, optimizer, x, y, rng, training=True):
 
 
 def _check(workload: Workload) -> str:
-    generated = ""
-    if common.is_language_model(workload):
-        generated = (
-            f'\n    out["generated"] = generate(net, params, x[:, :{common.CHECK_PROMPT}], '
-            f"{common.CHECK_NEW})"
-        )
+    generated = common.generated_check(workload, "generate(net, params, x[:, :{prompt}], {new})")
     train = ""
     if workload.task == "train":
         train = """

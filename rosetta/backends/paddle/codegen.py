@@ -171,17 +171,12 @@ def generate(model, prompts, new_tokens):
 '''
 
 
-def _generated_check(workload: Workload) -> str:
-    """A decoder's --check also generates, from the loaded weights: ``generated`` (N, new)."""
-    if not common.is_language_model(workload):
-        return ""
-    return (
-        f'\n    out["generated"] = generate(model, xt[:, :{common.CHECK_PROMPT}], '
-        f"{common.CHECK_NEW}).numpy()"
-    )
+#: the --check's call of ``generate`` (``filetext.generated_check`` fills it)
+GENERATED = "generate(model, xt[:, :{prompt}], {new}).numpy()"
 
 
 def _check(workload: Workload, cls: str) -> str:
+    generated = common.generated_check(workload, GENERATED)
     ids = len(workload.input.shape) == 1
     to_x = "paddle.to_tensor(x.astype(np.int64))" if ids else "paddle.to_tensor(x.astype(dtype))"
     train = ""
@@ -215,7 +210,7 @@ def check(weights, x, y, k, dtype="float32"):
     model = {cls}()
     load_weights(model, weights)
     xt = {to_x}
-    out = {{"forward": features_step(model, xt).numpy()}}{_generated_check(workload)}{train}
+    out = {{"forward": features_step(model, xt).numpy()}}{generated}{train}
     return out
 '''
 

@@ -85,7 +85,12 @@ def train_step(model, optimizer, x, y, training=True):
     )
 
 
+#: the --check's call of ``generate`` (``filetext.generated_check`` fills it)
+GENERATED = "generate(model, xt[:, :{prompt}], {new}).numpy()"
+
+
 def _check(workload: Workload, cls: str) -> str:
+    generated = common.generated_check(workload, GENERATED)
     ids = len(workload.input.shape) == 1
     to_x = "torch.from_numpy(x.astype(np.int64))" if ids else "torch.from_numpy(x.astype(dtype))"
     train = ""
@@ -117,7 +122,7 @@ def check(weights, x, y, k, dtype="float32"):
     model = {cls}().to(getattr(torch, dtype))
     load_weights(model, weights)
     xt = {to_x}
-    out = {{"forward": features_step(model, xt).numpy()}}{_generated_check(workload)}
+    out = {{"forward": features_step(model, xt).numpy()}}{generated}
     model.eval(){train}
     return out
 '''
@@ -140,16 +145,6 @@ def generate(model, prompts, new_tokens):
         tokens.append(logits.argmax(dim=-1))
     return torch.stack(tokens, dim=1)
 '''
-
-
-def _generated_check(workload: Workload) -> str:
-    """A decoder's --check also generates, from the loaded weights: ``generated`` (N, new)."""
-    if not common.is_language_model(workload):
-        return ""
-    return (
-        f'\n    out["generated"] = generate(model, xt[:, :{common.CHECK_PROMPT}], '
-        f"{common.CHECK_NEW}).numpy()"
-    )
 
 
 def source(workload: Workload, rendered: Rendered) -> str:
